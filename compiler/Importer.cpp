@@ -1,0 +1,474 @@
+//===- Importer.cpp - Checkpoint to tfm IR ------------------------*- C++ -*-===//
+//
+// Emits the model as "Attention is all you need" writes it, one primitive op
+// per formula. Fusion passes later find the attention and layer-norm blocks
+// in this form, so it must stay the plain textbook graph.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Importer.h"
+
+#include "compiler/ModelConfig.h"
+#include "compiler/Safetensors.h"
+#include "dialects/Tfm/IR/TfmOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+
+#include <cmath>
+#include <map>
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+static constexpr int64_t kDyn = ShapedType::kDynamic;
+
+static std::string shapeString(ArrayRef<int64_t> shape) {
+  return formatShape(shape);
+}
+
+/// Builds `encode` and `decode_step` for one checkpoint. Weight references
+/// are checked against the safetensors header as they are made; on a problem
+/// the first error is kept and building goes on with the expected shape, so
+/// the IR stays well-formed until the error is returned.
+class ModelImporter {
+public:
+  ModelImporter(MLIRContext &context, const ModelConfig &config,
+                const SafetensorsFile &weights)
+      : builder(&context), config(config), weights(weights),
+        f32(builder.getF32Type()) {}
+
+  llvm::Expected<OwningOpRef<ModuleOp>> run();
+
+private:
+  // --- weights -------------------------------------------------------------
+  Value weight(StringRef name, ArrayRef<int64_t> shape);
+  bool hasTensor(StringRef name) const { return weights.lookup(name); }
+
+  // --- the paper's building blocks, in primitive ops ------------------------
+  Value linear(Value x, StringRef prefix, int64_t out, int64_t in);
+  Value layerNorm(Value x, StringRef prefix);
+  Value feedForward(Value x, StringRef prefix, int64_t ffnDim);
+  Value attention(Value query, Value keys, Value values, int64_t heads,
+                  Value keyLengths, bool causal);
+  Value projectHeads(Value x, StringRef prefix, int64_t heads);
+  Value embed(Value ids, Value offset, StringRef table, int64_t vocab,
+              StringRef positions);
+  /// x + sublayer(x), normalized after (post-norm) or before the sublayer
+  /// (pre-norm): post: LN(x + f(x)); pre: x + f(LN(x)).
+  Value residual(Value x, StringRef normPrefix,
+                 llvm::function_ref<Value(Value)> sublayer);
+
+  void buildEncode(ModuleOp module);
+  void buildDecodeStep(ModuleOp module);
+  DictionaryAttr configAttr();
+
+  RankedTensorType tensor(ArrayRef<int64_t> shape, Type elt = {}) {
+    return RankedTensorType::get(shape, elt ? elt : f32);
+  }
+  void setLoc(StringRef name) { loc = NameLoc::get(builder.getStringAttr(name)); }
+  void fail(const Twine &message) {
+    if (!error)
+      error = (weights.path() + ": " + message).str();
+  }
+
+  OpBuilder builder;
+  const ModelConfig &config;
+  const SafetensorsFile &weights;
+  Type f32;
+  Location loc = builder.getUnknownLoc();
+  /// Weights already referenced in the function being built.
+  llvm::StringMap<Value> weightValues;
+  Operation *lastWeight = nullptr;
+  std::optional<std::string> error;
+};
+
+} // namespace
+
+Value ModelImporter::weight(StringRef name, ArrayRef<int64_t> shape) {
+  auto it = weightValues.find(name);
+  if (it != weightValues.end())
+    return it->second;
+  if (const TensorInfo *info = weights.lookup(name)) {
+    if (info->dtype != DType::F32 && info->dtype != DType::F16 &&
+        info->dtype != DType::BF16)
+      fail(llvm::formatv("tensor '{0}' has unsupported dtype {1}; model "
+                         "weights must be F32, F16 or BF16",
+                         name, dtypeName(info->dtype)));
+    else if (ArrayRef<int64_t>(info->shape) != shape)
+      fail(llvm::formatv("tensor '{0}' has shape {1}, but config.json implies "
+                         "{2}",
+                         name, shapeString(info->shape), shapeString(shape)));
+  } else {
+    fail(llvm::formatv("missing tensor '{0}' (expected shape {1})", name,
+                       shapeString(shape)));
+  }
+  // Weights go at the top of the entry block, in order of first use, so
+  // every use is dominated and the IR reads like the checkpoint's index.
+  OpBuilder::InsertionGuard guard(builder);
+  if (lastWeight)
+    builder.setInsertionPointAfter(lastWeight);
+  else
+    builder.setInsertionPointToStart(builder.getInsertionBlock());
+  auto w = builder.create<WeightOp>(loc, tensor(shape), name);
+  lastWeight = w;
+  weightValues[name] = w;
+  return w;
+}
+
+Value ModelImporter::linear(Value x, StringRef prefix, int64_t out,
+                            int64_t in) {
+  Value w = weight((prefix + ".weight").str(), {out, in});
+  Value b = weight((prefix + ".bias").str(), {out});
+  return builder.create<LinearOp>(loc, x, w, b);
+}
+
+Value ModelImporter::layerNorm(Value x, StringRef prefix) {
+  int64_t d = config.dModel;
+  int64_t axis = cast<RankedTensorType>(x.getType()).getRank() - 1;
+  Value gamma = weight((prefix + ".weight").str(), {d});
+  Value beta = weight((prefix + ".bias").str(), {d});
+  // mean = E[x]; var = E[(x - mean)^2]; y = (x - mean) * rsqrt(var + eps)
+  // result = y * gamma + beta
+  Value mean = builder.create<MeanOp>(loc, x, axis);
+  Value centered = builder.create<SubOp>(loc, x, mean);
+  Value squared = builder.create<MulOp>(loc, centered, centered);
+  Value variance = builder.create<MeanOp>(loc, squared, axis);
+  Value eps = builder.create<arith::ConstantOp>(
+      loc, DenseElementsAttr::get(tensor({}),
+                                  builder.getF32FloatAttr(
+                                      config.layerNormEpsilon)));
+  Value shifted = builder.create<AddOp>(loc, variance, eps);
+  Value invStd = builder.create<RsqrtOp>(loc, shifted);
+  Value normalized = builder.create<MulOp>(loc, centered, invStd);
+  Value scaled = builder.create<MulOp>(loc, normalized, gamma);
+  return builder.create<AddOp>(loc, scaled, beta);
+}
+
+Value ModelImporter::feedForward(Value x, StringRef prefix, int64_t ffnDim) {
+  // FFN(x) = W2 act(W1 x + b1) + b2
+  Value h = linear(x, (prefix + ".fc1").str(), ffnDim, config.dModel);
+  switch (config.activation) {
+  case Activation::relu:
+    h = builder.create<ReluOp>(loc, h);
+    break;
+  case Activation::gelu:
+    h = builder.create<GeluOp>(loc, h);
+    break;
+  case Activation::silu:
+    h = builder.create<SiluOp>(loc, h);
+    break;
+  case Activation::none:
+    break;
+  }
+  return linear(h, (prefix + ".fc2").str(), config.dModel, ffnDim);
+}
+
+Value ModelImporter::projectHeads(Value x, StringRef prefix, int64_t heads) {
+  Value projected = linear(x, prefix, config.dModel, config.dModel);
+  return builder.create<SplitHeadsOp>(loc, projected, heads);
+}
+
+Value ModelImporter::attention(Value query, Value keys, Value values,
+                               int64_t heads, Value keyLengths, bool causal) {
+  // softmax(Q Kᵀ / sqrt(d_k) + M) V, per head
+  int64_t headDim = config.dModel / heads;
+  Value scores = builder.create<MatmulOp>(loc, query, keys,
+                                          /*transposeLhs=*/false,
+                                          /*transposeRhs=*/true);
+  scores = builder.create<ScaleOp>(
+      loc, scores, builder.getF64FloatAttr(1.0 / std::sqrt(double(headDim))));
+  if (keyLengths)
+    scores = builder.create<KeyPaddingMaskOp>(loc, scores, keyLengths);
+  if (causal)
+    scores = builder.create<CausalMaskOp>(loc, scores);
+  int64_t keyAxis = cast<RankedTensorType>(scores.getType()).getRank() - 1;
+  Value probs = builder.create<SoftmaxOp>(loc, scores, keyAxis);
+  Value context = builder.create<MatmulOp>(loc, probs, values, false, false);
+  return builder.create<MergeHeadsOp>(loc, context);
+}
+
+Value ModelImporter::embed(Value ids, Value offset, StringRef table,
+                           int64_t vocab, StringRef positions) {
+  int64_t d = config.dModel;
+  // x = E[ids] * sqrt(d_model) + PE(offset + j)
+  Value x = builder.create<EmbeddingOp>(loc, weight(table, {vocab, d}), ids);
+  if (config.scaleEmbedding)
+    x = builder.create<ScaleOp>(loc, x,
+                                builder.getF64FloatAttr(std::sqrt(double(d))));
+  SmallVector<int64_t> peShape(cast<RankedTensorType>(ids.getType()).getShape());
+  peShape.push_back(d);
+  Value pe;
+  if (hasTensor(positions))
+    pe = builder.create<PositionEncodingOp>(
+        loc, tensor(peShape), PositionKind::learned, ids, offset,
+        weight(positions, {config.maxPositions, d}));
+  else
+    pe = builder.create<PositionEncodingOp>(loc, tensor(peShape),
+                                            config.sinusoidKind, ids, offset,
+                                            Value());
+  return builder.create<AddOp>(loc, x, pe);
+}
+
+Value ModelImporter::residual(Value x, StringRef normPrefix,
+                              llvm::function_ref<Value(Value)> sublayer) {
+  if (config.normalizeBefore)
+    return builder.create<AddOp>(loc, x, sublayer(layerNorm(x, normPrefix)));
+  return layerNorm(builder.create<AddOp>(loc, x, sublayer(x)), normPrefix);
+}
+
+void ModelImporter::buildEncode(ModuleOp module) {
+  int64_t d = config.dModel, heads = config.encoderHeads;
+  int64_t decHeads = config.decoderHeads, headDim = d / decHeads;
+  Type ids = tensor({kDyn, kDyn}, builder.getI32Type());
+  Type lengths = tensor({kDyn}, builder.getI32Type());
+  Type hidden = tensor({kDyn, kDyn, d});
+  Type crossKV = tensor({kDyn, decHeads, kDyn, headDim});
+
+  SmallVector<Type> results = {hidden};
+  results.append(2 * config.decoderLayers, crossKV);
+  setLoc("encode");
+  builder.setInsertionPointToEnd(module.getBody());
+  auto func = builder.create<func::FuncOp>(
+      loc, "encode", builder.getFunctionType({ids, lengths}, results));
+  func.setArgAttr(0, "tfm.name", builder.getStringAttr("source_ids"));
+  func.setArgAttr(1, "tfm.name", builder.getStringAttr("source_lengths"));
+  weightValues.clear();
+  lastWeight = nullptr;
+  builder.setInsertionPointToStart(func.addEntryBlock());
+  Value srcIds = func.getArgument(0), srcLengths = func.getArgument(1);
+
+  setLoc("model.encoder");
+  Value zero = builder.create<arith::ConstantIndexOp>(loc, 0);
+  StringRef table = config.shareEmbeddings ? "model.shared.weight"
+                                           : "model.encoder.embed_tokens.weight";
+  Value x = embed(srcIds, zero, table, config.vocabSize,
+                  "model.encoder.embed_positions.weight");
+
+  for (int64_t i = 0; i < config.encoderLayers; ++i) {
+    std::string p = llvm::formatv("model.encoder.layers.{0}", i);
+    setLoc(p + ".self_attn");
+    x = residual(x, p + ".self_attn_layer_norm", [&](Value h) {
+      Value q = projectHeads(h, p + ".self_attn.q_proj", heads);
+      Value k = projectHeads(h, p + ".self_attn.k_proj", heads);
+      Value v = projectHeads(h, p + ".self_attn.v_proj", heads);
+      Value o = attention(q, k, v, heads, srcLengths, /*causal=*/false);
+      return linear(o, p + ".self_attn.out_proj", d, d);
+    });
+    setLoc(p + ".ffn");
+    x = residual(x, p + ".final_layer_norm", [&](Value h) {
+      return feedForward(h, p, config.encoderFfnDim);
+    });
+  }
+  if (config.normalizeBefore) {
+    setLoc("model.encoder.layer_norm");
+    x = layerNorm(x, "model.encoder.layer_norm");
+  }
+
+  // Cross-attention keys and values depend only on the encoder output:
+  // computed once here, not at every decoding step.
+  SmallVector<Value> outputs = {x};
+  for (int64_t i = 0; i < config.decoderLayers; ++i) {
+    std::string p = llvm::formatv("model.decoder.layers.{0}.encoder_attn", i);
+    setLoc(p);
+    outputs.push_back(projectHeads(x, p + ".k_proj", decHeads));
+    outputs.push_back(projectHeads(x, p + ".v_proj", decHeads));
+  }
+  builder.create<func::ReturnOp>(loc, outputs);
+}
+
+void ModelImporter::buildDecodeStep(ModuleOp module) {
+  int64_t d = config.dModel, heads = config.decoderHeads, headDim = d / heads;
+  int64_t vocab = config.targetVocabSize;
+  Type ids = tensor({kDyn, kDyn}, builder.getI32Type());
+  Type lengths = tensor({kDyn}, builder.getI32Type());
+  Type kv = tensor({kDyn, heads, kDyn, headDim});
+  Type logits = tensor({kDyn, kDyn, vocab});
+
+  // (tokens, step, source_lengths, per layer: cross K, cross V, cache K,
+  // cache V) -> (logits, per layer: cache K, cache V)
+  SmallVector<Type> inputs = {ids, builder.getIndexType(), lengths};
+  SmallVector<Type> results = {logits};
+  for (int64_t i = 0; i < config.decoderLayers; ++i) {
+    inputs.append(4, kv);
+    results.append(2, kv);
+  }
+  setLoc("decode_step");
+  builder.setInsertionPointToEnd(module.getBody());
+  auto func = builder.create<func::FuncOp>(
+      loc, "decode_step", builder.getFunctionType(inputs, results));
+  weightValues.clear();
+  lastWeight = nullptr;
+  builder.setInsertionPointToStart(func.addEntryBlock());
+  auto name = [&](unsigned arg, const Twine &n) {
+    func.setArgAttr(arg, "tfm.name", builder.getStringAttr(n));
+  };
+  name(0, "tokens");
+  name(1, "step");
+  name(2, "source_lengths");
+  for (int64_t i = 0; i < config.decoderLayers; ++i) {
+    name(3 + 4 * i, llvm::formatv("cross_key.{0}", i));
+    name(4 + 4 * i, llvm::formatv("cross_value.{0}", i));
+    name(5 + 4 * i, llvm::formatv("cache_key.{0}", i));
+    name(6 + 4 * i, llvm::formatv("cache_value.{0}", i));
+  }
+  Value tokens = func.getArgument(0), step = func.getArgument(1),
+        srcLengths = func.getArgument(2);
+
+  setLoc("model.decoder");
+  // The new tokens sit at positions [step, step + T) of the target sequence;
+  // self-attention sees the cache up to step + T.
+  Value one = builder.create<arith::ConstantIndexOp>(loc, 1);
+  Value zero = builder.create<arith::ConstantIndexOp>(loc, 0);
+  Value newTokens = builder.create<tensor::DimOp>(loc, tokens, one);
+  Value seen = builder.create<arith::AddIOp>(loc, step, newTokens);
+  StringRef table = config.shareEmbeddings ? "model.shared.weight"
+                                           : "model.decoder.embed_tokens.weight";
+  Value x = embed(tokens, step, table, vocab,
+                  "model.decoder.embed_positions.weight");
+
+  SmallVector<Value> caches;
+  for (int64_t i = 0; i < config.decoderLayers; ++i) {
+    std::string p = llvm::formatv("model.decoder.layers.{0}", i);
+    Value crossK = func.getArgument(3 + 4 * i);
+    Value crossV = func.getArgument(4 + 4 * i);
+    Value cacheK = func.getArgument(5 + 4 * i);
+    Value cacheV = func.getArgument(6 + 4 * i);
+
+    setLoc(p + ".self_attn");
+    x = residual(x, p + ".self_attn_layer_norm", [&](Value h) {
+      Value q = projectHeads(h, p + ".self_attn.q_proj", heads);
+      Value k = projectHeads(h, p + ".self_attn.k_proj", heads);
+      Value v = projectHeads(h, p + ".self_attn.v_proj", heads);
+      Value newK = builder.create<CacheUpdateOp>(loc, k, cacheK, step, 2);
+      Value newV = builder.create<CacheUpdateOp>(loc, v, cacheV, step, 2);
+      caches.push_back(newK);
+      caches.push_back(newV);
+      Value keys = builder.create<SliceOp>(loc, kv, newK, zero, seen, 2);
+      Value values = builder.create<SliceOp>(loc, kv, newV, zero, seen, 2);
+      Value o = attention(q, keys, values, heads, Value(), /*causal=*/true);
+      return linear(o, p + ".self_attn.out_proj", d, d);
+    });
+    setLoc(p + ".encoder_attn");
+    x = residual(x, p + ".encoder_attn_layer_norm", [&](Value h) {
+      Value q = projectHeads(h, p + ".encoder_attn.q_proj", heads);
+      Value o = attention(q, crossK, crossV, heads, srcLengths,
+                          /*causal=*/false);
+      return linear(o, p + ".encoder_attn.out_proj", d, d);
+    });
+    setLoc(p + ".ffn");
+    x = residual(x, p + ".final_layer_norm", [&](Value h) {
+      return feedForward(h, p, config.decoderFfnDim);
+    });
+  }
+  if (config.normalizeBefore) {
+    setLoc("model.decoder.layer_norm");
+    x = layerNorm(x, "model.decoder.layer_norm");
+  }
+
+  // logits = x · Eᵀ + final_logits_bias (E: the target embedding when tied)
+  setLoc("lm_head");
+  StringRef outTable = config.tieWordEmbeddings ? table : "lm_head.weight";
+  Value out = builder.create<LinearOp>(loc, x, weight(outTable, {vocab, d}),
+                                       Value());
+  if (hasTensor("final_logits_bias"))
+    out = builder.create<AddOp>(loc, out,
+                                weight("final_logits_bias", {1, vocab}));
+  SmallVector<Value> outputs = {out};
+  outputs.append(caches);
+  builder.create<func::ReturnOp>(loc, outputs);
+}
+
+DictionaryAttr ModelImporter::configAttr() {
+  auto i64 = [&](int64_t v) { return builder.getI64IntegerAttr(v); };
+  SmallVector<NamedAttribute> attrs = {
+      builder.getNamedAttr("d_model", i64(config.dModel)),
+      builder.getNamedAttr("encoder_layers", i64(config.encoderLayers)),
+      builder.getNamedAttr("decoder_layers", i64(config.decoderLayers)),
+      builder.getNamedAttr("encoder_heads", i64(config.encoderHeads)),
+      builder.getNamedAttr("decoder_heads", i64(config.decoderHeads)),
+      builder.getNamedAttr("source_vocab_size", i64(config.vocabSize)),
+      builder.getNamedAttr("target_vocab_size", i64(config.targetVocabSize)),
+      builder.getNamedAttr("max_positions", i64(config.maxPositions)),
+      builder.getNamedAttr("eos_token_id", i64(config.eosTokenId)),
+      builder.getNamedAttr("pad_token_id", i64(config.padTokenId)),
+      builder.getNamedAttr("decoder_start_token_id",
+                           i64(config.decoderStartTokenId)),
+  };
+  return builder.getDictionaryAttr(attrs);
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>> ModelImporter::run() {
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  module->getOperation()->setAttr("tfm.model", configAttr());
+  module->getOperation()->setAttr(
+      "tfm.weights_file",
+      builder.getStringAttr(llvm::sys::path::filename(weights.path())));
+  buildEncode(*module);
+  buildDecodeStep(*module);
+  if (error)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), *error);
+  if (failed(verify(*module)))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "internal error: the imported module does "
+                                   "not verify");
+  return std::move(module);
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>>
+mlir::tfm::importModel(MLIRContext &context, llvm::StringRef modelDir) {
+  context.loadDialect<TfmDialect, func::FuncDialect, arith::ArithDialect,
+                      tensor::TensorDialect>();
+  if (!llvm::sys::fs::is_directory(modelDir))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   (modelDir + ": not a model directory").str());
+  SmallString<256> configPath(modelDir), weightsPath(modelDir);
+  llvm::sys::path::append(configPath, "config.json");
+  llvm::sys::path::append(weightsPath, "model.safetensors");
+  llvm::Expected<ModelConfig> config = ModelConfig::load(configPath);
+  if (!config)
+    return config.takeError();
+  llvm::Expected<SafetensorsFile> weights = SafetensorsFile::open(weightsPath);
+  if (!weights)
+    return weights.takeError();
+  return ModelImporter(context, *config, *weights).run();
+}
+
+void mlir::tfm::printModelSummary(ModuleOp module, llvm::raw_ostream &os) {
+  if (auto model = module->getAttrOfType<DictionaryAttr>("tfm.model")) {
+    os << "model:";
+    for (NamedAttribute a : model)
+      if (auto i = dyn_cast<IntegerAttr>(a.getValue()))
+        os << " " << a.getName().getValue() << "=" << i.getInt();
+    os << "\n";
+  }
+  for (auto func : module.getOps<func::FuncOp>()) {
+    std::map<std::string, int64_t> opCounts;
+    llvm::StringMap<int64_t> weightSizes;
+    func.walk([&](Operation *op) {
+      if (op == func.getOperation())
+        return;
+      ++opCounts[op->getName().getStringRef().str()];
+      if (auto w = dyn_cast<WeightOp>(op))
+        weightSizes[w.getName()] = w.getType().getNumElements();
+    });
+    int64_t params = 0;
+    for (auto &entry : weightSizes)
+      params += entry.second;
+    os << "func @" << func.getSymName() << ": " << func.getNumArguments()
+       << " inputs, " << func.getNumResults() << " results, "
+       << weightSizes.size() << " weights (" << params << " parameters)\n";
+    for (auto &[name, count] : opCounts)
+      os << "  " << name << ": " << count << "\n";
+  }
+}

@@ -1,0 +1,34 @@
+//===- Importer.h - Checkpoint to tfm IR --------------------------*- C++ -*-===//
+//
+// Turns a Hugging Face MarianMT-style checkpoint directory (config.json,
+// model.safetensors) into a module in primitive `tfm` form with two entry
+// points, `encode` and `decode_step`. Only the safetensors header is read:
+// weights stay in the file and the IR names them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_COMPILER_IMPORTER_H
+#define TFM_COMPILER_IMPORTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace mlir {
+namespace tfm {
+
+/// Imports the checkpoint in `modelDir`. Every problem with the directory,
+/// config or tensors comes back as an error naming the file and the key or
+/// tensor; the returned module verifies.
+llvm::Expected<OwningOpRef<ModuleOp>> importModel(MLIRContext &context,
+                                                  llvm::StringRef modelDir);
+
+/// A human-readable overview of an imported module: the model's config,
+/// entry-point signatures, weights and op counts.
+void printModelSummary(ModuleOp module, llvm::raw_ostream &os);
+
+} // namespace tfm
+} // namespace mlir
+
+#endif // TFM_COMPILER_IMPORTER_H

@@ -1,0 +1,178 @@
+//===- ModelConfig.cpp - A checkpoint's config.json ---------------*- C++ -*-===//
+
+#include "compiler/ModelConfig.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+/// Reads typed keys of one JSON object, keeping the first error.
+class ConfigReader {
+public:
+  ConfigReader(llvm::StringRef path, const llvm::json::Object &obj)
+      : path(path), obj(obj) {}
+
+  void integer(llvm::StringRef key, int64_t &out, int64_t min,
+               std::optional<int64_t> fallback = std::nullopt) {
+    if (error)
+      return;
+    const llvm::json::Value *v = obj.get(key);
+    if (!v || v->kind() == llvm::json::Value::Null) {
+      if (fallback)
+        out = *fallback;
+      else
+        fail(llvm::formatv("missing key '{0}'", key));
+      return;
+    }
+    std::optional<int64_t> i = v->getAsInteger();
+    if (!i || *i < min)
+      return fail(llvm::formatv("key '{0}' must be an integer >= {1}, found {2}",
+                                key, min, *v));
+    out = *i;
+  }
+
+  void boolean(llvm::StringRef key, bool &out, bool fallback) {
+    if (error)
+      return;
+    const llvm::json::Value *v = obj.get(key);
+    if (!v) {
+      out = fallback;
+      return;
+    }
+    std::optional<bool> b = v->getAsBoolean();
+    if (!b)
+      return fail(llvm::formatv("key '{0}' must be true or false, found {1}",
+                                key, *v));
+    out = *b;
+  }
+
+  std::optional<std::string> string(llvm::StringRef key) {
+    if (error)
+      return std::nullopt;
+    const llvm::json::Value *v = obj.get(key);
+    if (!v)
+      return std::nullopt;
+    std::optional<llvm::StringRef> s = v->getAsString();
+    if (!s) {
+      fail(llvm::formatv("key '{0}' must be a string, found {1}", key, *v));
+      return std::nullopt;
+    }
+    return s->str();
+  }
+
+  void fail(const llvm::Twine &message) {
+    if (!error)
+      error = (path + ": " + message).str();
+  }
+
+  llvm::Error takeError() {
+    if (!error)
+      return llvm::Error::success();
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), *error);
+  }
+
+private:
+  llvm::StringRef path;
+  const llvm::json::Object &obj;
+  /// The first problem found, already prefixed with the path.
+  std::optional<std::string> error;
+};
+} // namespace
+
+llvm::Expected<ModelConfig> ModelConfig::load(llvm::StringRef path) {
+  auto fail = [&](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   (path + ": " + message).str());
+  };
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return fail("cannot open: " + buffer.getError().message());
+  llvm::Expected<llvm::json::Value> json =
+      llvm::json::parse((*buffer)->getBuffer());
+  if (!json)
+    return fail("invalid JSON: " + llvm::toString(json.takeError()));
+  const llvm::json::Object *obj = json->getAsObject();
+  if (!obj)
+    return fail("expected a JSON object at the top level");
+
+  ModelConfig c;
+  ConfigReader r(path, *obj);
+  if (std::optional<std::string> type = r.string("model_type"))
+    if (*type != "marian")
+      r.fail(llvm::formatv("unsupported model_type '{0}': tfmc compiles "
+                           "'marian' encoder-decoder models",
+                           *type));
+  r.integer("d_model", c.dModel, 1);
+  r.integer("encoder_layers", c.encoderLayers, 1);
+  r.integer("decoder_layers", c.decoderLayers, 1);
+  r.integer("encoder_attention_heads", c.encoderHeads, 1);
+  r.integer("decoder_attention_heads", c.decoderHeads, 1);
+  r.integer("encoder_ffn_dim", c.encoderFfnDim, 1);
+  r.integer("decoder_ffn_dim", c.decoderFfnDim, 1);
+  r.integer("vocab_size", c.vocabSize, 1);
+  r.integer("max_position_embeddings", c.maxPositions, 1);
+  r.integer("eos_token_id", c.eosTokenId, 0);
+  r.integer("pad_token_id", c.padTokenId, 0);
+  r.integer("decoder_start_token_id", c.decoderStartTokenId, 0);
+  r.boolean("normalize_before", c.normalizeBefore, false);
+  r.boolean("scale_embedding", c.scaleEmbedding, false);
+  r.boolean("share_encoder_decoder_embeddings", c.shareEmbeddings, true);
+  r.boolean("tie_word_embeddings", c.tieWordEmbeddings, true);
+  r.integer("decoder_vocab_size", c.targetVocabSize, 1, c.vocabSize);
+
+  if (std::optional<std::string> act = r.string("activation_function")) {
+    if (*act == "relu")
+      c.activation = Activation::relu;
+    else if (*act == "gelu")
+      c.activation = Activation::gelu;
+    else if (*act == "swish" || *act == "silu")
+      c.activation = Activation::silu;
+    else
+      r.fail(llvm::formatv("unsupported activation_function '{0}' (supported: "
+                           "relu, gelu, swish, silu)",
+                           *act));
+  } else {
+    r.fail("missing key 'activation_function'");
+  }
+  // Not a Hugging Face key: lets a checkpoint without position tables ask for
+  // the paper's interleaved sinusoids instead of Marian's sin|cos halves.
+  if (std::optional<std::string> pos = r.string("position_encoding")) {
+    if (*pos == "sinusoidal_interleaved")
+      c.sinusoidKind = PositionKind::sinusoidal_interleaved;
+    else if (*pos != "sinusoidal_concat")
+      r.fail(llvm::formatv("unsupported position_encoding '{0}' (supported: "
+                           "sinusoidal_concat, sinusoidal_interleaved)",
+                           *pos));
+  }
+  if (llvm::Error e = r.takeError())
+    return std::move(e);
+
+  for (auto [key, heads] : {std::pair<const char *, int64_t>{
+                                "encoder_attention_heads", c.encoderHeads},
+                            {"decoder_attention_heads", c.decoderHeads}})
+    if (c.dModel % heads != 0)
+      return fail(llvm::formatv("d_model {0} is not a multiple of {1} {2}",
+                                c.dModel, key, heads));
+  if (c.dModel % 2 != 0)
+    return fail(llvm::formatv("d_model {0} must be even for sinusoidal "
+                              "positions",
+                              c.dModel));
+  if (c.shareEmbeddings && c.targetVocabSize != c.vocabSize)
+    return fail(llvm::formatv("decoder_vocab_size {0} differs from vocab_size "
+                              "{1}, but share_encoder_decoder_embeddings is "
+                              "true",
+                              c.targetVocabSize, c.vocabSize));
+  for (auto [key, id] : {std::pair<const char *, int64_t>{"eos_token_id",
+                                                          c.eosTokenId},
+                         {"pad_token_id", c.padTokenId},
+                         {"decoder_start_token_id", c.decoderStartTokenId}})
+    if (id >= c.targetVocabSize)
+      return fail(llvm::formatv("{0} {1} is outside the target vocabulary of "
+                                "{2} tokens",
+                                key, id, c.targetVocabSize));
+  return c;
+}

@@ -1,0 +1,518 @@
+//===- TfmOps.td - tfm dialect operations ------------------*- tablegen -*-===//
+//
+// Primitive ops (what the importer emits, one per formula of the paper) and
+// fused ops (what the fusion passes produce). Shapes use `?` for the dynamic
+// batch and sequence dimensions; verifiers check every static dimension.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_OPS_TD
+#define TFM_OPS_TD
+
+include "dialects/Tfm/IR/TfmBase.td"
+
+//===----------------------------------------------------------------------===//
+// Weights, embeddings and positions
+//===----------------------------------------------------------------------===//
+
+def Tfm_WeightOp : Tfm_Op<"weight"> {
+  let summary = "a tensor of the checkpoint, referred to by name";
+  let description = [{
+    Stands for the checkpoint tensor called `name`. The IR never holds weight
+    data: code generation resolves the name to an address in the weights file,
+    so a module stays small whatever the model's size. The type is the
+    tensor's shape with the element type computations use; the storage type
+    (F32, F16, BF16) is the weights file's business.
+
+    ```mlir
+    %w = tfm.weight "model.encoder.layers.0.fc1.weight" : tensor<2048x512xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tfm_EmbeddingOp : Tfm_Op<"embedding"> {
+  let summary = "token embedding lookup: result[..., :] = table[ids[...], :]";
+  let description = [{
+    Gathers one row of `table` (vocabulary × model dimension) per token id.
+    The result has the shape of `ids` with the model dimension appended. Ids
+    outside the table are an error the runtime checks on its inputs.
+
+    ```mlir
+    %x = tfm.embedding %table[%ids]
+        : tensor<32000x512xf32>, tensor<?x?xi32> -> tensor<?x?x512xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$table, Tfm_IdTensor:$ids);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `[` $ids `]` attr-dict `:` type($table) `,` type($ids) `->` type($result)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$table, "::mlir::Value":$ids)>
+  ];
+  let hasVerifier = 1;
+}
+
+def Tfm_PositionEncodingOp : Tfm_Op<"position_encoding"> {
+  let summary = "position encodings for the positions offset + j";
+  let description = [{
+    For each element of `ids` at sequence index `j` (its last dimension), the
+    encoding of position `p = offset + j`, a vector of the result's last
+    dimension `d`. The ids themselves are not read; they give the shape.
+    `offset` is 0 in the encoder and the decoding step in the incremental
+    decoder.
+
+    - `sinusoidal_interleaved` (the paper):
+      `PE[p, 2i] = sin(p / 10000^(2i/d))`, `PE[p, 2i+1] = cos(p / 10000^(2i/d))`
+    - `sinusoidal_concat` (Marian): the same sines in channels `[0, d/2)` and
+      the same cosines in `[d/2, d)`
+    - `learned`: `PE[p, :] = table[p, :]`, with `table` read from the
+      checkpoint
+
+    ```mlir
+    %pe = tfm.position_encoding sinusoidal_concat %ids, %c0
+        : tensor<?x?xi32> -> tensor<?x?x512xf32>
+    %pl = tfm.position_encoding learned %ids, %step table(%t : tensor<512x512xf32>)
+        : tensor<?x1xi32> -> tensor<?x1x512xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_PositionKind:$kind, Tfm_IdTensor:$ids, Index:$offset,
+                       Optional<Tfm_FloatTensor>:$table);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $kind $ids `,` $offset (`table` `(` $table^ `:` type($table) `)`)?
+    attr-dict `:` type($ids) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Matrix products
+//===----------------------------------------------------------------------===//
+
+def Tfm_MatmulOp : Tfm_Op<"matmul"> {
+  let summary = "batched matrix product with optional transposes";
+  let description = [{
+    `result[b..., i, j] = sum_k A[b..., i, k] * B[b..., k, j]`, where
+    `A = transpose_lhs ? lhsᵀ : lhs` and `B = transpose_rhs ? rhsᵀ : rhs`
+    (transposes swap the two innermost dimensions). Both operands have the
+    same rank and the same leading (batch) dimensions.
+
+    ```mlir
+    // attention scores Q·Kᵀ, per head
+    %s = tfm.matmul %q, %k {transpose_rhs = true}
+        : tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32> -> tensor<?x8x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$lhs, Tfm_FloatTensor:$rhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_lhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_rhs);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$lhs, "::mlir::Value":$rhs,
+                   "bool":$transposeLhs, "bool":$transposeRhs)>
+  ];
+  let hasVerifier = 1;
+}
+
+def Tfm_LinearOp : Tfm_Op<"linear"> {
+  let summary = "affine layer: result = input · weightᵀ + bias";
+  let description = [{
+    `result[..., n] = sum_k input[..., k] * weight[n, k] + bias[n]`, with the
+    weight in the checkpoint's `[out_features, in_features]` layout. The bias
+    is optional.
+
+    ```mlir
+    %h = tfm.linear %x, %w1, %b1
+        : (tensor<?x?x512xf32>, tensor<2048x512xf32>, tensor<2048xf32>)
+          -> tensor<?x?x2048xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Tfm_FloatTensor:$weight,
+                       Optional<Tfm_FloatTensor>:$bias);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$input, "::mlir::Value":$weight,
+                   "::mlir::Value":$bias)>
+  ];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise arithmetic
+//===----------------------------------------------------------------------===//
+
+def Tfm_AddOp : Tfm_BinaryOp<"add", [Commutative]> {
+  let summary = "elementwise lhs + rhs, broadcasting";
+  let description = [{
+    ```mlir
+    %y = tfm.add %x, %b : tensor<?x?x512xf32>, tensor<512xf32> -> tensor<?x?x512xf32>
+    ```
+  }];
+}
+
+def Tfm_SubOp : Tfm_BinaryOp<"sub"> {
+  let summary = "elementwise lhs - rhs, broadcasting";
+  let description = [{
+    ```mlir
+    %c = tfm.sub %x, %mean : tensor<?x?x512xf32>, tensor<?x?x1xf32> -> tensor<?x?x512xf32>
+    ```
+  }];
+}
+
+def Tfm_MulOp : Tfm_BinaryOp<"mul", [Commutative]> {
+  let summary = "elementwise lhs * rhs, broadcasting";
+  let description = [{
+    ```mlir
+    %y = tfm.mul %x, %gamma : tensor<?x?x512xf32>, tensor<512xf32> -> tensor<?x?x512xf32>
+    ```
+  }];
+}
+
+def Tfm_DivOp : Tfm_BinaryOp<"div"> {
+  let summary = "elementwise lhs / rhs, broadcasting";
+  let description = [{
+    ```mlir
+    %y = tfm.div %c, %std : tensor<?x?x512xf32>, tensor<?x?x1xf32> -> tensor<?x?x512xf32>
+    ```
+  }];
+}
+
+def Tfm_RsqrtOp : Tfm_UnaryOp<"rsqrt"> {
+  let summary = "elementwise 1 / sqrt(x)";
+  let description = [{
+    ```mlir
+    %r = tfm.rsqrt %v : tensor<?x?x1xf32>
+    ```
+  }];
+}
+
+def Tfm_SqrtOp : Tfm_UnaryOp<"sqrt"> {
+  let summary = "elementwise sqrt(x)";
+  let description = [{
+    ```mlir
+    %s = tfm.sqrt %v : tensor<?x?x1xf32>
+    ```
+  }];
+}
+
+def Tfm_ReluOp : Tfm_UnaryOp<"relu"> {
+  let summary = "elementwise max(x, 0)";
+  let description = [{
+    ```mlir
+    %y = tfm.relu %x : tensor<?x?x2048xf32>
+    ```
+  }];
+}
+
+def Tfm_GeluOp : Tfm_UnaryOp<"gelu"> {
+  let summary = "elementwise x * Φ(x) = x/2 * (1 + erf(x / sqrt(2)))";
+  let description = [{
+    The exact GELU (the erf form), as PyTorch's `gelu` and Hugging Face's
+    `activation_function = "gelu"` compute it.
+
+    ```mlir
+    %y = tfm.gelu %x : tensor<?x?x2048xf32>
+    ```
+  }];
+}
+
+def Tfm_SiluOp : Tfm_UnaryOp<"silu"> {
+  let summary = "elementwise x * sigmoid(x) (swish)";
+  let description = [{
+    ```mlir
+    %y = tfm.silu %x : tensor<?x?x2048xf32>
+    ```
+  }];
+}
+
+def Tfm_ScaleOp : Tfm_Op<"scale", [SameOperandsAndResultType]> {
+  let summary = "multiplication by a constant: result = input * factor";
+  let description = [{
+    Scales by a compile-time constant, such as `1/sqrt(d_k)` for attention
+    scores or `sqrt(d_model)` for embeddings. A factor of 1 folds away.
+
+    ```mlir
+    %s = tfm.scale %scores by 1.250000e-01 : tensor<?x8x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, F64Attr:$factor);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input `by` $factor attr-dict `:` type($input)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalization
+//===----------------------------------------------------------------------===//
+
+def Tfm_SoftmaxOp : Tfm_Op<"softmax", [SameOperandsAndResultType]> {
+  let summary = "softmax along one axis";
+  let description = [{
+    `result[..., i, ...] = exp(x_i - max_j x_j) / sum_j exp(x_j - max_j x_j)`
+    along `axis`. Entries of -inf get probability 0.
+
+    ```mlir
+    %p = tfm.softmax %scores axis 3 : tensor<?x8x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input `axis` $axis attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Tfm_MeanOp : Tfm_Op<"mean"> {
+  let summary = "mean along one axis, keeping it with size 1";
+  let description = [{
+    `result[..., 0, ...] = (1/n) sum_i input[..., i, ...]` along `axis`. The
+    reduced axis stays with size 1, so the result broadcasts against the
+    input (PyTorch's `keepdim=True`).
+
+    ```mlir
+    %m = tfm.mean %x axis 2 : tensor<?x?x512xf32> -> tensor<?x?x1xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `axis` $axis attr-dict `:` type($input) `->` type($result)
+  }];
+  let builders = [OpBuilder<(ins "::mlir::Value":$input, "int64_t":$axis)>];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Attention masks
+//===----------------------------------------------------------------------===//
+
+def Tfm_CausalMaskOp : Tfm_Op<"causal_mask", [SameOperandsAndResultType]> {
+  let summary = "sets scores of future keys to -inf";
+  let description = [{
+    On scores `[..., Sq, Sk]`, query `i` sits at position `i + Sk - Sq` of the
+    key sequence (queries are the last `Sq` positions, as in the incremental
+    decoder, where the keys include the cache). Scores of keys after it
+    become -inf: `result[..., i, j] = j > i + Sk - Sq ? -inf : scores[..., i, j]`.
+
+    ```mlir
+    %m = tfm.causal_mask %scores : tensor<?x8x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$scores);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$scores attr-dict `:` type($scores)";
+  let hasVerifier = 1;
+}
+
+def Tfm_KeyPaddingMaskOp : Tfm_Op<"key_padding_mask",
+    [AllTypesMatch<["scores", "result"]>]> {
+  let summary = "sets scores of padding keys to -inf";
+  let description = [{
+    On scores `[B, ..., Sk]` and the true key lengths `[B]` of a padded
+    batch: `result[b, ..., j] = j >= lengths[b] ? -inf : scores[b, ..., j]`.
+
+    ```mlir
+    %m = tfm.key_padding_mask %scores, %lengths : tensor<?x8x?x?xf32>, tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$scores, Tfm_LengthTensor:$lengths);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $scores `,` $lengths attr-dict `:` type($scores) `,` type($lengths)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Heads and the key/value cache
+//===----------------------------------------------------------------------===//
+
+def Tfm_SplitHeadsOp : Tfm_Op<"split_heads"> {
+  let summary = "[B, S, H·Dh] -> [B, H, S, Dh]";
+  let description = [{
+    Splits the model dimension into `num_heads` heads and moves the head axis
+    before the sequence axis: `result[b, h, s, c] = input[b, s, h * Dh + c]`.
+
+    ```mlir
+    %qh = tfm.split_heads %q into 8 heads : tensor<?x?x512xf32> -> tensor<?x8x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, I64Attr:$num_heads);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `into` $num_heads `heads` attr-dict `:` type($input) `->` type($result)
+  }];
+  let builders = [OpBuilder<(ins "::mlir::Value":$input, "int64_t":$numHeads)>];
+  let hasVerifier = 1;
+}
+
+def Tfm_MergeHeadsOp : Tfm_Op<"merge_heads"> {
+  let summary = "[B, H, S, Dh] -> [B, S, H·Dh]";
+  let description = [{
+    The inverse of `tfm.split_heads`:
+    `result[b, s, h * Dh + c] = input[b, h, s, c]`.
+
+    ```mlir
+    %o = tfm.merge_heads %oh : tensor<?x8x?x64xf32> -> tensor<?x?x512xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let builders = [OpBuilder<(ins "::mlir::Value":$input)>];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tfm_CacheUpdateOp : Tfm_Op<"cache_update",
+    [AllTypesMatch<["cache", "result"]>]> {
+  let summary = "writes new keys or values into a cache at an offset";
+  let description = [{
+    The cache as it is after writing `update` at `offset` along `axis`:
+    `result = cache` except `result[..., offset + i, ...] = update[..., i, ...]`.
+    The incremental decoder's self-attention caches are `[B, H, capacity, Dh]`
+    and each step writes one position. At the function boundary the cache is
+    a buffer the runtime owns, so after bufferization this is an in-place
+    write, not a copy.
+
+    ```mlir
+    %kc = tfm.cache_update %k into %cache[%step] axis 2
+        : tensor<?x8x1x64xf32> into tensor<?x8x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$update, Tfm_FloatTensor:$cache,
+                       Index:$offset, I64Attr:$axis);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $update `into` $cache `[` $offset `]` `axis` $axis attr-dict
+    `:` type($update) `into` type($cache)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_SliceOp : Tfm_Op<"slice"> {
+  let summary = "a contiguous range along one axis";
+  let description = [{
+    `result[..., i, ...] = input[..., offset + i, ...]` for `i < size` along
+    `axis`; the other dimensions are kept. The incremental decoder reads the
+    first `step + 1` positions of its caches this way.
+
+    ```mlir
+    %k = tfm.slice %cache[%c0, %len] axis 2 : tensor<?x8x?x64xf32> -> tensor<?x8x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, Index:$offset, Index:$size,
+                       I64Attr:$axis);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `[` $offset `,` $size `]` `axis` $axis attr-dict
+    `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Fused ops
+//===----------------------------------------------------------------------===//
+
+def Tfm_AttentionOp : Tfm_Op<"attention"> {
+  let summary = "scaled dot-product attention, masked";
+  let description = [{
+    `result = softmax(scale · Q·Kᵀ + M) · V`, per batch and head, with the
+    softmax over keys. Q is `[..., Sq, D]`, K `[..., Sk, D]`, V `[..., Sk, Dv]`
+    with the same leading dimensions, and the result `[..., Sq, Dv]`. The mask
+    M is -inf where a key is hidden and 0 elsewhere:
+
+    - `causal`: key `j` is hidden from query `i` when `j > i + Sk - Sq`
+      (queries are the last positions of the key sequence);
+    - `key_lengths` (one per batch row, the first dimension): key `j` is
+      hidden when `j >= key_lengths[b]`.
+
+    ```mlir
+    %o = tfm.attention %q, %k, %v lengths(%len : tensor<?xi32>) scale 1.250000e-01
+        : tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>
+          -> tensor<?x8x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$key,
+                       Tfm_FloatTensor:$value,
+                       Optional<Tfm_LengthTensor>:$key_lengths,
+                       UnitAttr:$causal, F64Attr:$scale);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value
+    (`lengths` `(` $key_lengths^ `:` type($key_lengths) `)`)?
+    (`causal` $causal^)? `scale` $scale attr-dict
+    `:` type($query) `,` type($key) `,` type($value) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_LayerNormOp : Tfm_Op<"layer_norm",
+    [AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>]> {
+  let summary = "layer normalization over the last axis, residual folded in";
+  let description = [{
+    With `x = input + residual` (or `input` alone), over the last axis:
+    `mean = (1/n) sum_i x_i`, `var = (1/n) sum_i (x_i - mean)^2`,
+    `result = (x - mean) / sqrt(var + epsilon) * scale + bias`.
+    `scale` (γ) and `bias` (β) are optional.
+
+    ```mlir
+    %y = tfm.layer_norm %x residual(%r : tensor<?x?x512xf32>)
+        scale(%g : tensor<512xf32>) bias(%b : tensor<512xf32>) epsilon 1.000000e-05
+        : tensor<?x?x512xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input,
+                       Optional<Tfm_FloatTensor>:$residual,
+                       Optional<Tfm_FloatTensor>:$scale,
+                       Optional<Tfm_FloatTensor>:$bias,
+                       F64Attr:$epsilon);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`residual` `(` $residual^ `:` type($residual) `)`)?
+    (`scale` `(` $scale^ `:` type($scale) `)`)?
+    (`bias` `(` $bias^ `:` type($bias) `)`)?
+    `epsilon` $epsilon attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_FusedLinearOp : Tfm_Op<"fused_linear", [AttrSizedOperandSegments]> {
+  let summary = "linear layer with its epilogue: act(x·Wᵀ + b) + residual";
+  let description = [{
+    `result[..., n] = act(sum_k input[..., k] * weight[n, k] + bias[n]) + residual[..., n]`,
+    where the bias and the residual are optional and `act` is `none`, `relu`,
+    `gelu` or `silu`. One kernel computes the product and applies the
+    epilogue while the tile is in registers.
+
+    ```mlir
+    %h = tfm.fused_linear relu %x, %w1 bias(%b1 : tensor<2048xf32>)
+        : tensor<?x?x512xf32>, tensor<2048x512xf32> -> tensor<?x?x2048xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_Activation:$activation, Tfm_FloatTensor:$input,
+                       Tfm_FloatTensor:$weight,
+                       Optional<Tfm_FloatTensor>:$bias,
+                       Optional<Tfm_FloatTensor>:$residual);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $activation $input `,` $weight
+    (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`residual` `(` $residual^ `:` type($residual) `)`)?
+    attr-dict `:` type($input) `,` type($weight) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // TFM_OPS_TD

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package tfmc needs to build, test and benchmark.
+# Idempotent and non-interactive: run it as root on a fresh machine.
+set -euo pipefail
+
+packages=(
+  # compiler toolchain and build
+  build-essential cmake ninja-build pkg-config
+  # LLVM/MLIR 19: headers and static libraries, mlir-opt & co, lit + FileCheck
+  llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools clang-19 lld-19
+  libomp-19-dev zlib1g-dev libzstd-dev libedit-dev libxml2-dev libcurl4-openssl-dev libffi-dev
+  # runtime libraries
+  libdnnl-dev libfmt-dev libsentencepiece-dev sentencepiece libopenblas-dev
+  # unit tests
+  libgtest-dev googletest
+  # reference implementation, golden data and test models
+  python3 python3-numpy python3-torch python3-sentencepiece
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "setup: missing packages: ${missing[*]}" >&2
+  echo "setup: run this script as root to install them" >&2
+  exit 1
+fi
+
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"

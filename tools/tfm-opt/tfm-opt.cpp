@@ -1,0 +1,28 @@
+//===- tfm-opt.cpp - The tfm pass driver --------------------------*- C++ -*-===//
+//
+// mlir-opt for tfm: parses IR, runs passes given as flags, prints the result.
+// Every tfm pass is registered here so lit tests can reach it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Tfm/IR/TfmDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::tfm::TfmDialect, mlir::arith::ArithDialect,
+                  mlir::func::FuncDialect, mlir::math::MathDialect,
+                  mlir::scf::SCFDialect, mlir::tensor::TensorDialect>();
+  // Upstream cleanups the tfm pipelines use (canonicalize, cse, ...).
+  mlir::registerTransformsPasses();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "tfm optimizer driver\n", registry));
+}
