@@ -452,6 +452,17 @@ void mlir::tfm::printModelSummary(ModuleOp module, llvm::raw_ostream &os) {
         os << " " << a.getName().getValue() << "=" << i.getInt();
     os << "\n";
   }
+  // Unique checkpoint tensors across entry points (encode and decode_step
+  // share the embedding table).
+  llvm::StringMap<int64_t> allWeights;
+  module.walk([&](WeightOp w) {
+    allWeights[w.getName()] = w.getType().getNumElements();
+  });
+  int64_t total = 0;
+  for (auto &entry : allWeights)
+    total += entry.second;
+  os << "weights: " << allWeights.size() << " tensors, " << total
+     << " parameters\n";
   for (auto func : module.getOps<func::FuncOp>()) {
     std::map<std::string, int64_t> opCounts;
     llvm::StringMap<int64_t> weightSizes;

@@ -152,30 +152,38 @@ llvm::Expected<SafetensorsFile> SafetensorsFile::open(llvm::StringRef path) {
   if (!root)
     return fail(path, "header is not a JSON object");
 
-  for (const auto &[key, value] : *root) {
-    if (key == "__metadata__") {
+  // JSON objects iterate in no particular order: go by name, so the same
+  // file always gets the same message.
+  std::vector<llvm::StringRef> names;
+  for (const auto &entry : *root)
+    names.push_back(entry.first);
+  llvm::sort(names);
+  for (llvm::StringRef name : names) {
+    const llvm::json::Value &value = *root->get(name);
+    if (name == "__metadata__") {
       if (const llvm::json::Object *m = value.getAsObject())
         for (const auto &[mk, mv] : *m)
           if (std::optional<llvm::StringRef> s = mv.getAsString())
             file.meta[mk.str()] = s->str();
       continue;
     }
-    llvm::Expected<TensorInfo> info = parseEntry(path, key, value);
+    llvm::Expected<TensorInfo> info = parseEntry(path, name, value);
     if (!info)
       return info.takeError();
-    if (info->end > dataSize)
-      return fail(path, formatv("tensor '{0}': data_offsets [{1}, {2}] lie "
-                                "outside the {3}-byte data section; the file "
-                                "is truncated or its header is corrupt",
-                                info->name, info->begin, info->end, dataSize));
     file.tensorList.push_back(std::move(*info));
   }
 
-  // Tensors must not share bytes: sorted by start, each begins at or after
-  // the end of the one before.
+  // In file order, every tensor must end inside the data section and begin
+  // at or after the end of the one before (tensors never share bytes).
   llvm::sort(file.tensorList, [](const TensorInfo &a, const TensorInfo &b) {
     return std::tie(a.begin, a.end) < std::tie(b.begin, b.end);
   });
+  for (const TensorInfo &t : file.tensorList)
+    if (t.end > dataSize)
+      return fail(path, formatv("tensor '{0}': data_offsets [{1}, {2}] lie "
+                                "outside the {3}-byte data section; the file "
+                                "is truncated or its header is corrupt",
+                                t.name, t.begin, t.end, dataSize));
   for (size_t i = 1; i < file.tensorList.size(); ++i) {
     const TensorInfo &prev = file.tensorList[i - 1], &cur = file.tensorList[i];
     if (cur.begin < prev.end && cur.begin != cur.end && prev.begin != prev.end)
