@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/Tfm/IR/TfmDialect.h"
+#include "passes/PassStatistics.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -16,6 +18,12 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 
+static llvm::cl::opt<bool> printTfmStatistics(
+    "tfm-pass-statistics",
+    llvm::cl::desc("Print what the tfm passes did (blocks fused, ...) to "
+                   "stderr; works with release builds of LLVM, unlike "
+                   "-mlir-pass-statistics"));
+
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<mlir::tfm::TfmDialect, mlir::arith::ArithDialect,
@@ -23,6 +31,10 @@ int main(int argc, char **argv) {
                   mlir::scf::SCFDialect, mlir::tensor::TensorDialect>();
   // Upstream cleanups the tfm pipelines use (canonicalize, cse, ...).
   mlir::registerTransformsPasses();
-  return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "tfm optimizer driver\n", registry));
+  mlir::tfm::registerAllTfmPasses();
+  mlir::LogicalResult result =
+      mlir::MlirOptMain(argc, argv, "tfm optimizer driver\n", registry);
+  if (printTfmStatistics)
+    mlir::tfm::printPassStatistics(llvm::errs());
+  return mlir::asMainReturnCode(result);
 }

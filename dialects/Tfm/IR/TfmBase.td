@@ -34,7 +34,9 @@ def Tfm_Dialect : Dialect {
     Weights are never dense constants: `tfm.weight` names a tensor of the
     checkpoint, and code generation resolves the name to an address.
   }];
-  let dependentDialects = ["::mlir::arith::ArithDialect"];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::tensor::TensorDialect"
+  ];
 }
 
 //===----------------------------------------------------------------------===//

@@ -51,17 +51,21 @@ static RankedTensorType tensorType(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
 
+/// Same rank, and every dimension agrees.
+static bool shapesAgree(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+  return a.size() == b.size() &&
+         llvm::all_of(llvm::zip(a, b), [](auto pair) {
+           return dimsAgree(std::get<0>(pair), std::get<1>(pair));
+         });
+}
+
 /// Checks `found` against `expected` dimension by dimension; `what` names the
 /// value and `why` says where the expectation comes from.
 static LogicalResult verifyShape(Operation *op, StringRef what, Type found,
                                  ArrayRef<int64_t> expected,
                                  StringRef why = "") {
   ArrayRef<int64_t> shape = cast<RankedTensorType>(found).getShape();
-  bool ok = shape.size() == expected.size() &&
-            llvm::all_of(llvm::zip(shape, expected), [](auto pair) {
-              return dimsAgree(std::get<0>(pair), std::get<1>(pair));
-            });
-  if (ok)
+  if (shapesAgree(shape, expected))
     return success();
   InFlightDiagnostic diag = op->emitOpError()
                             << "expected " << what << " of shape "
@@ -155,6 +159,44 @@ LogicalResult mlir::tfm::verifyBroadcastOp(Operation *op, Type lhs, Type rhs,
     return op->emitOpError() << "operand shapes " << formatShape(l) << " and "
                              << formatShape(r) << " do not broadcast";
   return verifyShape(op, "result", result, shape,
+                     "the broadcast of the operand shapes");
+}
+
+//===----------------------------------------------------------------------===//
+// SelectOp
+//===----------------------------------------------------------------------===//
+
+static bool broadcast3(ArrayRef<int64_t> a, ArrayRef<int64_t> b,
+                       ArrayRef<int64_t> c, SmallVectorImpl<int64_t> &out) {
+  SmallVector<int64_t> ab;
+  return broadcastShapes(a, b, ab) && broadcastShapes(ab, c, out);
+}
+
+void SelectOp::build(OpBuilder &builder, OperationState &state,
+                     Value condition, Value trueValue, Value falseValue) {
+  SmallVector<int64_t> shape;
+  bool ok = broadcast3(tensorType(condition).getShape(),
+                       tensorType(trueValue).getShape(),
+                       tensorType(falseValue).getShape(), shape);
+  assert(ok && "select operands do not broadcast");
+  (void)ok;
+  build(builder, state,
+        RankedTensorType::get(shape, tensorType(trueValue).getElementType()),
+        condition, trueValue, falseValue);
+}
+
+LogicalResult SelectOp::verify() {
+  if (failed(verifyOneElementType(*this)))
+    return failure();
+  ArrayRef<int64_t> c = getCondition().getType().getShape(),
+                    t = getTrueValue().getType().getShape(),
+                    f = getFalseValue().getType().getShape();
+  SmallVector<int64_t> shape;
+  if (!broadcast3(c, t, f, shape))
+    return emitOpError() << "operand shapes " << formatShape(c) << ", "
+                         << formatShape(t) << " and " << formatShape(f)
+                         << " do not broadcast";
+  return verifyShape(*this, "result", getType(), shape,
                      "the broadcast of the operand shapes");
 }
 
@@ -562,11 +604,28 @@ LogicalResult AttentionOp::verify() {
       failed(verifyShape(*this, "key lengths", getKeyLengths().getType(),
                          {q.getDimSize(0)}, "one per batch row")))
     return failure();
+  if (Value mask = getMask()) {
+    // The mask may broadcast up to the scores, never change their shape.
+    SmallVector<int64_t> scores = getScoresShape(), shape;
+    ArrayRef<int64_t> maskShape = tensorType(mask).getShape();
+    if (maskShape.size() > scores.size() ||
+        !broadcastShapes(scores, maskShape, shape) ||
+        !shapesAgree(shape, scores))
+      return emitOpError() << "expected a mask that broadcasts to the scores "
+                           << formatShape(scores) << ", found "
+                           << formatShape(maskShape);
+  }
   double scale = getScale().convertToDouble();
   if (!std::isfinite(scale) || scale == 0.0)
     return emitOpError() << "expected a finite non-zero scale, found "
                          << scale;
   return success();
+}
+
+SmallVector<int64_t> AttentionOp::getScoresShape() {
+  SmallVector<int64_t> shape(getQuery().getType().getShape());
+  shape.back() = getKey().getType().getShape().drop_back().back();
+  return shape;
 }
 
 //===----------------------------------------------------------------------===//

@@ -10,6 +10,13 @@
 #define TFM_OPS_TD
 
 include "dialects/Tfm/IR/TfmBase.td"
+include "mlir/Dialect/Linalg/IR/LinalgInterfaces.td"
+
+// Fused ops decompose back into primitive ops through upstream's
+// AggregatedOpInterface (as linalg.softmax does), so `tfm-decompose` and
+// fuse -> decompose round trips need no per-op pass code.
+defvar Tfm_Decomposable =
+    DeclareOpInterfaceMethods<AggregatedOpInterface, ["decomposeOperation"]>;
 
 //===----------------------------------------------------------------------===//
 // Weights, embeddings and positions
@@ -186,6 +193,33 @@ def Tfm_DivOp : Tfm_BinaryOp<"div"> {
     %y = tfm.div %c, %std : tensor<?x?x512xf32>, tensor<?x?x1xf32> -> tensor<?x?x512xf32>
     ```
   }];
+}
+
+def Tfm_SelectOp : Tfm_Op<"select"> {
+  let summary = "elementwise condition ? true_value : false_value, broadcasting";
+  let description = [{
+    Picks from `true_value` where `condition` (i1) holds and from
+    `false_value` elsewhere; all three broadcast NumPy-style. Graphs use it to
+    mask attention scores: `select(keep, scores, -inf)`.
+
+    ```mlir
+    %m = tfm.select %keep, %s, %ninf
+        : tensor<?x1x1x?xi1>, tensor<?x8x?x?xf32>, tensor<f32> -> tensor<?x8x?x?xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I1]>:$condition,
+                       Tfm_FloatTensor:$true_value,
+                       Tfm_FloatTensor:$false_value);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $true_value `,` $false_value attr-dict `:` type($condition)
+    `,` type($true_value) `,` type($false_value) `->` type($result)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$condition, "::mlir::Value":$trueValue,
+                   "::mlir::Value":$falseValue)>
+  ];
+  let hasVerifier = 1;
 }
 
 def Tfm_RsqrtOp : Tfm_UnaryOp<"rsqrt"> {
@@ -425,18 +459,22 @@ def Tfm_SliceOp : Tfm_Op<"slice"> {
 // Fused ops
 //===----------------------------------------------------------------------===//
 
-def Tfm_AttentionOp : Tfm_Op<"attention"> {
+def Tfm_AttentionOp : Tfm_Op<"attention",
+    [AttrSizedOperandSegments, Tfm_Decomposable]> {
   let summary = "scaled dot-product attention, masked";
   let description = [{
     `result = softmax(scale · Q·Kᵀ + M) · V`, per batch and head, with the
     softmax over keys. Q is `[..., Sq, D]`, K `[..., Sk, D]`, V `[..., Sk, Dv]`
     with the same leading dimensions, and the result `[..., Sq, Dv]`. The mask
-    M is -inf where a key is hidden and 0 elsewhere:
+    M is the sum of:
 
-    - `causal`: key `j` is hidden from query `i` when `j > i + Sk - Sq`
-      (queries are the last positions of the key sequence);
-    - `key_lengths` (one per batch row, the first dimension): key `j` is
-      hidden when `j >= key_lengths[b]`.
+    - `causal`: -inf where key `j > i + Sk - Sq` for query `i` (queries are
+      the last positions of the key sequence);
+    - `key_lengths` (one per batch row, the first dimension): -inf where
+      `j >= key_lengths[b]`;
+    - `mask`: an additive mask that broadcasts to the scores `[..., Sq, Sk]`
+      without changing their shape (0 to keep, -inf or a large negative to
+      hide).
 
     ```mlir
     %o = tfm.attention %q, %k, %v lengths(%len : tensor<?xi32>) scale 1.250000e-01
@@ -447,19 +485,26 @@ def Tfm_AttentionOp : Tfm_Op<"attention"> {
   let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$key,
                        Tfm_FloatTensor:$value,
                        Optional<Tfm_LengthTensor>:$key_lengths,
+                       Optional<Tfm_FloatTensor>:$mask,
                        UnitAttr:$causal, F64Attr:$scale);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value
     (`lengths` `(` $key_lengths^ `:` type($key_lengths) `)`)?
+    (`mask` `(` $mask^ `:` type($mask) `)`)?
     (`causal` $causal^)? `scale` $scale attr-dict
     `:` type($query) `,` type($key) `,` type($value) `->` type($result)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The shape of the scores Q·Kᵀ: [..., Sq, Sk].
+    ::llvm::SmallVector<int64_t> getScoresShape();
+  }];
 }
 
 def Tfm_LayerNormOp : Tfm_Op<"layer_norm",
-    [AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>]> {
+    [AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>,
+     Tfm_Decomposable]> {
   let summary = "layer normalization over the last axis, residual folded in";
   let description = [{
     With `x = input + residual` (or `input` alone), over the last axis:
@@ -488,7 +533,8 @@ def Tfm_LayerNormOp : Tfm_Op<"layer_norm",
   let hasVerifier = 1;
 }
 
-def Tfm_FusedLinearOp : Tfm_Op<"fused_linear", [AttrSizedOperandSegments]> {
+def Tfm_FusedLinearOp : Tfm_Op<"fused_linear",
+    [AttrSizedOperandSegments, Tfm_Decomposable]> {
   let summary = "linear layer with its epilogue: act(x·Wᵀ + b) + residual";
   let description = [{
     `result[..., n] = act(sum_k input[..., k] * weight[n, k] + bias[n]) + residual[..., n]`,

@@ -1,0 +1,97 @@
+//===- TfmDecompositions.cpp - Fused ops back to primitive ops ----*- C++ -*-===//
+//
+// Each fused op spelled out in the primitive ops whose meaning defines it
+// (AggregatedOpInterface). `tfm-decompose` uses these, and fuse -> decompose
+// round-trip tests check that fusion kept the meaning.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Tfm/IR/TfmOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+/// `value` with exactly `type`: the fused op's result may know more static
+/// dimensions than the primitive ops infer.
+static Value withType(OpBuilder &b, Location loc, Value value, Type type) {
+  if (value.getType() == type)
+    return value;
+  return b.create<tensor::CastOp>(loc, type, value);
+}
+
+static Value applyActivation(OpBuilder &b, Location loc, Activation act,
+                             Value x) {
+  switch (act) {
+  case Activation::none:
+    return x;
+  case Activation::relu:
+    return b.create<ReluOp>(loc, x);
+  case Activation::gelu:
+    return b.create<GeluOp>(loc, x);
+  case Activation::silu:
+    return b.create<SiluOp>(loc, x);
+  }
+  llvm_unreachable("unknown activation");
+}
+
+FailureOr<SmallVector<Value>> AttentionOp::decomposeOperation(OpBuilder &b) {
+  Location loc = getLoc();
+  // S = scale · Q·Kᵀ + M;  P = softmax(S) over keys;  O = P·V
+  Value scores = b.create<MatmulOp>(loc, getQuery(), getKey(),
+                                    /*transposeLhs=*/false,
+                                    /*transposeRhs=*/true);
+  if (getScale().convertToDouble() != 1.0)
+    scores = b.create<ScaleOp>(loc, scores, getScaleAttr());
+  if (getMask())
+    scores = b.create<AddOp>(loc, scores, getMask());
+  if (getKeyLengths())
+    scores = b.create<KeyPaddingMaskOp>(loc, scores, getKeyLengths());
+  if (getCausal())
+    scores = b.create<CausalMaskOp>(loc, scores);
+  int64_t keyAxis = cast<RankedTensorType>(scores.getType()).getRank() - 1;
+  Value probs = b.create<SoftmaxOp>(loc, scores, keyAxis);
+  Value out = b.create<MatmulOp>(loc, probs, getValue(), false, false);
+  return SmallVector<Value>{withType(b, loc, out, getType())};
+}
+
+FailureOr<SmallVector<Value>> LayerNormOp::decomposeOperation(OpBuilder &b) {
+  Location loc = getLoc();
+  RankedTensorType type = getType();
+  int64_t axis = type.getRank() - 1;
+  Value x = getInput();
+  if (getResidual())
+    x = b.create<AddOp>(loc, x, getResidual());
+  // mean = E[x]; var = E[(x - mean)^2]; y = (x - mean) · rsqrt(var + eps)
+  Value mean = b.create<MeanOp>(loc, x, axis);
+  Value centered = b.create<SubOp>(loc, x, mean);
+  Value variance =
+      b.create<MeanOp>(loc, b.create<MulOp>(loc, centered, centered), axis);
+  Type elt = type.getElementType();
+  Value eps = b.create<arith::ConstantOp>(
+      loc, DenseElementsAttr::get(RankedTensorType::get({}, elt),
+                                  b.getFloatAttr(elt, getEpsilon()
+                                                          .convertToDouble())));
+  Value invStd = b.create<RsqrtOp>(loc, b.create<AddOp>(loc, variance, eps));
+  Value y = b.create<MulOp>(loc, centered, invStd);
+  // result = y · γ + β
+  if (getScale())
+    y = b.create<MulOp>(loc, y, getScale());
+  if (getBias())
+    y = b.create<AddOp>(loc, y, getBias());
+  return SmallVector<Value>{withType(b, loc, y, type)};
+}
+
+FailureOr<SmallVector<Value>> FusedLinearOp::decomposeOperation(OpBuilder &b) {
+  Location loc = getLoc();
+  // act(x·Wᵀ + b) + residual
+  Value y = b.create<LinearOp>(loc, getInput(), getWeight(), getBias());
+  y = applyActivation(b, loc, getActivation(), y);
+  if (getResidual())
+    y = b.create<AddOp>(loc, y, getResidual());
+  return SmallVector<Value>{withType(b, loc, y, getType())};
+}

@@ -1,0 +1,38 @@
+//===- Passes.h - tfm passes and pipelines ------------------------*- C++ -*-===//
+
+#ifndef TFM_PASSES_PASSES_H
+#define TFM_PASSES_PASSES_H
+
+#include "dialects/Tfm/IR/TfmOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace mlir {
+class RewritePatternSet;
+namespace tfm {
+
+#define GEN_PASS_DECL
+#include "passes/Passes.h.inc"
+
+/// Rewrite patterns, for use outside the passes too.
+void populateFuseAttentionPatterns(RewritePatternSet &patterns);
+void populateFuseLayerNormPatterns(RewritePatternSet &patterns);
+void populateFuseLinearEpiloguePatterns(RewritePatternSet &patterns);
+
+/// canonicalize -> fuse layer norm -> fuse attention -> fuse linear epilogue
+/// -> canonicalize -> cse. Layer norms go first so that post-norm residual
+/// adds fold into the norm, not into the linear before it.
+void buildFusionPipeline(OpPassManager &pm);
+
+/// Registers every tfm pass and the `tfm-fusion-pipeline`.
+void registerAllTfmPasses();
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Passes.h.inc"
+
+} // namespace tfm
+} // namespace mlir
+
+#endif // TFM_PASSES_PASSES_H

@@ -1,0 +1,67 @@
+//===- Passes.td - tfm passes ------------------------------*- tablegen -*-===//
+
+#ifndef TFM_PASSES_TD
+#define TFM_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TfmFuseAttentionPass : Pass<"tfm-fuse-attention"> {
+  let summary = "Fuse matmul -> scale -> mask -> softmax -> matmul into tfm.attention";
+  let description = [{
+    Finds scaled dot-product attention, `softmax(scale · Q·Kᵀ + M) · V`, in
+    the forms real graphs take and replaces it with one `tfm.attention`:
+
+    - the scale applied to Q, to K or to the scores, as `tfm.scale` or as a
+      multiply or divide by a constant splat (no scale: 1, folded into the
+      weights);
+    - masks as `tfm.causal_mask`, `tfm.key_padding_mask`, an additive mask
+      (`tfm.add` of 0 / -inf or a large negative) or
+      `tfm.select(keep, scores, -inf)`, in any combination and order;
+    - the softmax over the last (key) axis, per head or batched over heads.
+
+    It leaves the block alone when an intermediate (scores, probabilities)
+    has another user, when the softmax is not over the key axis, when a mask
+    would change the scores' shape, when a scale follows an additive mask or
+    a negative scale follows a -inf mask, or when shapes do not line up.
+  }];
+  let dependentDialects = ["::mlir::tfm::TfmDialect"];
+}
+
+def TfmFuseLayerNormPass : Pass<"tfm-fuse-layer-norm"> {
+  let summary = "Fuse mean/variance/normalize/affine chains into tfm.layer_norm";
+  let description = [{
+    Recognises layer normalization over the last axis,
+    `(x - E[x]) / sqrt(Var[x] + eps) · γ + β`, written as
+    mean -> sub -> mul -> mean -> add eps -> rsqrt -> mul (or div by sqrt),
+    with the variance either centered, `E[(x - E[x])^2]`, or as
+    `E[x^2] - E[x]^2`, and γ, β each optional. A residual add
+    `x = a + b` that feeds only the normalization is folded in.
+  }];
+  let dependentDialects = ["::mlir::tfm::TfmDialect"];
+}
+
+def TfmFuseLinearEpiloguePass : Pass<"tfm-fuse-linear-epilogue"> {
+  let summary = "Fold bias, activation and residual add into tfm.fused_linear";
+  let description = [{
+    `residual + act(x·Wᵀ + b)`: the bias add (a `[N]` vector), the
+    activation (relu, gelu, silu) and a residual add of the result's shape
+    that follow a `tfm.linear` become its epilogue, so one kernel applies
+    them while the tile is in registers. An intermediate with another user
+    stops the folding there.
+  }];
+  let dependentDialects = ["::mlir::tfm::TfmDialect"];
+}
+
+def TfmDecomposePass : Pass<"tfm-decompose"> {
+  let summary = "Spell fused tfm ops out in primitive ops";
+  let description = [{
+    The inverse of the fusion passes: `tfm.attention`, `tfm.layer_norm` and
+    `tfm.fused_linear` become the primitive ops that define them (through
+    their AggregatedOpInterface). Used to test that fusion keeps meaning.
+  }];
+  let dependentDialects = ["::mlir::tfm::TfmDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+#endif // TFM_PASSES_TD

@@ -1,0 +1,106 @@
+//===- FuseLinearEpilogue.cpp - Fold epilogues into linears --------*- C++ -*-===//
+//
+// residual + act(x·Wᵀ + b): follows the single use of a tfm.linear through a
+// bias add, an activation and a residual add, in that order, and replaces the
+// chain with one tfm.fused_linear.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/PassStatistics.h"
+#include "passes/Passes.h"
+#include "passes/Transforms/PatternUtils.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir {
+namespace tfm {
+#define GEN_PASS_DEF_TFMFUSELINEAREPILOGUEPASS
+#include "passes/Passes.h.inc"
+} // namespace tfm
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+static std::optional<Activation> activationOf(Operation *op) {
+  if (isa<ReluOp>(op))
+    return Activation::relu;
+  if (isa<GeluOp>(op))
+    return Activation::gelu;
+  if (isa<SiluOp>(op))
+    return Activation::silu;
+  return std::nullopt;
+}
+
+struct FuseLinearEpiloguePattern : public OpRewritePattern<LinearOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(LinearOp linear,
+                                PatternRewriter &rewriter) const override {
+    Operation *root = linear;
+    Value bias = linear.getBias(), residual;
+    Activation activation = Activation::none;
+    int64_t outFeatures = linear.getWeight().getType().getDimSize(0);
+
+    // + b, with b an [N] vector (when the linear has no bias of its own)
+    if (auto add = dyn_cast_or_null<AddOp>(soleUser(root)); add && !bias) {
+      Value b = otherOperand(add, root->getResult(0));
+      auto t = b ? dyn_cast<RankedTensorType>(b.getType()) : nullptr;
+      if (t && t.getRank() == 1 && t.getDimSize(0) == outFeatures) {
+        bias = b;
+        root = add;
+      }
+    }
+    // act(...)
+    if (Operation *user = soleUser(root))
+      if (std::optional<Activation> act = activationOf(user)) {
+        activation = *act;
+        root = user;
+      }
+    // ... + residual, of the same shape
+    if (auto add = dyn_cast_or_null<AddOp>(soleUser(root))) {
+      Value r = otherOperand(add, root->getResult(0));
+      if (r && r.getType() == add.getType()) {
+        residual = r;
+        root = add;
+      }
+    }
+    if (root == linear.getOperation())
+      return rewriter.notifyMatchFailure(linear, "no epilogue to fuse");
+
+    rewriter.replaceOpWithNewOp<FusedLinearOp>(
+        root, root->getResult(0).getType(), activation, linear.getInput(),
+        linear.getWeight(), bias, residual);
+    return success();
+  }
+};
+
+struct TfmFuseLinearEpiloguePass
+    : public tfm::impl::TfmFuseLinearEpiloguePassBase<TfmFuseLinearEpiloguePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    auto count = [&] {
+      int64_t n = 0;
+      getOperation()->walk([&](FusedLinearOp) { ++n; });
+      return n;
+    };
+    int64_t before = count();
+    RewritePatternSet patterns(&getContext());
+    populateFuseLinearEpiloguePatterns(patterns);
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+    recordPassStatistic(getName(), "linears-fused",
+                        "Number of linears given a fused epilogue",
+                        count() - before);
+  }
+};
+
+} // namespace
+
+void mlir::tfm::populateFuseLinearEpiloguePatterns(RewritePatternSet &patterns) {
+  patterns.add<FuseLinearEpiloguePattern>(patterns.getContext());
+}
