@@ -88,10 +88,10 @@ FailureOr<SmallVector<Value>> LayerNormOp::decomposeOperation(OpBuilder &b) {
 
 FailureOr<SmallVector<Value>> FusedLinearOp::decomposeOperation(OpBuilder &b) {
   Location loc = getLoc();
-  // act(x·Wᵀ + b) + residual
+  // residual + act(x·Wᵀ + b), the paper's x + Sublayer(x)
   Value y = b.create<LinearOp>(loc, getInput(), getWeight(), getBias());
   y = applyActivation(b, loc, getActivation(), y);
   if (getResidual())
-    y = b.create<AddOp>(loc, y, getResidual());
+    y = b.create<AddOp>(loc, getResidual(), y);
   return SmallVector<Value>{withType(b, loc, y, getType())};
 }

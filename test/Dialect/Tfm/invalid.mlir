@@ -473,3 +473,43 @@ func.func @layer_norm_element_type(%x: tensor<?x?x64xf32>, %g: tensor<64xf16>) {
   %0 = tfm.layer_norm %x scale(%g : tensor<64xf16>) epsilon 1.0e-5 : tensor<?x?x64xf32>
   return
 }
+
+// -----
+
+func.func @select_shapes(%c: tensor<?x4xi1>, %a: tensor<?x8xf32>, %b: tensor<f32>) {
+  // expected-error @+1 {{operand shapes [?, 4], [?, 8] and [] do not broadcast}}
+  %0 = tfm.select %c, %a, %b : tensor<?x4xi1>, tensor<?x8xf32>, tensor<f32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @select_condition_type(%c: tensor<?x8xi32>, %a: tensor<?x8xf32>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 1-bit signless integer values, but got 'tensor<?x8xi32>'}}
+  %0 = tfm.select %c, %a, %a : tensor<?x8xi32>, tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @select_result(%c: tensor<?x8xi1>, %a: tensor<?x8xf32>, %b: tensor<f32>) {
+  // expected-error @+1 {{expected result of shape [?, 8] (the broadcast of the operand shapes), found [?, 1]}}
+  %0 = tfm.select %c, %a, %b : tensor<?x8xi1>, tensor<?x8xf32>, tensor<f32> -> tensor<?x1xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask_grows_scores(%q: tensor<?x4x1x16xf32>, %k: tensor<?x4x?x16xf32>, %m: tensor<?x1x7x?xf32>) {
+  // expected-error @+1 {{expected a mask that broadcasts to the scores [?, 4, 1, ?], found [?, 1, 7, ?]}}
+  %0 = tfm.attention %q, %k, %k mask(%m : tensor<?x1x7x?xf32>) scale 0.25 : tensor<?x4x1x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32> -> tensor<?x4x1x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask_rank(%q: tensor<?x4x?x16xf32>, %m: tensor<2x?x4x?x?xf32>) {
+  // expected-error @+1 {{expected a mask that broadcasts to the scores [?, 4, ?, ?], found [2, ?, 4, ?, ?]}}
+  %0 = tfm.attention %q, %q, %q mask(%m : tensor<2x?x4x?x?xf32>) scale 0.25 : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32> -> tensor<?x4x?x16xf32>
+  return
+}

@@ -122,3 +122,15 @@ func.func @half_precision(%x: tensor<?x?x64xf16>, %w: tensor<64x64xf16>) -> tens
   %0 = tfm.linear %x, %w : (tensor<?x?x64xf16>, tensor<64x64xf16>) -> tensor<?x?x64xf16>
   return %0 : tensor<?x?x64xf16>
 }
+
+// CHECK-LABEL: func @select_and_masked_attention
+func.func @select_and_masked_attention(%keep: tensor<?x1x1x?xi1>, %q: tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32> {
+  %zero = arith.constant dense<0.0> : tensor<f32>
+  %ninf = arith.constant dense<0xFF800000> : tensor<f32>
+  // CHECK: %[[M:.+]] = tfm.select %{{.+}}, %{{.+}}, %{{.+}} : tensor<?x1x1x?xi1>, tensor<f32>, tensor<f32> -> tensor<?x1x1x?xf32>
+  %m = tfm.select %keep, %zero, %ninf : tensor<?x1x1x?xi1>, tensor<f32>, tensor<f32> -> tensor<?x1x1x?xf32>
+  // CHECK: tfm.attention %{{.+}}, %{{.+}}, %{{.+}} mask(%[[M]] : tensor<?x1x1x?xf32>) causal scale 2.500000e-01
+  %o = tfm.attention %q, %q, %q mask(%m : tensor<?x1x1x?xf32>) causal scale 0.25
+      : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32> -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}
