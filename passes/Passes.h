@@ -5,7 +5,12 @@
 
 #include "dialects/Tfm/IR/TfmOps.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -20,6 +25,8 @@ namespace tfm {
 void populateFuseAttentionPatterns(RewritePatternSet &patterns);
 void populateFuseLayerNormPatterns(RewritePatternSet &patterns);
 void populateFuseLinearEpiloguePatterns(RewritePatternSet &patterns);
+void populateTfmToLinalgPatterns(RewritePatternSet &patterns,
+                                 int64_t queryBlock, int64_t keyBlock);
 
 /// canonicalize -> fuse layer norm -> fuse attention -> fuse linear epilogue
 /// -> canonicalize -> cse. Layer norms go first so that post-norm residual

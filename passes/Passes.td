@@ -64,4 +64,52 @@ def TfmDecomposePass : Pass<"tfm-decompose"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+
+//===----------------------------------------------------------------------===//
+// Lowering
+//===----------------------------------------------------------------------===//
+
+def TfmLayoutWeightsPass : Pass<"tfm-layout-weights", "::mlir::ModuleOp"> {
+  let summary = "Give every tfm.weight its offset in the weights file";
+  let description = [{
+    Lays the checkpoint tensors the module uses end to end, in order of first
+    use, as f32, each aligned to `alignment` bytes, sets each `tfm.weight`'s
+    `offset`, and records the layout on the module as `tfm.weights_layout`
+    (name, offset, shape per tensor) for the compiler to write the file by.
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", "64",
+           "Byte alignment of each tensor in the weights file">
+  ];
+}
+
+def ConvertTfmToLinalgPass : Pass<"convert-tfm-to-linalg", "::mlir::ModuleOp"> {
+  let summary = "Lower tfm ops to linalg, tensor, arith, math and scf";
+  let description = [{
+    Elementwise ops, reductions and masks become `linalg.generic`s, linears
+    `linalg.matmul_transpose_b` plus an epilogue, layer norm one statistics
+    pass and one normalizing pass over each row, and `tfm.attention` a tiled
+    online-softmax loop nest (FlashAttention): for each batch row and block
+    of queries, key/value blocks are visited in turn keeping a running max
+    and sum per query, so the scores matrix is never materialized; the causal
+    mask comes from loop indices and key padding bounds the key loop.
+
+    Functions that use weights get a leading `memref<?xi8>` argument, the
+    weights file mapped in memory; each `tfm.weight` becomes a view of it at
+    its offset (see `tfm-layout-weights`).
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::bufferization::BufferizationDialect"
+  ];
+  let options = [
+    Option<"queryBlock", "query-block", "int64_t", "64",
+           "Queries per attention tile">,
+    Option<"keyBlock", "key-block", "int64_t", "64",
+           "Keys per attention tile">
+  ];
+}
+
 #endif // TFM_PASSES_TD

@@ -31,13 +31,22 @@ def Tfm_WeightOp : Tfm_Op<"weight"> {
     tensor's shape with the element type computations use; the storage type
     (F32, F16, BF16) is the weights file's business.
 
+    `offset`, set by `tfm-layout-weights`, is the tensor's byte offset in the
+    weights file that tfmc writes (f32, row-major, 64-byte aligned).
+
     ```mlir
     %w = tfm.weight "model.encoder.layers.0.fc1.weight" : tensor<2048x512xf32>
+    %b = tfm.weight "model.encoder.layers.0.fc1.bias" at 4194304 : tensor<2048xf32>
     ```
   }];
-  let arguments = (ins StrAttr:$name);
+  let arguments = (ins StrAttr:$name, OptionalAttr<I64Attr>:$offset);
   let results = (outs Tfm_FloatTensor:$result);
-  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let assemblyFormat = "$name (`at` $offset^)? attr-dict `:` type($result)";
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$type, "::llvm::StringRef":$name), [{
+      build($_builder, $_state, type, name, ::mlir::IntegerAttr());
+    }]>
+  ];
   let hasVerifier = 1;
 }
 
