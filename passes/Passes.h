@@ -33,7 +33,18 @@ void populateTfmToLinalgPatterns(RewritePatternSet &patterns,
 /// adds fold into the norm, not into the linear before it.
 void buildFusionPipeline(OpPassManager &pm);
 
-/// Registers every tfm pass and the `tfm-fusion-pipeline`.
+/// fused tfm -> LLVM dialect: weight layout, convert-tfm-to-linalg,
+/// one-shot bufferization with the entry points' results as out-params and
+/// caches updated in place, loops, and the LLVM conversions. Entry points get
+/// `llvm.emit_c_interface`.
+void buildLoweringPipeline(OpPassManager &pm);
+
+/// Dialects and interface implementations (bufferization, LLVM conversion)
+/// that the lowering pipeline needs in the context.
+void registerCodegenDialects(DialectRegistry &registry);
+
+/// Registers every tfm pass and the `tfm-fusion-pipeline` and
+/// `tfm-lower-to-llvm` pipelines.
 void registerAllTfmPasses();
 
 #define GEN_PASS_REGISTRATION

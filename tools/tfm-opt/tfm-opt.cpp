@@ -26,9 +26,7 @@ static llvm::cl::opt<bool> printTfmStatistics(
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<mlir::tfm::TfmDialect, mlir::arith::ArithDialect,
-                  mlir::func::FuncDialect, mlir::math::MathDialect,
-                  mlir::scf::SCFDialect, mlir::tensor::TensorDialect>();
+  mlir::tfm::registerCodegenDialects(registry);
   // Upstream cleanups the tfm pipelines use (canonicalize, cse, ...).
   mlir::registerTransformsPasses();
   mlir::tfm::registerAllTfmPasses();

@@ -1,17 +1,23 @@
 //===- tfmc.cpp - The tfm compiler driver -------------------------*- C++ -*-===//
 //
 //   tfmc import  MODEL_DIR [-o model.mlir] [--summary]
-//   tfmc compile MODEL_DIR [-o out.mlir] [--compile-to=input|fused]
+//   tfmc compile MODEL_DIR -o OUT_DIR [--embed-weights] [--target-cpu=CPU]
+//   tfmc compile MODEL_DIR --compile-to=input|fused|llvm [-o out.mlir]
 //                [--mlir-print-ir-after=PASS] [--tfm-pass-statistics] ...
 //
 // `import` reads a MarianMT-style checkpoint and prints the model as `tfm`
-// IR in primitive form. `compile` runs the compiler's pipeline on it up to
-// the phase asked for; MLIR's pass-manager options (print the IR after any
-// pass, timing) apply.
+// IR in primitive form. `compile` runs the compiler's pipeline on it: to a
+// translator (OUT_DIR/translator and its weights OUT_DIR/model.tfmw), or up
+// to an IR phase; MLIR's pass-manager options (print the IR after any pass,
+// timing) apply.
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Codegen.h"
 #include "compiler/Importer.h"
+#include "compiler/Safetensors.h"
+#include "compiler/WeightsFile.h"
+#include "runtime/src/ModelInfo.h"
 #include "passes/PassStatistics.h"
 #include "passes/Passes.h"
 
@@ -23,6 +29,9 @@
 #include "mlir/Support/Timing.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
@@ -30,13 +39,15 @@
 using namespace llvm;
 
 namespace {
-enum class Phase { Input, Fused };
+enum class Phase { Input, Fused, LLVM, Translator };
 } // namespace
 
 static cl::opt<std::string> modelDir(cl::Positional, cl::Required,
                                      cl::desc("<model directory>"));
-static cl::opt<std::string> outputFile("o", cl::desc("Output file (default: stdout)"),
-                                       cl::value_desc("file"), cl::init("-"));
+static cl::opt<std::string> outputFile(
+    "o", cl::desc("Output: a directory for a translator, else a file "
+                  "(default: stdout)"),
+    cl::value_desc("path"), cl::init("-"));
 static cl::opt<bool> summary("summary",
                              cl::desc("import: print an overview instead of the IR"));
 static cl::opt<Phase> compileTo(
@@ -45,8 +56,19 @@ static cl::opt<Phase> compileTo(
                           "the imported model, primitive tfm ops"),
                clEnumValN(Phase::Fused, "fused",
                           "after the fusion pipeline (tfm.attention, "
-                          "tfm.layer_norm, tfm.fused_linear)")),
-    cl::init(Phase::Fused));
+                          "tfm.layer_norm, tfm.fused_linear)"),
+               clEnumValN(Phase::LLVM, "llvm", "the LLVM dialect"),
+               clEnumValN(Phase::Translator, "translator",
+                          "a translator binary and its weights (default)")),
+    cl::init(Phase::Translator));
+static cl::opt<bool> embedWeights(
+    "embed-weights",
+    cl::desc("Put the weights inside the translator: one file is all"));
+static cl::opt<std::string> targetCpu(
+    "target-cpu", cl::desc("LLVM CPU to compile for (default: this host's)"));
+static cl::opt<std::string> targetFeatures(
+    "target-features",
+    cl::desc("LLVM target features, e.g. +avx2,+fma (default: the CPU's)"));
 static cl::opt<bool> passStatistics(
     "tfm-pass-statistics",
     cl::desc("Print what the tfm passes did (blocks fused, ...) to stderr"));
@@ -55,7 +77,8 @@ static const char *kUsage =
     "tfmc: ahead-of-time compiler for encoder-decoder Transformer "
     "translation models\n\n"
     "  tfmc import  MODEL_DIR [-o model.mlir] [--summary]\n"
-    "  tfmc compile MODEL_DIR [-o out.mlir] [--compile-to=input|fused]\n\n"
+    "  tfmc compile MODEL_DIR -o OUT_DIR [--embed-weights]\n"
+    "  tfmc compile MODEL_DIR --compile-to=input|fused|llvm [-o out.mlir]\n\n"
     "MODEL_DIR holds config.json and model.safetensors (Hugging Face "
     "MarianMT layout).\n";
 
@@ -76,8 +99,100 @@ static int writeOutput(
   return 0;
 }
 
+/// Where the runtime libraries are: beside an installed tfmc (bin/../lib),
+/// else in the build tree tfmc came from.
+static std::string runtimeLibDir() {
+  std::string self = sys::fs::getMainExecutable(nullptr, nullptr);
+  SmallString<256> dir(sys::path::parent_path(sys::path::parent_path(self)));
+  sys::path::append(dir, "lib");
+  SmallString<256> probe(dir);
+  sys::path::append(probe, "libtfm_runtime.a");
+  if (sys::fs::exists(probe))
+    return dir.str().str();
+  return TFM_RUNTIME_LIB_DIR;
+}
+
+/// Links the model's object with the runtime into OUT_DIR/translator.
+static int linkTranslator(StringRef objectPath, StringRef translatorPath) {
+  ErrorOr<std::string> linker = sys::findProgramByName("clang++-19");
+  if (!linker)
+    linker = sys::findProgramByName("c++");
+  if (!linker)
+    return reportError("no C++ linker driver (clang++-19 or c++) on PATH");
+  std::string libs = runtimeLibDir();
+  std::string mainLib = libs + "/libtfm_translator_main.a";
+  std::string runtimeLib = libs + "/libtfm_runtime.a";
+  SmallVector<StringRef> args = {*linker,     "-o",   translatorPath,
+                                 objectPath,  mainLib, runtimeLib,
+                                 "-lm",       "-lpthread"};
+  std::string errorMessage;
+  int rc = sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
+                               &errorMessage);
+  if (rc != 0)
+    return reportError("linking " + translatorPath + " failed" +
+                       (errorMessage.empty() ? "" : ": " + errorMessage));
+  return 0;
+}
+
+/// Appends the weights to the translator, page-aligned, with a trailer
+/// that the runtime finds at the end of its own executable.
+static int embed(StringRef translatorPath, StringRef weightsPath) {
+  auto weights = MemoryBuffer::getFile(weightsPath, /*IsText=*/false,
+                                       /*RequiresNullTerminator=*/false);
+  if (!weights)
+    return reportError(weightsPath + ": " + weights.getError().message());
+  std::error_code ec;
+  raw_fd_ostream out(translatorPath, ec, sys::fs::OF_Append);
+  if (ec)
+    return reportError(translatorPath + ": " + ec.message());
+  uint64_t size = out.tell();
+  uint64_t offset = (size + 4095) / 4096 * 4096;
+  out.write_zeros(offset - size);
+  out << (*weights)->getBuffer();
+  tfm_runtime::EmbedTrailer trailer{offset, (*weights)->getBufferSize(), {}};
+  std::memcpy(trailer.magic, tfm_runtime::kEmbedMagic, 8);
+  out.write(reinterpret_cast<const char *>(&trailer), sizeof trailer);
+  out.close();
+  if (out.has_error())
+    return reportError(translatorPath + ": " + out.error().message());
+  return sys::fs::remove(weightsPath) ? 1 : 0;
+}
+
+static int compileTranslator(mlir::ModuleOp module) {
+  if (outputFile == "-")
+    return reportError("a translator needs an output directory: -o OUT_DIR");
+  if (std::error_code ec = sys::fs::create_directories(outputFile))
+    return reportError(outputFile + ": " + ec.message());
+  SmallString<256> object(outputFile), weights(outputFile),
+      translator(outputFile), checkpointPath(modelDir);
+  sys::path::append(object, "model.o");
+  sys::path::append(weights, "model.tfmw");
+  sys::path::append(translator, "translator");
+  sys::path::append(checkpointPath, "model.safetensors");
+
+  Expected<mlir::tfm::SafetensorsFile> checkpoint =
+      mlir::tfm::SafetensorsFile::open(checkpointPath);
+  if (!checkpoint)
+    return reportError(toString(checkpoint.takeError()));
+  if (Error err = mlir::tfm::writeWeightsFile(module, *checkpoint, weights))
+    return reportError(toString(std::move(err)));
+  mlir::tfm::CodegenOptions options;
+  options.targetCpu = targetCpu;
+  options.targetFeatures = targetFeatures;
+  if (Error err = mlir::tfm::emitObjectFile(module, object, options))
+    return reportError(toString(std::move(err)));
+  if (int rc = linkTranslator(object, translator))
+    return rc;
+  sys::fs::remove(object);
+  if (embedWeights)
+    return embed(translator, weights);
+  return 0;
+}
+
 static int run(StringRef command) {
-  mlir::MLIRContext context;
+  mlir::DialectRegistry registry;
+  mlir::tfm::registerCodegenDialects(registry);
+  mlir::MLIRContext context(registry);
   Expected<mlir::OwningOpRef<mlir::ModuleOp>> module =
       mlir::tfm::importModel(context, modelDir);
   if (!module)
@@ -88,19 +203,24 @@ static int run(StringRef command) {
         [&](raw_ostream &os) { mlir::tfm::printModelSummary(**module, os); });
 
   if (command == "compile" && compileTo != Phase::Input) {
-    mlir::PassManager pm(&context);
-    if (failed(mlir::applyPassManagerCLOptions(pm)))
-      return reportError("invalid pass manager options");
+    // The timing manager outlives the pass manager that reports to it.
     mlir::DefaultTimingManager timing;
     mlir::applyDefaultTimingManagerCLOptions(timing);
     mlir::TimingScope timingScope = timing.getRootScope();
+    mlir::PassManager pm(&context);
+    if (failed(mlir::applyPassManagerCLOptions(pm)))
+      return reportError("invalid pass manager options");
     pm.enableTiming(timingScope);
     mlir::tfm::buildFusionPipeline(pm);
+    if (compileTo == Phase::LLVM || compileTo == Phase::Translator)
+      mlir::tfm::buildLoweringPipeline(pm);
     if (failed(pm.run(**module)))
-      return reportError("the fusion pipeline failed on " + modelDir);
+      return reportError("compiling " + modelDir + " failed");
   }
   if (passStatistics)
     mlir::tfm::printPassStatistics(errs());
+  if (command == "compile" && compileTo == Phase::Translator)
+    return compileTranslator(**module);
   return writeOutput([&](raw_ostream &os) {
     (*module)->print(os, mlir::OpPrintingFlags());
     os << "\n";

@@ -236,6 +236,14 @@ static Value expandLeading(OpBuilder &b, Location loc, Value input,
     shape.push_back(dimOf(b, loc, like, d));
   for (int64_t d = 1; d < inRank; ++d)
     shape.push_back(dimOf(b, loc, input, d));
+  // MLIR 19 cannot bufferize an expand_shape whose group has two dynamic
+  // sizes (it re-infers the shape); tensor.reshape takes them as values.
+  if (llvm::count_if(resultType.getShape().take_front(rank - keep),
+                     ShapedType::isDynamic) > 1) {
+    SmallVector<Value> sizes = getValueOrCreateConstantIndexOp(b, loc, shape);
+    Value shapeTensor = b.create<tensor::FromElementsOp>(loc, sizes);
+    return b.create<tensor::ReshapeOp>(loc, resultType, input, shapeTensor);
+  }
   return b.create<tensor::ExpandShapeOp>(loc, resultType, input, groups,
                                          shape);
 }

@@ -1,0 +1,162 @@
+//===- Codegen.cpp - tfm IR to a native object file ----------------*- C++ -*-===//
+
+#include "compiler/Codegen.h"
+#include "compiler/WeightsFile.h"
+
+#include "runtime/src/ModelInfo.h"
+
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Linker/Linker.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+/// tfm_<name>(void **args) { _mlir_ciface_<name>(*args[0], ...) } where
+/// pointer parameters (memref descriptors) take args[i] itself and scalar
+/// ones the value args[i] points at.
+static void addPackedWrappers(llvm::Module &module) {
+  llvm::LLVMContext &ctx = module.getContext();
+  SmallVector<llvm::Function *> entries;
+  for (llvm::Function &f : module)
+    if (!f.isDeclaration() && f.getName().starts_with("_mlir_ciface_"))
+      entries.push_back(&f);
+  for (llvm::Function *entry : entries) {
+    std::string name =
+        ("tfm_" + entry->getName().drop_front(strlen("_mlir_ciface_"))).str();
+    auto *ptr = llvm::PointerType::getUnqual(ctx);
+    auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr},
+                                         /*isVarArg=*/false);
+    auto *wrapper = llvm::Function::Create(
+        type, llvm::GlobalValue::ExternalLinkage, name, module);
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", wrapper));
+    SmallVector<llvm::Value *> args;
+    for (auto [i, param] : llvm::enumerate(entry->getFunctionType()->params())) {
+      llvm::Value *slot = b.CreateGEP(ptr, wrapper->getArg(0), b.getInt64(i));
+      llvm::Value *argPtr = b.CreateLoad(ptr, slot);
+      args.push_back(param->isPointerTy() ? argPtr
+                                          : b.CreateLoad(param, argPtr));
+    }
+    b.CreateCall(entry, args);
+    b.CreateRetVoid();
+  }
+}
+
+/// The constant `tfm_model_info_data` (runtime/src/ModelInfo.h): the model's
+/// architecture and the weights layout's fingerprint, as i64s.
+static LogicalResult addModelInfo(llvm::Module &llvmModule, ModuleOp module) {
+  auto model = module->getAttrOfType<DictionaryAttr>("tfm.model");
+  auto size = module->getAttrOfType<IntegerAttr>("tfm.weights_size");
+  if (!model || !size)
+    return failure();
+  SmallVector<uint64_t> fields = {tfm_runtime::kAbiVersion, layoutFingerprint(module)};
+  for (StringRef key :
+       {"d_model", "encoder_layers", "decoder_layers", "encoder_heads",
+        "decoder_heads", "source_vocab_size", "target_vocab_size",
+        "max_positions", "eos_token_id", "pad_token_id",
+        "decoder_start_token_id"}) {
+    auto value = model.getAs<IntegerAttr>(key);
+    if (!value)
+      return failure();
+    fields.push_back(value.getInt());
+  }
+  fields.push_back(size.getInt());
+  llvm::LLVMContext &ctx = llvmModule.getContext();
+  llvm::Constant *init = llvm::ConstantDataArray::get(ctx, fields);
+  new llvm::GlobalVariable(llvmModule, init->getType(), /*isConstant=*/true,
+                           llvm::GlobalValue::ExternalLinkage, init,
+                           "tfm_model_info_data");
+  return success();
+}
+
+static llvm::Error codegenError(const Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 message.str());
+}
+
+llvm::Error mlir::tfm::emitObjectFile(ModuleOp module, llvm::StringRef path,
+                                      const CodegenOptions &options) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+
+  DialectRegistry registry;
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  module->getContext()->appendDialectRegistry(registry);
+
+  // The module's tfm.* attributes mean nothing to LLVM: read what the
+  // runtime needs from them, then translate without them.
+  llvm::LLVMContext llvmContext;
+  auto infoModule = std::make_unique<llvm::Module>("tfm_model_info",
+                                                   llvmContext);
+  if (failed(addModelInfo(*infoModule, module)))
+    return codegenError("the module lacks tfm.model or its weights layout");
+  OwningOpRef<ModuleOp> stripped = module.clone();
+  for (NamedAttribute attr : module->getAttrs())
+    if (attr.getName().getValue().starts_with("tfm."))
+      (*stripped)->removeAttr(attr.getName());
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(*stripped, llvmContext, "tfm_model");
+  if (!llvmModule)
+    return codegenError("cannot translate the model to LLVM IR");
+  if (llvm::Linker::linkModules(*llvmModule, std::move(infoModule)))
+    return codegenError("cannot add the model info");
+  addPackedWrappers(*llvmModule);
+
+  std::string triple = llvm::sys::getDefaultTargetTriple();
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return codegenError("no LLVM target for " + triple + ": " + error);
+  std::string cpu = options.targetCpu.empty()
+                        ? llvm::sys::getHostCPUName().str()
+                        : options.targetCpu;
+  std::string features = options.targetFeatures;
+  if (features.empty() && options.targetCpu.empty()) {
+    SmallVector<std::string> enabled;
+    for (auto &feature : llvm::sys::getHostCPUFeatures())
+      enabled.push_back((feature.second ? "+" : "-") + feature.first().str());
+    features = llvm::join(enabled, ",");
+  }
+  llvm::TargetOptions targetOptions;
+  // mul + add become FMAs; reductions keep their order.
+  targetOptions.AllowFPOpFusion = llvm::FPOpFusion::Fast;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, cpu, features, targetOptions, llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+  if (!machine)
+    return codegenError("cannot create a target machine for " + cpu);
+  llvmModule->setDataLayout(machine->createDataLayout());
+  llvmModule->setTargetTriple(triple);
+
+  if (llvm::Error err = makeOptimizingTransformer(options.optLevel, 0,
+                                                  machine.get())(
+          llvmModule.get()))
+    return err;
+
+  std::error_code ec;
+  llvm::ToolOutputFile out(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return codegenError("cannot write " + path + ": " + ec.message());
+  llvm::legacy::PassManager codegen;
+  if (machine->addPassesToEmitFile(codegen, out.os(), nullptr,
+                                   llvm::CodeGenFileType::ObjectFile))
+    return codegenError("the target cannot emit object files");
+  codegen.run(*llvmModule);
+  out.keep();
+  return llvm::Error::success();
+}

@@ -1,0 +1,38 @@
+//===- Codegen.h - tfm IR to a native object file ------------------*- C++ -*-===//
+//
+// The back half of the compiler: fused tfm IR -> linalg -> bufferized loops
+// -> LLVM dialect -> LLVM IR -> an object file for the host (or a given)
+// CPU, through LLVM's TargetMachine in-process.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_COMPILER_CODEGEN_H
+#define TFM_COMPILER_CODEGEN_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+
+namespace mlir {
+namespace tfm {
+
+struct CodegenOptions {
+  /// LLVM CPU name; empty: the host's.
+  std::string targetCpu;
+  /// LLVM feature string ("+avx512f,..."); empty: the host's (or the CPU's).
+  std::string targetFeatures;
+  unsigned optLevel = 3;
+};
+
+/// Translates an LLVM-dialect module to LLVM IR, adds a packed wrapper
+/// `tfm_<name>(void **args)` per entry point (each element points at one
+/// argument: a memref descriptor or a scalar), optimizes at `optLevel` and
+/// writes an object file.
+llvm::Error emitObjectFile(ModuleOp module, llvm::StringRef path,
+                           const CodegenOptions &options);
+
+} // namespace tfm
+} // namespace mlir
+
+#endif // TFM_COMPILER_CODEGEN_H

@@ -1,0 +1,118 @@
+//===- WeightsFile.cpp - The weights file a translator maps --------*- C++ -*-===//
+
+#include "compiler/WeightsFile.h"
+
+#include "runtime/src/ModelInfo.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileOutputBuffer.h"
+#include "llvm/Support/xxhash.h"
+
+#include <cstring>
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+uint64_t mlir::tfm::layoutFingerprint(ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (Attribute layout = module->getAttr("tfm.weights_layout"))
+    layout.print(os);
+  if (Attribute model = module->getAttr("tfm.model"))
+    model.print(os);
+  // Non-zero and positive, so it survives an i64 round trip unchanged.
+  return (llvm::xxh3_64bits(text) >> 1) | 1;
+}
+
+/// IEEE half -> float.
+static float halfToFloat(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000) << 16;
+  uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else { // subnormal: normalize
+      exp = 127 - 15 + 1;
+      while (!(mant & 0x400)) {
+        mant <<= 1;
+        --exp;
+      }
+      bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
+    }
+  } else if (exp == 0x1f) {
+    bits = sign | 0x7f800000 | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
+                                        const SafetensorsFile &checkpoint,
+                                        llvm::StringRef path) {
+  auto fail = [&](const Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   (path + ": " + message).str());
+  };
+  auto layout = module->getAttrOfType<ArrayAttr>("tfm.weights_layout");
+  auto size = module->getAttrOfType<IntegerAttr>("tfm.weights_size");
+  if (!layout || !size)
+    return fail("the module has no weights layout (run tfm-layout-weights)");
+  uint64_t dataSize = size.getInt();
+  llvm::Expected<std::unique_ptr<llvm::FileOutputBuffer>> file =
+      llvm::FileOutputBuffer::create(path, tfm_runtime::kWeightsHeaderSize + dataSize);
+  if (!file)
+    return fail("cannot write: " + llvm::toString(file.takeError()));
+  uint8_t *out = (*file)->getBufferStart();
+  std::memset(out, 0, tfm_runtime::kWeightsHeaderSize + dataSize);
+  tfm_runtime::WeightsHeader header;
+  std::memcpy(header.magic, tfm_runtime::kWeightsMagic, 8);
+  header.abiVersion = tfm_runtime::kAbiVersion;
+  header.fingerprint = layoutFingerprint(module);
+  header.dataSize = dataSize;
+  std::memcpy(out, &header, sizeof header);
+  uint8_t *data = out + tfm_runtime::kWeightsHeaderSize;
+
+  for (Attribute entry : layout) {
+    auto dict = cast<DictionaryAttr>(entry);
+    StringRef name = cast<StringAttr>(dict.get("name")).getValue();
+    int64_t offset = cast<IntegerAttr>(dict.get("offset")).getInt();
+    const TensorInfo *tensor = checkpoint.lookup(name);
+    if (!tensor)
+      return fail("tensor '" + name + "' is not in " + checkpoint.path());
+    llvm::ArrayRef<char> bytes = checkpoint.bytes(*tensor);
+    int64_t n = tensor->numElements();
+    auto *dst = reinterpret_cast<float *>(data + offset);
+    switch (tensor->dtype) {
+    case DType::F32:
+      std::memcpy(dst, bytes.data(), n * 4);
+      break;
+    case DType::F16:
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, bytes.data() + 2 * i, 2);
+        dst[i] = halfToFloat(h);
+      }
+      break;
+    case DType::BF16:
+      // bfloat16 is the top half of a float32.
+      for (int64_t i = 0; i < n; ++i) {
+        uint32_t bits = 0;
+        std::memcpy(reinterpret_cast<char *>(&bits) + 2, bytes.data() + 2 * i,
+                    2);
+        std::memcpy(dst + i, &bits, 4);
+      }
+      break;
+    default:
+      return fail("tensor '" + name + "' has dtype " +
+                  dtypeName(tensor->dtype) + "; expected F32, F16 or BF16");
+    }
+  }
+  if (llvm::Error err = (*file)->commit())
+    return fail("cannot write: " + llvm::toString(std::move(err)));
+  return llvm::Error::success();
+}

@@ -1,0 +1,77 @@
+/*===- runtime.h - The tfm runtime's C API -------------------------*- C -*-===*
+ *
+ * The thin runtime linked into every translator that tfmc produces: it maps
+ * the weights, owns the buffers and key/value caches, runs the compiled
+ * `encode` and `decode_step`, and searches (greedy, beam). Every call that
+ * can fail returns a tfm_status: NULL on success, else an error to read with
+ * tfm_status_message and free with tfm_status_free. No call aborts on user
+ * input.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TFM_RUNTIME_H
+#define TFM_RUNTIME_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tfm_status_t *tfm_status;
+typedef struct tfm_model_t tfm_model;
+typedef struct tfm_results_t tfm_results;
+
+const char *tfm_status_message(tfm_status status);
+void tfm_status_free(tfm_status status);
+
+/* The architecture of the compiled model. */
+typedef struct tfm_model_config {
+  int64_t d_model, encoder_layers, decoder_layers, encoder_heads,
+      decoder_heads, source_vocab_size, target_vocab_size, max_positions,
+      eos_token_id, pad_token_id, decoder_start_token_id;
+} tfm_model_config;
+
+/* Maps a weights file that tfmc wrote for this translator; the path may
+ * name the translator itself when the weights are embedded in it. */
+tfm_status tfm_model_open(const char *weights_path, tfm_model **out_model);
+void tfm_model_close(tfm_model *model);
+void tfm_model_get_config(const tfm_model *model, tfm_model_config *out_config);
+
+typedef struct tfm_search_options {
+  int32_t beam_size;      /* 1: greedy */
+  int32_t n_best;         /* hypotheses returned per sentence, <= beam_size */
+  int32_t max_length;     /* absolute cap on generated tokens (EOS included) */
+  float max_length_ratio; /* if > 0: also cap at ratio * source length + 5 */
+  int32_t min_length;     /* no EOS before this many tokens */
+  float length_penalty;   /* beam scores are sum(log p) / length^penalty */
+  int32_t suppress_eos;   /* never emit EOS: decode exactly max_length tokens */
+} tfm_search_options;
+
+void tfm_search_options_default(tfm_search_options *out_options);
+
+/* Translates `count` token-id sentences (each ending in EOS as the model
+ * expects) as one padded batch. */
+tfm_status tfm_translate(tfm_model *model, const tfm_search_options *options,
+                         const int32_t *const *sources,
+                         const int32_t *source_lengths, int32_t count,
+                         tfm_results **out_results);
+
+/* Hypothesis `rank` (0 = best) of sentence `index`: its tokens (without EOS)
+ * and its normalized score. */
+int32_t tfm_results_count(const tfm_results *results, int32_t index);
+const int32_t *tfm_results_tokens(const tfm_results *results, int32_t index,
+                                  int32_t rank, int32_t *out_length);
+float tfm_results_score(const tfm_results *results, int32_t index,
+                        int32_t rank);
+/* The first decoding step's logits of sentence `index` (target_vocab_size
+ * floats), kept for testing against a reference implementation. */
+const float *tfm_results_first_logits(const tfm_results *results,
+                                      int32_t index);
+void tfm_results_free(tfm_results *results);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TFM_RUNTIME_H */

@@ -1,0 +1,63 @@
+//===- ModelInfo.h - What the compiled model exports ---------------*- C++ -*-===//
+//
+// The contract between the code tfmc generates and the runtime: the packed
+// entry points, and a constant describing the model. tfmc's Codegen.cpp
+// writes both; their layouts must agree with what is declared here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_RUNTIME_MODELINFO_H
+#define TFM_RUNTIME_MODELINFO_H
+
+#include <cstdint>
+
+namespace tfm_runtime {
+
+/// Bumped whenever the entry points' arguments or this struct change.
+constexpr uint64_t kAbiVersion = 1;
+
+/// Weights files start with this header (little-endian, kHeaderSize bytes,
+/// then the tensors: f32, row-major, at the offsets compiled into the code).
+constexpr char kWeightsMagic[8] = {'T', 'F', 'M', 'W', 'G', 'T', '0', '1'};
+constexpr uint64_t kWeightsHeaderSize = 4096;
+struct WeightsHeader {
+  char magic[8];
+  uint64_t abiVersion;
+  uint64_t fingerprint; // of the layout; must match the compiled code's
+  uint64_t dataSize;    // bytes of tensor data after the header
+};
+
+/// An executable with embedded weights ends with this trailer; the weights
+/// file starts at `offset` (page-aligned) in the executable.
+constexpr char kEmbedMagic[8] = {'T', 'F', 'M', 'E', 'M', 'B', 'E', 'D'};
+struct EmbedTrailer {
+  uint64_t offset;
+  uint64_t size;
+  char magic[8];
+};
+
+} // namespace tfm_runtime
+
+extern "C" {
+/// i64 fields, in this order (tfmc emits it as an array of i64).
+struct tfm_model_info {
+  int64_t abiVersion;
+  int64_t fingerprint;
+  int64_t dModel, encoderLayers, decoderLayers, encoderHeads, decoderHeads,
+      sourceVocabSize, targetVocabSize, maxPositions, eosTokenId, padTokenId,
+      decoderStartTokenId;
+  int64_t weightsSize;
+};
+extern const tfm_model_info tfm_model_info_data;
+
+/// args[i] points at argument i: a memref descriptor, or an i64 scalar.
+///   encode(weights, source_ids[B,S], source_lengths[B],
+///          out encoder_output[B,S,D], out cross K/V[B,H,S,Dh] per layer)
+///   decode_step(weights, tokens[R,T], step, source_lengths[R],
+///               per layer: cross K, cross V, cache K, cache V [R,H,*,Dh],
+///               out logits[R,T,V])
+void tfm_encode(void **args);
+void tfm_decode_step(void **args);
+}
+
+#endif // TFM_RUNTIME_MODELINFO_H

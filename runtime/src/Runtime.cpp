@@ -1,0 +1,543 @@
+//===- Runtime.cpp - Weights, buffers, caches and search -----------*- C++ -*-===//
+//
+// Everything the compiled entry points need around them: the mapped weights,
+// memref descriptors for the arguments, the encoder outputs and per-layer
+// key/value caches, and the search that drives decode_step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/runtime.h"
+
+#include "runtime/src/ModelInfo.h"
+
+#include "mlir/ExecutionEngine/CRunnerUtils.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+struct tfm_status_t {
+  std::string message;
+};
+
+namespace {
+
+tfm_status makeError(std::string message) {
+  return new tfm_status_t{std::move(message)};
+}
+
+/// A 64-byte-aligned float buffer.
+struct Buffer {
+  float *data = nullptr;
+  size_t size = 0;
+  explicit Buffer(size_t n = 0) { resize(n); }
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+  ~Buffer() { std::free(data); }
+  void resize(size_t n) {
+    std::free(data);
+    data = nullptr;
+    size = n;
+    if (n)
+      data = static_cast<float *>(
+          std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64));
+    if (n && !data)
+      throw std::bad_alloc();
+  }
+};
+
+/// Arguments for a packed entry point: memref descriptors laid out as
+/// {allocated, aligned, offset, sizes[N], strides[N]} (CRunnerUtils.h's
+/// StridedMemRefType) and scalars, each addressed by one void*.
+class ArgPack {
+public:
+  template <typename T>
+  void memref(T *data, std::vector<int64_t> sizes) {
+    auto words = std::make_unique<int64_t[]>(3 + 2 * sizes.size());
+    words[0] = reinterpret_cast<int64_t>(data);
+    words[1] = reinterpret_cast<int64_t>(data);
+    words[2] = 0;
+    int64_t stride = 1;
+    for (size_t i = sizes.size(); i-- > 0;) {
+      words[3 + i] = sizes[i];
+      words[3 + sizes.size() + i] = stride;
+      stride *= sizes[i];
+    }
+    pointers.push_back(words.get());
+    storage.push_back(std::move(words));
+  }
+  void scalar(int64_t value) {
+    auto words = std::make_unique<int64_t[]>(1);
+    words[0] = value;
+    pointers.push_back(words.get());
+    storage.push_back(std::move(words));
+  }
+  void **data() { return pointers.data(); }
+
+private:
+  std::vector<std::unique_ptr<int64_t[]>> storage;
+  std::vector<void *> pointers;
+};
+
+static_assert(sizeof(StridedMemRefType<float, 2>) == 7 * sizeof(int64_t),
+              "memref descriptors are words");
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Model
+//===----------------------------------------------------------------------===//
+
+struct tfm_model_t {
+  void *mapping = MAP_FAILED;
+  size_t mappingSize = 0;
+  int8_t *weights = nullptr; // 64-byte aligned tensor data
+  int64_t weightsSize = 0;
+  tfm_model_config config{};
+
+  ~tfm_model_t() {
+    if (mapping != MAP_FAILED)
+      munmap(mapping, mappingSize);
+  }
+};
+
+extern "C" const char *tfm_status_message(tfm_status status) {
+  return status ? status->message.c_str() : "ok";
+}
+
+extern "C" void tfm_status_free(tfm_status status) { delete status; }
+
+extern "C" tfm_status tfm_model_open(const char *path, tfm_model **out_model) {
+  *out_model = nullptr;
+  std::string name = path;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return makeError(name + ": cannot open weights: " + std::strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    return makeError(name + ": cannot stat: " + std::strerror(errno));
+  }
+  auto model = std::make_unique<tfm_model_t>();
+  model->mappingSize = st.st_size;
+  if (st.st_size > 0)
+    model->mapping =
+        mmap(nullptr, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (model->mapping == MAP_FAILED)
+    return makeError(name + ": cannot map: " + std::strerror(errno));
+  const char *bytes = static_cast<const char *>(model->mapping);
+  uint64_t size = st.st_size;
+
+  // Weights embedded in an executable: a trailer at the end says where.
+  uint64_t start = 0;
+  if (size >= sizeof(tfm_runtime::EmbedTrailer)) {
+    tfm_runtime::EmbedTrailer trailer;
+    std::memcpy(&trailer, bytes + size - sizeof trailer, sizeof trailer);
+    if (std::memcmp(trailer.magic, tfm_runtime::kEmbedMagic, 8) == 0) {
+      if (trailer.offset > size || trailer.size > size - trailer.offset)
+        return makeError(name + ": corrupt embedded-weights trailer");
+      start = trailer.offset;
+      size = trailer.offset + trailer.size;
+    }
+  }
+  if (size - start < tfm_runtime::kWeightsHeaderSize)
+    return makeError(name + ": too short for a tfm weights file (" +
+                     std::to_string(size - start) + " bytes)");
+  tfm_runtime::WeightsHeader header;
+  std::memcpy(&header, bytes + start, sizeof header);
+  if (std::memcmp(header.magic, tfm_runtime::kWeightsMagic, 8) != 0)
+    return makeError(name + ": not a tfm weights file (bad magic)");
+  const tfm_model_info &info = tfm_model_info_data;
+  if (header.abiVersion != tfm_runtime::kAbiVersion ||
+      int64_t(header.fingerprint) != info.fingerprint)
+    return makeError(name + ": these weights were written for another "
+                            "compiled model (layout fingerprint mismatch)");
+  if (int64_t(header.dataSize) != info.weightsSize ||
+      header.dataSize > size - start - tfm_runtime::kWeightsHeaderSize)
+    return makeError(name + ": truncated: expected " +
+                     std::to_string(info.weightsSize) + " bytes of weights");
+  model->weights =
+      const_cast<int8_t *>(reinterpret_cast<const int8_t *>(bytes)) + start +
+      tfm_runtime::kWeightsHeaderSize;
+  model->weightsSize = header.dataSize;
+  model->config = {info.dModel,          info.encoderLayers,
+                   info.decoderLayers,   info.encoderHeads,
+                   info.decoderHeads,    info.sourceVocabSize,
+                   info.targetVocabSize, info.maxPositions,
+                   info.eosTokenId,      info.padTokenId,
+                   info.decoderStartTokenId};
+  *out_model = model.release();
+  return nullptr;
+}
+
+extern "C" void tfm_model_close(tfm_model *model) { delete model; }
+
+extern "C" void tfm_model_get_config(const tfm_model *model,
+                                     tfm_model_config *out_config) {
+  *out_config = model->config;
+}
+
+//===----------------------------------------------------------------------===//
+// Search
+//===----------------------------------------------------------------------===//
+
+extern "C" void tfm_search_options_default(tfm_search_options *o) {
+  o->beam_size = 1;
+  o->n_best = 1;
+  o->max_length = 256;
+  o->max_length_ratio = 0.0f;
+  o->min_length = 0;
+  o->length_penalty = 1.0f;
+  o->suppress_eos = 0;
+}
+
+namespace {
+struct Hypothesis {
+  std::vector<int32_t> tokens; // without EOS
+  float score = 0;             // sum of log-probabilities
+  float normalized = 0;        // score / length^penalty
+};
+} // namespace
+
+struct tfm_results_t {
+  std::vector<std::vector<Hypothesis>> nbest;
+  std::vector<std::vector<float>> firstLogits;
+};
+
+namespace {
+
+/// log p = x - max - log(sum exp(x - max)), in place over one row.
+void logSoftmax(float *row, int64_t n) {
+  float max = *std::max_element(row, row + n);
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i)
+    sum += std::exp(double(row[i] - max));
+  float logSum = float(std::log(sum));
+  for (int64_t i = 0; i < n; ++i)
+    row[i] = row[i] - max - logSum;
+}
+
+class Translator {
+public:
+  Translator(tfm_model &model, const tfm_search_options &options)
+      : model(model), cfg(model.config), opts(options) {}
+
+  void run(const int32_t *const *sources, const int32_t *lengths,
+           int32_t count, tfm_results &results);
+
+private:
+  void encode();
+  void decodeStep(int64_t step, const std::vector<int32_t> &tokens);
+  /// Row r of every self-attention cache takes row parents[r]'s first
+  /// `length` positions; rows that keep their own are not touched.
+  void reorderCaches(const std::vector<int64_t> &parents, int64_t length);
+
+  tfm_model &model;
+  const tfm_model_config &cfg;
+  tfm_search_options opts;
+
+  int64_t batch = 0, srcLen = 0, beam = 1, rows = 0, capacity = 0;
+  int64_t heads = 0, headDim = 0;
+  std::vector<int32_t> srcIds, srcLengths, rowLengths;
+  Buffer encoderOut, logits;
+  std::vector<std::unique_ptr<Buffer>> crossKV, caches; // per layer: K, V
+};
+
+void Translator::encode() {
+  int64_t d = cfg.d_model;
+  encoderOut.resize(batch * srcLen * d);
+  std::vector<std::unique_ptr<Buffer>> perSentence;
+  ArgPack args;
+  args.memref(model.weights, {model.weightsSize});
+  args.memref(srcIds.data(), {batch, srcLen});
+  args.memref(srcLengths.data(), {batch});
+  args.memref(encoderOut.data, {batch, srcLen, d});
+  for (int64_t l = 0; l < 2 * cfg.decoder_layers; ++l) {
+    perSentence.push_back(
+        std::make_unique<Buffer>(batch * heads * srcLen * headDim));
+    args.memref(perSentence.back()->data, {batch, heads, srcLen, headDim});
+  }
+  tfm_encode(args.data());
+  // Each sentence's cross-attention keys/values, once per beam row.
+  int64_t rowSize = heads * srcLen * headDim;
+  crossKV.clear();
+  for (auto &kv : perSentence) {
+    auto expanded = std::make_unique<Buffer>(rows * rowSize);
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(expanded->data + r * rowSize, kv->data + (r / beam) * rowSize,
+                  rowSize * sizeof(float));
+    crossKV.push_back(std::move(expanded));
+  }
+}
+
+void Translator::decodeStep(int64_t step, const std::vector<int32_t> &tokens) {
+  int64_t vocab = cfg.target_vocab_size;
+  ArgPack args;
+  args.memref(model.weights, {model.weightsSize});
+  args.memref(const_cast<int32_t *>(tokens.data()), {rows, 1});
+  args.scalar(step);
+  args.memref(rowLengths.data(), {rows});
+  for (int64_t l = 0; l < cfg.decoder_layers; ++l) {
+    args.memref(crossKV[2 * l]->data, {rows, heads, srcLen, headDim});
+    args.memref(crossKV[2 * l + 1]->data, {rows, heads, srcLen, headDim});
+    args.memref(caches[2 * l]->data, {rows, heads, capacity, headDim});
+    args.memref(caches[2 * l + 1]->data, {rows, heads, capacity, headDim});
+  }
+  args.memref(logits.data, {rows, 1, vocab});
+  tfm_decode_step(args.data());
+}
+
+void Translator::reorderCaches(const std::vector<int64_t> &parents,
+                               int64_t length) {
+  std::vector<int64_t> moved;
+  for (int64_t r = 0; r < rows; ++r)
+    if (parents[r] != r)
+      moved.push_back(r);
+  if (moved.empty())
+    return;
+  // Per row and head, positions [0, length) are contiguous.
+  int64_t chunk = length * headDim, headStride = capacity * headDim;
+  std::vector<float> staged(moved.size() * heads * chunk);
+  for (auto &cache : caches) {
+    float *base = cache->data;
+    for (size_t m = 0; m < moved.size(); ++m)
+      for (int64_t h = 0; h < heads; ++h)
+        std::memcpy(&staged[(m * heads + h) * chunk],
+                    base + (parents[moved[m]] * heads + h) * headStride,
+                    chunk * sizeof(float));
+    for (size_t m = 0; m < moved.size(); ++m)
+      for (int64_t h = 0; h < heads; ++h)
+        std::memcpy(base + (moved[m] * heads + h) * headStride,
+                    &staged[(m * heads + h) * chunk], chunk * sizeof(float));
+  }
+}
+
+void Translator::run(const int32_t *const *sources, const int32_t *lengths,
+                     int32_t count, tfm_results &results) {
+  batch = count;
+  beam = std::max<int64_t>(1, opts.beam_size);
+  rows = batch * beam;
+  heads = cfg.decoder_heads;
+  headDim = cfg.d_model / heads;
+  int64_t vocab = cfg.target_vocab_size;
+  const int32_t eos = int32_t(cfg.eos_token_id), pad = int32_t(cfg.pad_token_id);
+
+  // Pad the sources to the longest.
+  srcLen = *std::max_element(lengths, lengths + count);
+  srcIds.assign(batch * srcLen, pad);
+  srcLengths.assign(lengths, lengths + count);
+  for (int64_t b = 0; b < batch; ++b)
+    std::copy(sources[b], sources[b] + lengths[b], &srcIds[b * srcLen]);
+  rowLengths.resize(rows);
+  for (int64_t r = 0; r < rows; ++r)
+    rowLengths[r] = srcLengths[r / beam];
+
+  // Length limits per sentence; the positions table bounds them all.
+  std::vector<int64_t> maxLen(batch);
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t limit = opts.max_length;
+    if (opts.max_length_ratio > 0 && !opts.suppress_eos)
+      limit = std::min<int64_t>(
+          limit, int64_t(opts.max_length_ratio * lengths[b]) + 5);
+    maxLen[b] = std::max<int64_t>(1, std::min(limit, cfg.max_positions));
+  }
+  capacity = *std::max_element(maxLen.begin(), maxLen.end());
+
+  encode();
+  caches.clear();
+  for (int64_t l = 0; l < 2 * cfg.decoder_layers; ++l)
+    caches.push_back(
+        std::make_unique<Buffer>(rows * heads * capacity * headDim));
+  logits.resize(rows * vocab);
+
+  results.nbest.assign(batch, {});
+  results.firstLogits.assign(batch, {});
+  std::vector<std::vector<int32_t>> prefixes(rows);
+  std::vector<float> scores(rows, 0.0f);
+  // Only the first beam of each sentence is live at the start.
+  for (int64_t r = 0; r < rows; ++r)
+    if (r % beam)
+      scores[r] = -std::numeric_limits<float>::infinity();
+  std::vector<std::vector<Hypothesis>> finished(batch);
+  std::vector<bool> done(batch, false);
+  std::vector<int32_t> tokens(rows, int32_t(cfg.decoder_start_token_id));
+  const float ninf = -std::numeric_limits<float>::infinity();
+
+  for (int64_t step = 0; step < capacity; ++step) {
+    decodeStep(step, tokens);
+    if (step == 0)
+      for (int64_t b = 0; b < batch; ++b)
+        results.firstLogits[b].assign(logits.data + b * beam * vocab,
+                                      logits.data + (b * beam + 1) * vocab);
+    std::vector<int64_t> parents(rows);
+    std::iota(parents.begin(), parents.end(), 0);
+    std::vector<std::vector<int32_t>> nextPrefixes(prefixes);
+    std::vector<float> nextScores(scores);
+
+    for (int64_t b = 0; b < batch; ++b) {
+      if (done[b])
+        continue;
+      bool last = step + 1 >= maxLen[b];
+      bool eosAllowed = !opts.suppress_eos && step + 1 > opts.min_length;
+      // Candidates: (beam score + log p(token)) over live beams and tokens.
+      std::vector<std::pair<float, int64_t>> candidates;
+      for (int64_t j = 0; j < beam; ++j) {
+        int64_t r = b * beam + j;
+        float *row = logits.data + r * vocab;
+        logSoftmax(row, vocab);
+        row[pad] = ninf;
+        if (!eosAllowed)
+          row[eos] = ninf;
+        if (scores[r] == ninf)
+          continue;
+        for (int64_t t = 0; t < vocab; ++t)
+          if (row[t] != ninf)
+            candidates.push_back({scores[r] + row[t], j * vocab + t});
+      }
+      // The best 2k by score, ties to the lower (beam, token) index.
+      size_t keep = std::min<size_t>(candidates.size(), 2 * beam);
+      std::partial_sort(candidates.begin(), candidates.begin() + keep,
+                        candidates.end(), [](const auto &x, const auto &y) {
+                          return x.first > y.first ||
+                                 (x.first == y.first && x.second < y.second);
+                        });
+      int64_t next = 0;
+      for (size_t c = 0; c < keep && next < beam; ++c) {
+        auto [score, flat] = candidates[c];
+        int64_t j = flat / vocab;
+        int32_t token = int32_t(flat % vocab);
+        int64_t parent = b * beam + j;
+        if (token == eos) {
+          // An EOS ranked beyond the beam width does not count.
+          if (int64_t(c) < beam) {
+            Hypothesis h{prefixes[parent], score, 0};
+            h.normalized =
+                score / std::pow(float(h.tokens.size() + 1), opts.length_penalty);
+            finished[b].push_back(std::move(h));
+          }
+          continue;
+        }
+        int64_t r = b * beam + next++;
+        parents[r] = parent;
+        nextPrefixes[r] = prefixes[parent];
+        nextPrefixes[r].push_back(token);
+        nextScores[r] = score;
+      }
+      for (; next < beam; ++next)
+        nextScores[b * beam + next] = ninf;
+      if (int64_t(finished[b].size()) >= beam) {
+        done[b] = true;
+      } else if (last) {
+        // Out of length: the live beams end here, unterminated.
+        for (int64_t j = 0; j < beam; ++j) {
+          int64_t r = b * beam + j;
+          if (nextScores[r] == ninf)
+            continue;
+          Hypothesis h{nextPrefixes[r], nextScores[r], 0};
+          h.normalized =
+              h.score / std::pow(float(h.tokens.size()), opts.length_penalty);
+          finished[b].push_back(std::move(h));
+        }
+        done[b] = true;
+      }
+    }
+    prefixes.swap(nextPrefixes);
+    scores.swap(nextScores);
+    if (std::all_of(done.begin(), done.end(), [](bool d) { return d; }))
+      break;
+    reorderCaches(parents, step + 1);
+    for (int64_t r = 0; r < rows; ++r)
+      tokens[r] = prefixes[r].empty() ? int32_t(cfg.decoder_start_token_id)
+                                      : prefixes[r].back();
+  }
+
+  for (int64_t b = 0; b < batch; ++b) {
+    std::vector<Hypothesis> &hyps = finished[b];
+    std::stable_sort(hyps.begin(), hyps.end(),
+                     [](const Hypothesis &x, const Hypothesis &y) {
+                       return x.normalized > y.normalized;
+                     });
+    if (int64_t(hyps.size()) > opts.n_best)
+      hyps.resize(std::max(1, opts.n_best));
+    results.nbest[b] = std::move(hyps);
+  }
+}
+
+} // namespace
+
+extern "C" tfm_status tfm_translate(tfm_model *model,
+                                    const tfm_search_options *options,
+                                    const int32_t *const *sources,
+                                    const int32_t *source_lengths,
+                                    int32_t count, tfm_results **out_results) {
+  *out_results = nullptr;
+  const tfm_model_config &cfg = model->config;
+  if (count <= 0)
+    return makeError("no sentences to translate");
+  if (options->beam_size < 1 || options->n_best < 1 ||
+      options->n_best > options->beam_size)
+    return makeError("need beam size >= 1 and 1 <= n-best <= beam size");
+  if (options->max_length < 1)
+    return makeError("max length must be at least 1");
+  for (int32_t i = 0; i < count; ++i) {
+    if (source_lengths[i] < 1)
+      return makeError("sentence " + std::to_string(i + 1) + " is empty");
+    if (source_lengths[i] > cfg.max_positions)
+      return makeError("sentence " + std::to_string(i + 1) + " has " +
+                       std::to_string(source_lengths[i]) +
+                       " tokens; the model takes at most " +
+                       std::to_string(cfg.max_positions));
+    for (int32_t t = 0; t < source_lengths[i]; ++t)
+      if (sources[i][t] < 0 || sources[i][t] >= cfg.source_vocab_size)
+        return makeError("sentence " + std::to_string(i + 1) + ": token id " +
+                         std::to_string(sources[i][t]) +
+                         " is outside the vocabulary of " +
+                         std::to_string(cfg.source_vocab_size));
+  }
+  try {
+    auto results = std::make_unique<tfm_results_t>();
+    Translator(*model, *options).run(sources, source_lengths, count, *results);
+    *out_results = results.release();
+    return nullptr;
+  } catch (const std::bad_alloc &) {
+    return makeError("out of memory translating a batch of " +
+                     std::to_string(count) + " sentences");
+  }
+}
+
+extern "C" int32_t tfm_results_count(const tfm_results *results,
+                                     int32_t index) {
+  return int32_t(results->nbest[index].size());
+}
+
+extern "C" const int32_t *tfm_results_tokens(const tfm_results *results,
+                                             int32_t index, int32_t rank,
+                                             int32_t *out_length) {
+  const Hypothesis &h = results->nbest[index][rank];
+  *out_length = int32_t(h.tokens.size());
+  return h.tokens.data();
+}
+
+extern "C" float tfm_results_score(const tfm_results *results, int32_t index,
+                                   int32_t rank) {
+  return results->nbest[index][rank].normalized;
+}
+
+extern "C" const float *tfm_results_first_logits(const tfm_results *results,
+                                                 int32_t index) {
+  return results->firstLogits[index].data();
+}
+
+extern "C" void tfm_results_free(tfm_results *results) { delete results; }
