@@ -26,6 +26,15 @@ config.substitutions.append(
     ("%corrupt_model", "%s %s" % (config.tfm_python,
                                   os.path.join(config.tfm_src_root, "test", "models",
                                                "corrupt_model.py"))))
+# The reference implementation and the comparison of outputs with it.
+config.substitutions.append(
+    ("%reference", "%s %s" % (config.tfm_python,
+                              os.path.join(config.tfm_src_root, "test", "reference",
+                                           "reference.py"))))
+config.substitutions.append(
+    ("%compare", "%s %s" % (config.tfm_python,
+                            os.path.join(config.tfm_src_root, "test", "reference",
+                                         "compare.py"))))
 config.substitutions.append(("%tfm_src_root", config.tfm_src_root))
 config.substitutions.append(("%tfm_obj_root", config.tfm_obj_root))
 

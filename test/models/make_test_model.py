@@ -4,7 +4,8 @@
   make_test_model.py OUT_DIR [--size tiny|small|base] [--activation relu|gelu|swish]
                      [--pre-norm] [--untied] [--separate-embeddings]
                      [--positions table|sinusoidal] [--no-logits-bias]
-                     [--dtype F32|F16|BF16] [--seed S] [--sentences N]
+                     [--dtype F32|F16|BF16] [--eos-bias B] [--seed S]
+                     [--sentences N]
 
 OUT_DIR gets config.json, model.safetensors and source.ids (token ids, one
 sentence a line, EOS last). Weights are random but seeded, so the same
@@ -113,6 +114,9 @@ def build(args):
         t["lm_head.weight"] = normal((vocab, d), d ** -0.5)
     if not args.no_logits_bias:
         t["final_logits_bias"] = normal((1, vocab), 0.02)
+        # Random models rarely pick EOS; a bias makes sentences end at
+        # varied lengths, so tests exercise finished hypotheses.
+        t["final_logits_bias"][0, eos] += args.eos_bias
 
     source_rng = np.random.default_rng(args.seed + 1)
     sentences = []
@@ -136,6 +140,8 @@ def main():
                     help="store position tables, or leave them to be computed")
     ap.add_argument("--no-logits-bias", action="store_true")
     ap.add_argument("--dtype", default="F32", choices=["F32", "F16", "BF16"])
+    ap.add_argument("--eos-bias", type=float, default=0.0,
+                    help="added to EOS's logits bias")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--sentences", type=int, default=16)
     args = ap.parse_args()

@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""The reference implementation: what a tfmc translator must output.
+
+  reference.py MODEL_DIR [INPUT] [--beam-size K] [--n-best N] [--max-length N]
+               [--max-length-ratio R] [--min-length N] [--length-penalty A]
+               [--suppress-eos] [--dump-first-logits FILE]
+
+The model of a Hugging Face MarianMT-style checkpoint, written directly in
+PyTorch from "Attention is all you need" and independently of the compiler,
+with greedy and beam search defined exactly as the runtime's (see
+runtime/src/Runtime.cpp). Reads token-id lines like the translator and
+writes the same output format, one sentence at a time. Run it with
+/usr/bin/python3 (Debian's python3-torch and python3-numpy).
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+import safetensors_io  # noqa: E402
+
+torch.set_grad_enabled(False)
+
+
+class Model:
+    def __init__(self, model_dir):
+        with open(os.path.join(model_dir, "config.json")) as f:
+            c = json.load(f)
+        self.c = c
+        self.w = {k: torch.from_numpy(v) for k, v in
+                  safetensors_io.read(os.path.join(model_dir, "model.safetensors")).items()}
+        self.d = c["d_model"]
+        self.pre_norm = c.get("normalize_before", False)
+        self.embed_scale = math.sqrt(self.d) if c.get("scale_embedding", False) else 1.0
+        shared = c.get("share_encoder_decoder_embeddings", True)
+        self.src_embed = self.w["model.shared.weight" if shared else "model.encoder.embed_tokens.weight"]
+        self.tgt_embed = self.w["model.shared.weight" if shared else "model.decoder.embed_tokens.weight"]
+        self.lm_head = self.tgt_embed if c.get("tie_word_embeddings", True) else self.w["lm_head.weight"]
+        self.logits_bias = self.w.get("final_logits_bias")
+        act = c["activation_function"]
+        self.act = {"relu": torch.relu, "gelu": torch.nn.functional.gelu,
+                    "swish": torch.nn.functional.silu, "silu": torch.nn.functional.silu}[act]
+        self.positions = {}
+        for side in ("encoder", "decoder"):
+            name = f"model.{side}.embed_positions.weight"
+            self.positions[side] = self.w[name] if name in self.w else self.sinusoids(
+                c["max_position_embeddings"], self.d,
+                c.get("position_encoding", "sinusoidal_concat") == "sinusoidal_interleaved")
+
+    @staticmethod
+    def sinusoids(n_pos, dim, interleaved):
+        # PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(p / 10000^(2i/d));
+        # Marian puts all sines first, then all cosines.
+        pos = np.arange(n_pos, dtype=np.float64)[:, None]
+        i = np.arange(dim // 2, dtype=np.float64)[None, :]
+        angle = pos / np.power(10000.0, 2 * i / dim)
+        out = np.zeros((n_pos, dim), dtype=np.float32)
+        if interleaved:
+            out[:, 0::2], out[:, 1::2] = np.sin(angle), np.cos(angle)
+        else:
+            out[:, :dim // 2], out[:, dim // 2:] = np.sin(angle), np.cos(angle)
+        return torch.from_numpy(out)
+
+    def linear(self, x, name):
+        return x @ self.w[name + ".weight"].T + self.w[name + ".bias"]
+
+    def layer_norm(self, x, name):
+        return torch.nn.functional.layer_norm(
+            x, (self.d,), self.w[name + ".weight"], self.w[name + ".bias"], eps=1e-5)
+
+    def heads(self, x, n):
+        b, s, _ = x.shape
+        return x.view(b, s, n, self.d // n).transpose(1, 2)
+
+    def attention(self, q, k, v, n, key_mask=None, causal=False):
+        """softmax(Q Kᵀ / sqrt(d_k) + M) V over heads; q, k, v: [B, H, S, Dh]."""
+        scores = q @ k.transpose(-1, -2) / math.sqrt(self.d // n)
+        if key_mask is not None:  # [B, Sk], True where hidden
+            scores = scores.masked_fill(key_mask[:, None, None, :], float("-inf"))
+        if causal:
+            sq, sk = scores.shape[-2:]
+            hidden = torch.ones(sq, sk, dtype=torch.bool).triu(1 + sk - sq)
+            scores = scores.masked_fill(hidden, float("-inf"))
+        out = torch.softmax(scores, dim=-1) @ v
+        b, _, s, _ = out.shape
+        return out.transpose(1, 2).reshape(b, s, self.d)
+
+    def sublayer(self, x, norm, fn):
+        """Post-norm: LN(x + f(x)); pre-norm: x + f(LN(x))."""
+        if self.pre_norm:
+            return x + fn(self.layer_norm(x, norm))
+        return self.layer_norm(x + fn(x), norm)
+
+    def ffn(self, x, p):
+        return self.linear(self.act(self.linear(x, p + ".fc1")), p + ".fc2")
+
+    def encode(self, ids):
+        """ids: [1, S] -> encoder output [1, S, D] and per decoder layer the
+        cross-attention keys and values."""
+        c, n = self.c, self.c["encoder_attention_heads"]
+        x = self.src_embed[ids] * self.embed_scale + self.positions["encoder"][: ids.shape[1]]
+        for i in range(c["encoder_layers"]):
+            p = f"model.encoder.layers.{i}"
+
+            def self_attn(h):
+                a = self.attention(self.heads(self.linear(h, p + ".self_attn.q_proj"), n),
+                                   self.heads(self.linear(h, p + ".self_attn.k_proj"), n),
+                                   self.heads(self.linear(h, p + ".self_attn.v_proj"), n), n)
+                return self.linear(a, p + ".self_attn.out_proj")
+            x = self.sublayer(x, p + ".self_attn_layer_norm", self_attn)
+            x = self.sublayer(x, p + ".final_layer_norm", lambda h: self.ffn(h, p))
+        if self.pre_norm:
+            x = self.layer_norm(x, "model.encoder.layer_norm")
+        nd = c["decoder_attention_heads"]
+        cross = []
+        for i in range(c["decoder_layers"]):
+            p = f"model.decoder.layers.{i}.encoder_attn"
+            cross.append((self.heads(self.linear(x, p + ".k_proj"), nd),
+                          self.heads(self.linear(x, p + ".v_proj"), nd)))
+        return x, cross
+
+    def decode_step(self, tokens, step, cross, cache):
+        """tokens: [R, 1] at position `step`; cache: per layer [K, V] of the
+        previous steps ([R, H, step, Dh]), extended in place. -> logits [R, V]."""
+        c, n = self.c, self.c["decoder_attention_heads"]
+        x = self.tgt_embed[tokens] * self.embed_scale + self.positions["decoder"][step]
+        for i in range(c["decoder_layers"]):
+            p = f"model.decoder.layers.{i}"
+
+            def self_attn(h):
+                k = self.heads(self.linear(h, p + ".self_attn.k_proj"), n)
+                v = self.heads(self.linear(h, p + ".self_attn.v_proj"), n)
+                cache[i][0] = k if cache[i][0] is None else torch.cat([cache[i][0], k], 2)
+                cache[i][1] = v if cache[i][1] is None else torch.cat([cache[i][1], v], 2)
+                a = self.attention(self.heads(self.linear(h, p + ".self_attn.q_proj"), n),
+                                   cache[i][0], cache[i][1], n, causal=True)
+                return self.linear(a, p + ".self_attn.out_proj")
+
+            def cross_attn(h):
+                a = self.attention(self.heads(self.linear(h, p + ".encoder_attn.q_proj"), n),
+                                   cross[i][0], cross[i][1], n)
+                return self.linear(a, p + ".encoder_attn.out_proj")
+            x = self.sublayer(x, p + ".self_attn_layer_norm", self_attn)
+            x = self.sublayer(x, p + ".encoder_attn_layer_norm", cross_attn)
+            x = self.sublayer(x, p + ".final_layer_norm", lambda h: self.ffn(h, p))
+        if self.pre_norm:
+            x = self.layer_norm(x, "model.decoder.layer_norm")
+        logits = x[:, -1] @ self.lm_head.T
+        if self.logits_bias is not None:
+            logits = logits + self.logits_bias[0]
+        return logits
+
+
+def translate(model, src, opts):
+    """Beam search (greedy for beam 1), as runtime/src/Runtime.cpp defines it.
+    Returns (hypotheses sorted best first: (tokens, normalized score),
+    first-step logits)."""
+    c = model.c
+    eos, pad, start = c["eos_token_id"], c["pad_token_id"], c["decoder_start_token_id"]
+    vocab = model.lm_head.shape[0]
+    k = opts.beam_size
+    limit = opts.max_length
+    if opts.max_length_ratio > 0 and not opts.suppress_eos:
+        limit = min(limit, int(np.float32(opts.max_length_ratio) * len(src)) + 5)
+    max_len = max(1, min(limit, c["max_position_embeddings"]))
+    penalty = np.float32(opts.length_penalty)
+
+    _, cross = model.encode(torch.tensor([src]))
+    cross = [(kk.expand(k, -1, -1, -1), vv.expand(k, -1, -1, -1)) for kk, vv in cross]
+    cache = [[None, None] for _ in range(c["decoder_layers"])]
+    prefixes = [[] for _ in range(k)]
+    scores = torch.full((k,), float("-inf"))
+    scores[0] = 0.0  # only the first beam is live at the start
+    finished = []
+    tokens = torch.full((k, 1), start, dtype=torch.long)
+    first_logits = None
+    for step in range(max_len):
+        logits = model.decode_step(tokens, step, cross, cache)
+        if step == 0:
+            first_logits = logits[0].clone()
+        logp = torch.log_softmax(logits, dim=-1)
+        logp[:, pad] = float("-inf")
+        if opts.suppress_eos or step + 1 <= opts.min_length:
+            logp[:, eos] = float("-inf")
+        cand = (scores[:, None] + logp).flatten()
+        live = torch.nonzero(cand != float("-inf")).flatten()
+        # best 2k by score, ties to the lower (beam, token) index
+        order = live[torch.sort(-cand[live], stable=True).indices][: 2 * k]
+        parents, next_prefixes, next_scores = [], [], []
+        for rank, flat in enumerate(order.tolist()):
+            if len(next_prefixes) == k:
+                break
+            j, tok = divmod(flat, vocab)
+            score = cand[flat].item()
+            if tok == eos:
+                if rank < k:  # an EOS ranked beyond the beam width does not count
+                    length = np.float32(len(prefixes[j]) + 1)
+                    finished.append((prefixes[j], np.float32(score) / np.float32(length ** penalty)))
+                continue
+            parents.append(j)
+            next_prefixes.append(prefixes[j] + [tok])
+            next_scores.append(score)
+        while len(next_prefixes) < k:
+            parents.append(0)
+            next_prefixes.append([])
+            next_scores.append(float("-inf"))
+        if len(finished) >= k:
+            break
+        if step + 1 >= max_len:  # out of length: the live beams end here
+            for p, s in zip(next_prefixes, next_scores):
+                if s != float("-inf"):
+                    length = np.float32(len(p))
+                    finished.append((p, np.float32(s) / np.float32(length ** penalty)))
+            break
+        index = torch.tensor(parents)
+        for layer in cache:
+            layer[0], layer[1] = layer[0][index], layer[1][index]
+        prefixes = next_prefixes
+        scores = torch.tensor(next_scores, dtype=torch.float32)
+        tokens = torch.tensor([[p[-1] if p else start] for p in prefixes])
+    # stable: among equal scores, the earlier finished first
+    finished.sort(key=lambda h: -h[1])
+    return finished[: opts.n_best], first_logits
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model")
+    ap.add_argument("input", nargs="?")
+    ap.add_argument("-b", "--beam-size", type=int, default=1)
+    ap.add_argument("-n", "--n-best", type=int, default=1)
+    ap.add_argument("--max-length", type=int, default=256)
+    ap.add_argument("--max-length-ratio", type=float, default=0.0)
+    ap.add_argument("--min-length", type=int, default=0)
+    ap.add_argument("--length-penalty", type=float, default=1.0)
+    ap.add_argument("--suppress-eos", action="store_true")
+    ap.add_argument("--dump-first-logits")
+    ap.add_argument("--threads", type=int, default=1)
+    opts = ap.parse_args()
+    torch.set_num_threads(opts.threads)
+    model = Model(opts.model)
+    lines = open(opts.input).read().splitlines() if opts.input else sys.stdin.read().splitlines()
+    logits_out = open(opts.dump_first_logits, "wb") if opts.dump_first_logits else None
+    for index, line in enumerate(lines):
+        src = [int(t) for t in line.split()]
+        if not src:
+            print("" if opts.n_best == 1 else f"{index} |||  ||| 0")
+            continue
+        hyps, first = translate(model, src, opts)
+        for tokens, score in hyps:
+            text = " ".join(map(str, tokens))
+            print(text if opts.n_best == 1 else f"{index} ||| {text} ||| {score:g}")
+        if logits_out:
+            logits_out.write(first.numpy().astype("<f4").tobytes())
+
+
+if __name__ == "__main__":
+    main()
