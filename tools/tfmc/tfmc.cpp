@@ -141,11 +141,13 @@ static int embed(StringRef translatorPath, StringRef weightsPath) {
                                        /*RequiresNullTerminator=*/false);
   if (!weights)
     return reportError(weightsPath + ": " + weights.getError().message());
+  uint64_t size = 0;
+  if (std::error_code ec = sys::fs::file_size(translatorPath, size))
+    return reportError(translatorPath + ": " + ec.message());
   std::error_code ec;
   raw_fd_ostream out(translatorPath, ec, sys::fs::OF_Append);
   if (ec)
     return reportError(translatorPath + ": " + ec.message());
-  uint64_t size = out.tell();
   uint64_t offset = (size + 4095) / 4096 * 4096;
   out.write_zeros(offset - size);
   out << (*weights)->getBuffer();
