@@ -112,4 +112,28 @@ def ConvertTfmToLinalgPass : Pass<"convert-tfm-to-linalg", "::mlir::ModuleOp"> {
   ];
 }
 
+
+def TfmVectorizeLinearsPass : Pass<"tfm-vectorize-linears", "::mlir::ModuleOp"> {
+  let summary = "Tile and vectorize the linear layers' matmuls";
+  let description = [{
+    Applies a transform-dialect script to each `linalg.matmul_transpose_b`
+    (x·Wᵀ with W in the checkpoint's [N, K] layout): tiles of one row by 16
+    output features, the feature tiles outermost so a weight tile stays in
+    cache for every row, and K split in chunks of 16 accumulated in a
+    vector<1x16x16> (16 AVX-512 registers) that is reduced once per tile.
+    Then vectorizes, and hoists the accumulators out of the K loop. On tensors,
+    before bufferization.
+  }];
+}
+
+def TfmLowerVectorsPass : Pass<"tfm-lower-vectors", "::mlir::ModuleOp"> {
+  let summary = "Lower vector ops to what convert-vector-to-llvm takes";
+  let description = [{
+    After bufferization: hoists redundant transfers, then lowers
+    contractions, multi-reductions, transfers, broadcasts, transposes and
+    shape casts to 1-D vector operations, each pattern group applied on its
+    own (together with canonicalization they do not terminate).
+  }];
+}
+
 #endif // TFM_PASSES_TD

@@ -17,6 +17,7 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
+#include "mlir/Dialect/Transform/Transforms/Passes.h"
 
 static llvm::cl::opt<bool> printTfmStatistics(
     "tfm-pass-statistics",
@@ -29,6 +30,8 @@ int main(int argc, char **argv) {
   mlir::tfm::registerCodegenDialects(registry);
   // Upstream cleanups the tfm pipelines use (canonicalize, cse, ...).
   mlir::registerTransformsPasses();
+  mlir::transform::registerInterpreterPass();
+  mlir::transform::registerPreloadLibraryPass();
   mlir::tfm::registerAllTfmPasses();
   mlir::LogicalResult result =
       mlir::MlirOptMain(argc, argv, "tfm optimizer driver\n", registry);
