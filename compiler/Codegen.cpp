@@ -8,6 +8,7 @@
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -96,6 +97,7 @@ llvm::Error mlir::tfm::emitObjectFile(ModuleOp module, llvm::StringRef path,
   DialectRegistry registry;
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  registerOpenMPDialectTranslation(registry);
   module->getContext()->appendDialectRegistry(registry);
 
   // The module's tfm.* attributes mean nothing to LLVM: read what the

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
@@ -62,6 +63,37 @@ struct MarkEntryPointsPass
         func->setAttr("llvm.emit_c_interface", UnitAttr::get(&getContext()));
   }
 };
+
+/// convert-scf-to-openmp wraps each parallel body in a memref.alloca_scope,
+/// which must stay one block, so scf-to-cf inside it fails verification.
+/// Bodies that allocate nothing on the stack (ours: temporaries are on the
+/// heap, vector transfers unrolled) need no scope: inline it.
+struct InlineAllocaScopesPass
+    : public PassWrapper<InlineAllocaScopesPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(InlineAllocaScopesPass)
+  StringRef getArgument() const override { return "tfm-inline-alloca-scopes"; }
+  void runOnOperation() override {
+    SmallVector<memref::AllocaScopeOp> scopes;
+    getOperation().walk([&](memref::AllocaScopeOp scope) {
+      bool allocates = scope.getBodyRegion()
+                           .walk([](memref::AllocaOp) {
+                             return WalkResult::interrupt();
+                           })
+                           .wasInterrupted();
+      if (!allocates)
+        scopes.push_back(scope);
+    });
+    IRRewriter rewriter(&getContext());
+    for (memref::AllocaScopeOp scope : scopes) {
+      Block *body = &scope.getBodyRegion().front();
+      auto yield = cast<memref::AllocaScopeReturnOp>(body->getTerminator());
+      SmallVector<Value> results(yield.getResults());
+      rewriter.eraseOp(yield);
+      rewriter.inlineBlockBefore(body, scope);
+      rewriter.replaceOp(scope, results);
+    }
+  }
+};
 } // namespace
 
 void tfm::buildLoweringPipeline(OpPassManager &pm) {
@@ -85,7 +117,7 @@ void tfm::buildLoweringPipeline(OpPassManager &pm) {
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
   pm.addPass(createCanonicalizerPass());
 
-  // Loops; scf.forall becomes scf.parallel.
+  // Loops; scf.forall becomes scf.parallel, which runs on OpenMP threads.
   pm.addPass(createForallToParallelLoopPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createCanonicalizerPass());
@@ -103,6 +135,8 @@ void tfm::buildLoweringPipeline(OpPassManager &pm) {
   pm.addPass(createConvertVectorToSCFPass(
       VectorTransferToSCFOptions().enableFullUnroll()));
   pm.addPass(std::make_unique<MarkEntryPointsPass>());
+  pm.addPass(createConvertSCFToOpenMPPass());
+  pm.addPass(std::make_unique<InlineAllocaScopesPass>());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createConvertSCFToCFPass());
@@ -114,12 +148,14 @@ void tfm::buildLoweringPipeline(OpPassManager &pm) {
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
 }
 
 void tfm::registerCodegenDialects(DialectRegistry &registry) {
+  registry.insert<omp::OpenMPDialect>();
   registry.insert<TfmDialect, arith::ArithDialect, bufferization::BufferizationDialect,
                   cf::ControlFlowDialect, func::FuncDialect, linalg::LinalgDialect,
                   LLVM::LLVMDialect, math::MathDialect, memref::MemRefDialect,

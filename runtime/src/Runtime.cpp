@@ -193,6 +193,16 @@ extern "C" void tfm_model_get_config(const tfm_model *model,
 // Search
 //===----------------------------------------------------------------------===//
 
+extern "C" void omp_set_num_threads(int); // libomp
+
+extern "C" tfm_status tfm_set_num_threads(int32_t threads) {
+  if (threads < 1)
+    return makeError("the thread count must be at least 1, found " +
+                     std::to_string(threads));
+  omp_set_num_threads(threads);
+  return nullptr;
+}
+
 extern "C" void tfm_search_options_default(tfm_search_options *o) {
   o->beam_size = 1;
   o->n_best = 1;

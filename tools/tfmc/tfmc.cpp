@@ -122,9 +122,13 @@ static int linkTranslator(StringRef objectPath, StringRef translatorPath) {
   std::string libs = runtimeLibDir();
   std::string mainLib = libs + "/libtfm_translator_main.a";
   std::string runtimeLib = libs + "/libtfm_runtime.a";
-  SmallVector<StringRef> args = {*linker,     "-o",   translatorPath,
-                                 objectPath,  mainLib, runtimeLib,
-                                 "-lm",       "-lpthread"};
+  // Parallel loops run on LLVM's OpenMP runtime (Debian's libomp5-19).
+  std::string ompDir = std::string("-L") + TFM_LIBOMP_DIR;
+  std::string ompRpath = std::string("-Wl,-rpath,") + TFM_LIBOMP_DIR;
+  SmallVector<StringRef> args = {*linker,    "-o",     translatorPath,
+                                 objectPath, mainLib,  runtimeLib,
+                                 ompDir,     ompRpath, "-lomp",
+                                 "-lm",      "-lpthread"};
   std::string errorMessage;
   int rc = sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
                                &errorMessage);

@@ -108,7 +108,7 @@ int main(int argc, char **argv) {
   std::signal(SIGPIPE, SIG_DFL); // `| head` ends us quietly
   tfm_search_options opts;
   tfm_search_options_default(&opts);
-  long batchSize = 32;
+  long batchSize = 32, threads = 2;
   std::string input, output, weights, logitsPath;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -137,7 +137,7 @@ int main(int argc, char **argv) {
     } else if (a == "--suppress-eos") {
       opts.suppress_eos = 1;
     } else if (a == "--threads") {
-      parseInt("--threads", value(), 1);
+      threads = parseInt("--threads", value(), 1);
     } else if (a == "--weights") {
       weights = value();
     } else if (a == "-o" || a == "--output") {
@@ -156,6 +156,8 @@ int main(int argc, char **argv) {
     die("--n-best " + std::to_string(opts.n_best) +
         " exceeds --beam-size " + std::to_string(opts.beam_size));
 
+  if (tfm_status s = tfm_set_num_threads(int32_t(threads)))
+    die(tfm_status_message(s));
   tfm_model *model = nullptr;
   if (tfm_status s = tfm_model_open(
           (weights.empty() ? defaultWeights() : weights).c_str(), &model))

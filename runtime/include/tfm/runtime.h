@@ -50,6 +50,9 @@ typedef struct tfm_search_options {
 
 void tfm_search_options_default(tfm_search_options *out_options);
 
+/* Threads that the compiled code's parallel loops use (OpenMP). */
+tfm_status tfm_set_num_threads(int32_t threads);
+
 /* Translates `count` token-id sentences (each ending in EOS as the model
  * expects) as one padded batch. */
 tfm_status tfm_translate(tfm_model *model, const tfm_search_options *options,
