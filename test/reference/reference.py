@@ -17,6 +17,7 @@ import json
 import math
 import os
 import sys
+import time
 
 import numpy as np
 import torch
@@ -242,9 +243,13 @@ def main():
     ap.add_argument("--suppress-eos", action="store_true")
     ap.add_argument("--dump-first-logits")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--timing", action="store_true",
+                    help="report load and translation seconds on stderr")
     opts = ap.parse_args()
     torch.set_num_threads(opts.threads)
+    started = time.perf_counter()
     model = Model(opts.model)
+    loaded = time.perf_counter()
     lines = open(opts.input).read().splitlines() if opts.input else sys.stdin.read().splitlines()
     logits_out = open(opts.dump_first_logits, "wb") if opts.dump_first_logits else None
     for index, line in enumerate(lines):
@@ -258,6 +263,9 @@ def main():
             print(text if opts.n_best == 1 else f"{index} ||| {text} ||| {score:g}")
         if logits_out:
             logits_out.write(first.numpy().astype("<f4").tobytes())
+    if opts.timing:
+        print(f"reference: load {loaded - started:.4f} s, translate "
+              f"{time.perf_counter() - loaded:.4f} s, {len(lines)} lines", file=sys.stderr)
 
 
 if __name__ == "__main__":

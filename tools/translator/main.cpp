@@ -12,6 +12,7 @@
 #include "runtime/src/ModelInfo.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <climits>
 #include <csignal>
@@ -48,6 +49,7 @@ options:
       --weights FILE       the weights file (default: embedded, else
                            model.tfmw next to the translator)
   -o, --output FILE        write translations to FILE (default: stdout)
+      --timing             report load and translation seconds on stderr
       --dump-first-logits FILE
                            write each sentence's first-step logits (f32,
                            little-endian) to FILE, for testing
@@ -110,6 +112,9 @@ int main(int argc, char **argv) {
   tfm_search_options_default(&opts);
   long batchSize = 32, threads = 2;
   std::string input, output, weights, logitsPath;
+  bool timing = false;
+  auto now = [] { return std::chrono::steady_clock::now(); };
+  auto started = now();
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char * {
@@ -142,6 +147,8 @@ int main(int argc, char **argv) {
       weights = value();
     } else if (a == "-o" || a == "--output") {
       output = value();
+    } else if (a == "--timing") {
+      timing = true;
     } else if (a == "--dump-first-logits") {
       logitsPath = value();
     } else if (a.size() > 1 && a[0] == '-') {
@@ -164,6 +171,8 @@ int main(int argc, char **argv) {
     die(tfm_status_message(s));
   tfm_model_config cfg;
   tfm_model_get_config(model, &cfg);
+  auto loaded = now();
+  double translateSeconds = 0;
 
   std::ifstream inFile;
   if (!input.empty()) {
@@ -231,12 +240,15 @@ int main(int argc, char **argv) {
         which.push_back(i);
       }
     tfm_results *results = nullptr;
+    auto batchStart = now();
     if (!ptrs.empty())
       if (tfm_status s = tfm_translate(model, &opts, ptrs.data(),
                                        lengths.data(), int32_t(ptrs.size()),
                                        &results))
         die(where + ": lines " + std::to_string(batch.front().line) + "-" +
             std::to_string(batch.back().line) + ": " + tfm_status_message(s));
+    translateSeconds +=
+        std::chrono::duration<double>(now() - batchStart).count();
     size_t next = 0;
     for (size_t i = 0; i < batch.size(); ++i) {
       int32_t index = -1;
@@ -266,5 +278,9 @@ int main(int argc, char **argv) {
     tfm_results_free(results);
   }
   tfm_model_close(model);
+  if (timing)
+    std::fprintf(stderr, "translator: load %.4f s, translate %.4f s, %zu lines\n",
+                 std::chrono::duration<double>(loaded - started).count(),
+                 translateSeconds, lineNo);
   return 0;
 }
