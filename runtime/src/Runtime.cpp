@@ -228,15 +228,24 @@ struct tfm_results_t {
 
 namespace {
 
-/// log p = x - max - log(sum exp(x - max)), in place over one row.
-void logSoftmax(float *row, int64_t n) {
+/// max and log(sum exp(x - max)) of one row: log p(x) = x - max - logSum.
+std::pair<float, float> logSoftmaxTerms(const float *row, int64_t n) {
   float max = *std::max_element(row, row + n);
   double sum = 0;
   for (int64_t i = 0; i < n; ++i)
-    sum += std::exp(double(row[i] - max));
-  float logSum = float(std::log(sum));
-  for (int64_t i = 0; i < n; ++i)
-    row[i] = row[i] - max - logSum;
+    sum += std::exp(row[i] - max);
+  return {max, float(std::log(sum))};
+}
+
+/// A scored extension of a hypothesis; `flat` = beam * vocab + token.
+struct Candidate {
+  float score;
+  int64_t flat;
+};
+
+/// Candidate order: higher score first, ties to the lower (beam, token).
+bool before(const Candidate &x, const Candidate &y) {
+  return x.score > y.score || (x.score == y.score && x.flat < y.flat);
 }
 
 class Translator {
@@ -401,28 +410,34 @@ void Translator::run(const int32_t *const *sources, const int32_t *lengths,
         continue;
       bool last = step + 1 >= maxLen[b];
       bool eosAllowed = !opts.suppress_eos && step + 1 > opts.min_length;
-      // Candidates: (beam score + log p(token)) over live beams and tokens.
-      std::vector<std::pair<float, int64_t>> candidates;
+      // The best 2k of (beam score + log p(token)) over live beams and
+      // tokens, kept in a heap whose top is the worst of them.
+      size_t want = 2 * beam;
+      std::vector<Candidate> best;
+      best.reserve(want + 1);
       for (int64_t j = 0; j < beam; ++j) {
         int64_t r = b * beam + j;
-        float *row = logits.data + r * vocab;
-        logSoftmax(row, vocab);
-        row[pad] = ninf;
-        if (!eosAllowed)
-          row[eos] = ninf;
         if (scores[r] == ninf)
           continue;
-        for (int64_t t = 0; t < vocab; ++t)
-          if (row[t] != ninf)
-            candidates.push_back({scores[r] + row[t], j * vocab + t});
+        const float *row = logits.data + r * vocab;
+        auto [max, logSum] = logSoftmaxTerms(row, vocab);
+        for (int64_t t = 0; t < vocab; ++t) {
+          if (t == pad || (t == eos && !eosAllowed))
+            continue;
+          Candidate c{scores[r] + (row[t] - max - logSum), j * vocab + t};
+          if (best.size() < want) {
+            best.push_back(c);
+            std::push_heap(best.begin(), best.end(), before);
+          } else if (before(c, best.front())) {
+            std::pop_heap(best.begin(), best.end(), before);
+            best.back() = c;
+            std::push_heap(best.begin(), best.end(), before);
+          }
+        }
       }
-      // The best 2k by score, ties to the lower (beam, token) index.
-      size_t keep = std::min<size_t>(candidates.size(), 2 * beam);
-      std::partial_sort(candidates.begin(), candidates.begin() + keep,
-                        candidates.end(), [](const auto &x, const auto &y) {
-                          return x.first > y.first ||
-                                 (x.first == y.first && x.second < y.second);
-                        });
+      std::sort(best.begin(), best.end(), before);
+      size_t keep = best.size();
+      const std::vector<Candidate> &candidates = best;
       int64_t next = 0;
       for (size_t c = 0; c < keep && next < beam; ++c) {
         auto [score, flat] = candidates[c];
