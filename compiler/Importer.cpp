@@ -33,10 +33,6 @@ namespace {
 
 static constexpr int64_t kDyn = ShapedType::kDynamic;
 
-static std::string shapeString(ArrayRef<int64_t> shape) {
-  return formatShape(shape);
-}
-
 /// Builds `encode` and `decode_step` for one checkpoint. Weight references
 /// are checked against the safetensors header as they are made; on a problem
 /// the first error is kept and building goes on with the expected shape, so
@@ -108,10 +104,10 @@ Value ModelImporter::weight(StringRef name, ArrayRef<int64_t> shape) {
     else if (ArrayRef<int64_t>(info->shape) != shape)
       fail(llvm::formatv("tensor '{0}' has shape {1}, but config.json implies "
                          "{2}",
-                         name, shapeString(info->shape), shapeString(shape)));
+                         name, formatShape(info->shape), formatShape(shape)));
   } else {
     fail(llvm::formatv("missing tensor '{0}' (expected shape {1})", name,
-                       shapeString(shape)));
+                       formatShape(shape)));
   }
   // Weights go at the top of the entry block, in order of first use, so
   // every use is dominated and the IR reads like the checkpoint's index.

@@ -673,30 +673,23 @@ struct MeanLowering : public OpConversionPattern<MeanOp> {
                              [&](OpBuilder &b, Location l, ValueRange args) {
                                return b.create<arith::DivFOp>(l, args[0], n);
                              });
-    // Put the reduced axis back, with size 1, where it was.
+    // Put the reduced axis back, with size 1, where it was: the last two
+    // dimensions of the kept shape come from the last of the reduced one
+    // (none for a reduction to a scalar).
     int64_t rank = op.getType().getRank();
     SmallVector<ReassociationIndices> groups;
-    for (int64_t d = 0; d < rank - 1; ++d)
-      groups.push_back({d});
-    if (groups.empty())
-      groups.push_back({});
-    groups.back().push_back(rank - 1);
-    if (rank == 1)
-      groups = {{0}};
+    if (rank > 1) {
+      for (int64_t d = 0; d < rank - 2; ++d)
+        groups.push_back({d});
+      groups.push_back({rank - 2, rank - 1});
+    }
     SmallVector<OpFoldResult> shape = sizesOf(rewriter, loc, mean);
     shape.push_back(rewriter.getIndexAttr(1));
     SmallVector<int64_t> staticShape(sumType.getShape());
     staticShape.push_back(1);
     auto keptType = RankedTensorType::get(staticShape, elt);
-    Value kept;
-    if (rank == 1) {
-      kept = rewriter.create<tensor::ExpandShapeOp>(
-          loc, keptType, mean, ArrayRef<ReassociationIndices>{},
-          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1)});
-    } else {
-      kept = rewriter.create<tensor::ExpandShapeOp>(loc, keptType, mean,
-                                                    groups, shape);
-    }
+    Value kept = rewriter.create<tensor::ExpandShapeOp>(loc, keptType, mean,
+                                                        groups, shape);
     Value result = undoAxisLast(rewriter, loc, kept, perm);
     rewriter.replaceOpWithNewOp<tensor::CastOp>(op, op.getType(), result);
     return success();
