@@ -17,7 +17,7 @@ echo "== tfmc import $MODEL --summary"
 "$BUILD_DIR/bin/tfmc" import "$MODEL" --summary | head -2
 echo "== tfmc compile $MODEL -o $OUT"
 time "$BUILD_DIR/bin/tfmc" compile "$MODEL" -o "$OUT" --tfm-pass-statistics
-echo "== $OUT/translator -b 4 (source ids => translation ids)"
+echo "== $OUT/translator -b 4 --max-length-ratio 1.5 (source ids => translation ids)"
 head -5 "$MODEL/source.ids" > "$OUT/sample.ids"
-"$OUT/translator" -b 4 "$OUT/sample.ids" | paste -d '\t' "$OUT/sample.ids" - |
+"$OUT/translator" -b 4 --max-length-ratio 1.5 "$OUT/sample.ids" | paste -d '\t' "$OUT/sample.ids" - |
   sed 's/\t/   =>   /'
