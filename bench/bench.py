@@ -10,8 +10,7 @@ exactly 32 target tokens per sentence with EOS suppressed, 2 threads).
 Prints a Markdown table (target tokens/s, ratio to the reference, peak RSS,
 load time) and writes it with the raw figures as JSON to --out. Figures are
 medians of --runs runs; model load is measured by each engine
-itself (--timing) and reported apart. The reference decodes one sentence at a time, so its batch-32
-cases equal its batch-1 ones. Only ratios measured in the same run mean
+itself (--timing) and reported apart. Only ratios measured in the same run mean
 anything: these machines are shared and noisy.
 """
 import argparse
@@ -91,7 +90,8 @@ def main():
         "tfmc": (lambda beam, batch, src: [translator, src, "-b", str(beam), "--batch-size", str(batch),
                                            "--threads", "2"] + common, args.sentences),
         "reference": (lambda beam, batch, src: [PY, os.path.join(ROOT, "test", "reference", "reference.py"),
-                                                model, src, "-b", str(beam), "--threads", "2"] + common,
+                                                model, src, "-b", str(beam), "--batch-size", str(batch),
+                                                "--threads", "2"] + common,
                       args.reference_sentences),
     }
     results = {"size": args.size, "compile_seconds": compile_s, **sizes, "engines": {}}

@@ -3,16 +3,18 @@
 
   reference.py MODEL_DIR [INPUT] [--beam-size K] [--n-best N] [--max-length N]
                [--max-length-ratio R] [--min-length N] [--length-penalty A]
-               [--suppress-eos] [--dump-first-logits FILE]
+               [--suppress-eos] [--batch-size N] [--threads N] [--timing]
+               [--dump-first-logits FILE]
 
 The model of a Hugging Face MarianMT-style checkpoint, written directly in
 PyTorch from "Attention is all you need" and independently of the compiler,
 with greedy and beam search defined exactly as the runtime's (see
 runtime/src/Runtime.cpp). Reads token-id lines like the translator and
-writes the same output format, one sentence at a time. Run it with
+writes the same output format, in padded batches. Run it with
 /usr/bin/python3 (Debian's python3-torch and python3-numpy).
 """
 import argparse
+import ctypes
 import json
 import math
 import os
@@ -100,9 +102,9 @@ class Model:
     def ffn(self, x, p):
         return self.linear(self.act(self.linear(x, p + ".fc1")), p + ".fc2")
 
-    def encode(self, ids):
-        """ids: [1, S] -> encoder output [1, S, D] and per decoder layer the
-        cross-attention keys and values."""
+    def encode(self, ids, key_mask):
+        """ids: [B, S], key_mask: [B, S] True at padding -> encoder output
+        [B, S, D] and per decoder layer the cross-attention keys and values."""
         c, n = self.c, self.c["encoder_attention_heads"]
         x = self.src_embed[ids] * self.embed_scale + self.positions["encoder"][: ids.shape[1]]
         for i in range(c["encoder_layers"]):
@@ -111,7 +113,8 @@ class Model:
             def self_attn(h):
                 a = self.attention(self.heads(self.linear(h, p + ".self_attn.q_proj"), n),
                                    self.heads(self.linear(h, p + ".self_attn.k_proj"), n),
-                                   self.heads(self.linear(h, p + ".self_attn.v_proj"), n), n)
+                                   self.heads(self.linear(h, p + ".self_attn.v_proj"), n), n,
+                                   key_mask=key_mask)
                 return self.linear(a, p + ".self_attn.out_proj")
             x = self.sublayer(x, p + ".self_attn_layer_norm", self_attn)
             x = self.sublayer(x, p + ".final_layer_norm", lambda h: self.ffn(h, p))
@@ -125,9 +128,10 @@ class Model:
                           self.heads(self.linear(x, p + ".v_proj"), nd)))
         return x, cross
 
-    def decode_step(self, tokens, step, cross, cache):
+    def decode_step(self, tokens, step, cross, cache, key_mask):
         """tokens: [R, 1] at position `step`; cache: per layer [K, V] of the
-        previous steps ([R, H, step, Dh]), extended in place. -> logits [R, V]."""
+        previous steps ([R, H, step, Dh]), extended in place; key_mask: [R, S]
+        True at source padding. -> logits [R, V]."""
         c, n = self.c, self.c["decoder_attention_heads"]
         x = self.tgt_embed[tokens] * self.embed_scale + self.positions["decoder"][step]
         for i in range(c["decoder_layers"]):
@@ -144,7 +148,7 @@ class Model:
 
             def cross_attn(h):
                 a = self.attention(self.heads(self.linear(h, p + ".encoder_attn.q_proj"), n),
-                                   cross[i][0], cross[i][1], n)
+                                   cross[i][0], cross[i][1], n, key_mask=key_mask)
                 return self.linear(a, p + ".encoder_attn.out_proj")
             x = self.sublayer(x, p + ".self_attn_layer_norm", self_attn)
             x = self.sublayer(x, p + ".encoder_attn_layer_norm", cross_attn)
@@ -157,76 +161,122 @@ class Model:
         return logits
 
 
-def translate(model, src, opts):
-    """Beam search (greedy for beam 1), as runtime/src/Runtime.cpp defines it.
-    Returns (hypotheses sorted best first: (tokens, normalized score),
-    first-step logits)."""
+def top_candidates(cand, count):
+    """Indices of the `count` best entries of `cand`, higher score first and
+    ties to the lower index; -inf entries never."""
+    live = cand != float("-inf")
+    if int(live.sum()) == 0:
+        return []
+    # Everything at or above the count-th best value, then an exact order.
+    threshold = torch.topk(cand[live], min(count, int(live.sum()))).values[-1]
+    chosen = torch.nonzero(live & (cand >= threshold)).flatten()
+    order = chosen[torch.sort(-cand[chosen], stable=True).indices]
+    return order[:count].tolist()
+
+
+def translate(model, sources, opts):
+    """Beam search (greedy for beam 1) over a padded batch of sentences, as
+    runtime/src/Runtime.cpp defines it. Returns per sentence the hypotheses
+    sorted best first, (tokens, normalized score), and the first step's
+    logits."""
     c = model.c
     eos, pad, start = c["eos_token_id"], c["pad_token_id"], c["decoder_start_token_id"]
     vocab = model.lm_head.shape[0]
-    k = opts.beam_size
-    limit = opts.max_length
-    if opts.max_length_ratio > 0 and not opts.suppress_eos:
-        limit = min(limit, int(np.float32(opts.max_length_ratio) * len(src)) + 5)
-    max_len = max(1, min(limit, c["max_position_embeddings"]))
+    k, B = opts.beam_size, len(sources)
+    R = B * k
     penalty = np.float32(opts.length_penalty)
+    max_len = []
+    for src in sources:
+        limit = opts.max_length
+        if opts.max_length_ratio > 0 and not opts.suppress_eos:
+            limit = min(limit, int(np.float32(opts.max_length_ratio) * len(src)) + 5)
+        max_len.append(max(1, min(limit, c["max_position_embeddings"])))
 
-    _, cross = model.encode(torch.tensor([src]))
-    cross = [(kk.expand(k, -1, -1, -1), vv.expand(k, -1, -1, -1)) for kk, vv in cross]
+    S = max(len(src) for src in sources)
+    ids = torch.full((B, S), pad, dtype=torch.long)
+    for b, src in enumerate(sources):
+        ids[b, : len(src)] = torch.tensor(src)
+    lengths = torch.tensor([len(src) for src in sources])
+    key_mask = torch.arange(S)[None, :] >= lengths[:, None]
+    _, cross = model.encode(ids, key_mask)
+    cross = [(kk.repeat_interleave(k, 0), vv.repeat_interleave(k, 0)) for kk, vv in cross]
+    row_mask = key_mask.repeat_interleave(k, 0)
     cache = [[None, None] for _ in range(c["decoder_layers"])]
-    prefixes = [[] for _ in range(k)]
-    scores = torch.full((k,), float("-inf"))
-    scores[0] = 0.0  # only the first beam is live at the start
-    finished = []
-    tokens = torch.full((k, 1), start, dtype=torch.long)
+
+    prefixes = [[] for _ in range(R)]
+    scores = torch.full((R,), float("-inf"))
+    scores[::k] = 0.0  # only the first beam of each sentence is live at the start
+    finished = [[] for _ in range(B)]
+    done = [False] * B
+    tokens = torch.full((R, 1), start, dtype=torch.long)
     first_logits = None
-    for step in range(max_len):
-        logits = model.decode_step(tokens, step, cross, cache)
+    for step in range(max(max_len)):
+        logits = model.decode_step(tokens, step, cross, cache, row_mask)
         if step == 0:
-            first_logits = logits[0].clone()
+            first_logits = logits[::k].clone()
         logp = torch.log_softmax(logits, dim=-1)
         logp[:, pad] = float("-inf")
         if opts.suppress_eos or step + 1 <= opts.min_length:
             logp[:, eos] = float("-inf")
-        cand = (scores[:, None] + logp).flatten()
-        live = torch.nonzero(cand != float("-inf")).flatten()
-        # best 2k by score, ties to the lower (beam, token) index
-        order = live[torch.sort(-cand[live], stable=True).indices][: 2 * k]
-        parents, next_prefixes, next_scores = [], [], []
-        for rank, flat in enumerate(order.tolist()):
-            if len(next_prefixes) == k:
-                break
-            j, tok = divmod(flat, vocab)
-            score = cand[flat].item()
-            if tok == eos:
-                if rank < k:  # an EOS ranked beyond the beam width does not count
-                    length = np.float32(len(prefixes[j]) + 1)
-                    finished.append((prefixes[j], np.float32(score) / np.float32(length ** penalty)))
+        parents = list(range(R))
+        next_prefixes, next_scores = list(prefixes), scores.clone()
+        for b in range(B):
+            if done[b]:
                 continue
-            parents.append(j)
-            next_prefixes.append(prefixes[j] + [tok])
-            next_scores.append(score)
-        while len(next_prefixes) < k:
-            parents.append(0)
-            next_prefixes.append([])
-            next_scores.append(float("-inf"))
-        if len(finished) >= k:
-            break
-        if step + 1 >= max_len:  # out of length: the live beams end here
-            for p, s in zip(next_prefixes, next_scores):
-                if s != float("-inf"):
-                    length = np.float32(len(p))
-                    finished.append((p, np.float32(s) / np.float32(length ** penalty)))
+            rows = slice(b * k, (b + 1) * k)
+            cand = (scores[rows, None] + logp[rows]).flatten()
+            nxt = 0
+            for rank, flat in enumerate(top_candidates(cand, 2 * k)):
+                if nxt == k:
+                    break
+                j, tok = divmod(flat, vocab)
+                score, parent = cand[flat].item(), b * k + j
+                if tok == eos:
+                    if rank < k:  # an EOS ranked beyond the beam width does not count
+                        length = np.float32(len(prefixes[parent]) + 1)
+                        finished[b].append((prefixes[parent],
+                                            np.float32(score) / np.float32(length ** penalty)))
+                    continue
+                r = b * k + nxt
+                nxt += 1
+                parents[r] = parent
+                next_prefixes[r] = prefixes[parent] + [tok]
+                next_scores[r] = score
+            for r in range(b * k + nxt, (b + 1) * k):
+                next_scores[r] = float("-inf")
+            if len(finished[b]) >= k:
+                done[b] = True
+            elif step + 1 >= max_len[b]:  # out of length: the live beams end here
+                for r in range(b * k, (b + 1) * k):
+                    if next_scores[r] != float("-inf"):
+                        length = np.float32(len(next_prefixes[r]))
+                        finished[b].append((next_prefixes[r],
+                                            np.float32(next_scores[r].item()) / np.float32(length ** penalty)))
+                done[b] = True
+        prefixes, scores = next_prefixes, next_scores
+        if all(done):
             break
         index = torch.tensor(parents)
         for layer in cache:
             layer[0], layer[1] = layer[0][index], layer[1][index]
-        prefixes = next_prefixes
-        scores = torch.tensor(next_scores, dtype=torch.float32)
         tokens = torch.tensor([[p[-1] if p else start] for p in prefixes])
-    # stable: among equal scores, the earlier finished first
-    finished.sort(key=lambda h: -h[1])
-    return finished[: opts.n_best], first_logits
+    results = []
+    for hyps in finished:
+        hyps.sort(key=lambda h: -h[1])  # stable: among equal scores, the earlier finished first
+        results.append(hyps[: opts.n_best])
+    return results, first_logits
+
+
+def set_threads(n):
+    """Torch's matmuls run in the BLAS library (Debian's torch: OpenBLAS);
+    its threads and torch's own pool on top of each other oversubscribe the
+    cores (3x slower beam search here). So: n BLAS threads, one torch thread,
+    when the BLAS is OpenBLAS; else n torch threads."""
+    try:
+        ctypes.CDLL("libblas.so.3").openblas_set_num_threads(n)
+        torch.set_num_threads(1)
+    except (OSError, AttributeError):
+        torch.set_num_threads(n)
 
 
 def main():
@@ -242,27 +292,33 @@ def main():
     ap.add_argument("--length-penalty", type=float, default=1.0)
     ap.add_argument("--suppress-eos", action="store_true")
     ap.add_argument("--dump-first-logits")
+    ap.add_argument("--batch-size", type=int, default=1,
+                    help="sentences decoded together (padded); results do not change")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--timing", action="store_true",
                     help="report load and translation seconds on stderr")
     opts = ap.parse_args()
-    torch.set_num_threads(opts.threads)
+    set_threads(opts.threads)
     started = time.perf_counter()
     model = Model(opts.model)
     loaded = time.perf_counter()
     lines = open(opts.input).read().splitlines() if opts.input else sys.stdin.read().splitlines()
     logits_out = open(opts.dump_first_logits, "wb") if opts.dump_first_logits else None
-    for index, line in enumerate(lines):
-        src = [int(t) for t in line.split()]
-        if not src:
-            print("" if opts.n_best == 1 else f"{index} |||  ||| 0")
-            continue
-        hyps, first = translate(model, src, opts)
-        for tokens, score in hyps:
-            text = " ".join(map(str, tokens))
-            print(text if opts.n_best == 1 else f"{index} ||| {text} ||| {score:g}")
-        if logits_out:
-            logits_out.write(first.numpy().astype("<f4").tobytes())
+    for begin in range(0, len(lines), opts.batch_size):
+        batch = [(i, [int(t) for t in lines[i].split()])
+                 for i in range(begin, min(begin + opts.batch_size, len(lines)))]
+        nonempty = [(i, src) for i, src in batch if src]
+        hyps, first = translate(model, [src for _, src in nonempty], opts) if nonempty else ([], None)
+        found = {i: n for n, (i, _) in enumerate(nonempty)}
+        for index, src in batch:
+            if index not in found:
+                print("" if opts.n_best == 1 else f"{index} |||  ||| 0")
+                continue
+            for tokens, score in hyps[found[index]]:
+                text = " ".join(map(str, tokens))
+                print(text if opts.n_best == 1 else f"{index} ||| {text} ||| {score:g}")
+            if logits_out:
+                logits_out.write(first[found[index]].numpy().astype("<f4").tobytes())
     if opts.timing:
         print(f"reference: load {loaded - started:.4f} s, translate "
               f"{time.perf_counter() - loaded:.4f} s, {len(lines)} lines", file=sys.stderr)
