@@ -19,6 +19,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <limits>
+#include <malloc.h>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -120,6 +121,11 @@ extern "C" void tfm_status_free(tfm_status status) { delete status; }
 
 extern "C" tfm_status tfm_model_open(const char *path, tfm_model **out_model) {
   *out_model = nullptr;
+  // The compiled code allocates its temporaries afresh at every step. Keep
+  // freed memory in the process (no mmap per large block, no trimming), so
+  // the next step reuses it instead of faulting fresh pages in.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   std::string name = path;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
