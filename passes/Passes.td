@@ -76,6 +76,9 @@ def TfmLayoutWeightsPass : Pass<"tfm-layout-weights", "::mlir::ModuleOp"> {
     use, as f32, each aligned to `alignment` bytes, sets each `tfm.weight`'s
     `offset`, and records the layout on the module as `tfm.weights_layout`
     (name, offset, shape per tensor) for the compiler to write the file by.
+    Matrices whose row count is not a multiple of 16 (a vocabulary of 58101)
+    get zero rows up to one (`padded_rows`, `tfm.padded_rows` on the op), so
+    linears over them vectorize in whole tiles.
   }];
   let options = [
     Option<"alignment", "alignment", "int64_t", "64",

@@ -39,18 +39,31 @@ struct TfmLayoutWeightsPass
             << type.getElementType();
         return WalkResult::interrupt();
       }
+      // Matrices get zero rows up to a multiple of 16, so that a linear
+      // reading them as [N, K] tiles into whole vectorized 16-row tiles.
+      int64_t rows = type.getRank() == 2 ? type.getDimSize(0) : 0;
+      int64_t paddedRows = (rows + 15) / 16 * 16;
       auto [it, inserted] = offsets.try_emplace(weight.getName(), 0);
       if (inserted) {
         // offset = end rounded up to the alignment
         it->second = (end + alignment - 1) / alignment * alignment;
-        end = it->second + type.getNumElements() * 4;
-        layout.push_back(b.getDictionaryAttr({
+        int64_t elements = type.getNumElements();
+        if (paddedRows != rows)
+          elements = elements / rows * paddedRows;
+        end = it->second + elements * 4;
+        SmallVector<NamedAttribute> entry = {
             b.getNamedAttr("name", weight.getNameAttr()),
             b.getNamedAttr("offset", b.getI64IntegerAttr(it->second)),
             b.getNamedAttr("shape", b.getDenseI64ArrayAttr(type.getShape())),
-        }));
+        };
+        if (paddedRows != rows)
+          entry.push_back(
+              b.getNamedAttr("padded_rows", b.getI64IntegerAttr(paddedRows)));
+        layout.push_back(b.getDictionaryAttr(entry));
       }
       weight.setOffsetAttr(b.getI64IntegerAttr(it->second));
+      if (paddedRows != rows)
+        weight->setAttr("tfm.padded_rows", b.getI64IntegerAttr(paddedRows));
       return WalkResult::advance();
     });
     if (result.wasInterrupted())

@@ -80,6 +80,10 @@ static Value filled(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
       .getResult(0);
 }
 
+static SmallVector<OpFoldResult> unitStrides(OpBuilder &b, int64_t rank) {
+  return SmallVector<OpFoldResult>(rank, b.getIndexAttr(1));
+}
+
 static SmallVector<IteratorType> parallel(int64_t n) {
   return SmallVector<IteratorType>(n, IteratorType::parallel);
 }
@@ -351,10 +355,28 @@ struct WeightLowering : public OpConversionPattern<WeightOp> {
     RankedTensorType type = op.getType();
     auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
     Value offset = indexConstant(rewriter, loc, *op.getOffset());
+    // A matrix stored with zero rows after its own (tfm-layout-weights) is
+    // viewed whole and sliced: linears take the whole one (lowerLinear).
+    auto padded = op->getAttrOfType<IntegerAttr>("tfm.padded_rows");
+    if (padded) {
+      SmallVector<int64_t> shape(type.getShape());
+      shape[0] = padded.getInt();
+      memrefType = MemRefType::get(shape, type.getElementType());
+    }
     Value view = rewriter.create<memref::ViewOp>(loc, memrefType, weights,
                                                  offset, ValueRange{});
-    rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(
-        op, type, view, /*restrict=*/true, /*writable=*/false);
+    Value tensor = rewriter.create<bufferization::ToTensorOp>(
+        loc, RankedTensorType::get(memrefType.getShape(), type.getElementType()),
+        view, /*restrict=*/true, /*writable=*/false);
+    if (padded)
+      tensor = rewriter.create<tensor::ExtractSliceOp>(
+          loc, type, tensor,
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0),
+                                 rewriter.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(type.getDimSize(0)),
+                                 rewriter.getIndexAttr(type.getDimSize(1))},
+          unitStrides(rewriter, 2));
+    rewriter.replaceOp(op, tensor);
     return success();
   }
 };
@@ -529,12 +551,23 @@ static Value lowerLinear(OpBuilder &b, Location loc, RankedTensorType type,
                          Activation act, Value residual) {
   Type elt = type.getElementType();
   Value x = collapseLeading(b, loc, input, 1);
+  // A weight stored with zero rows (see WeightLowering): multiply by all of
+  // them, so every tile is whole, and keep the first N results.
+  Value matrix = weight;
+  auto slice = weight.getDefiningOp<tensor::ExtractSliceOp>();
+  if (slice && slice.getSource().getDefiningOp<bufferization::ToTensorOp>())
+    matrix = slice.getSource();
   SmallVector<OpFoldResult> sizes = {dimOf(b, loc, x, 0),
-                                     dimOf(b, loc, weight, 0)};
+                                     dimOf(b, loc, matrix, 0)};
   Value acc = filled(b, loc, sizes, elt, 0.0);
-  Value y = b.create<linalg::MatmulTransposeBOp>(loc, ValueRange{x, weight},
+  Value y = b.create<linalg::MatmulTransposeBOp>(loc, ValueRange{x, matrix},
                                                  ValueRange{acc})
                 .getResult(0);
+  if (matrix != weight)
+    y = b.create<tensor::ExtractSliceOp>(
+        loc, y, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{dimOf(b, loc, x, 0), dimOf(b, loc, weight, 0)},
+        unitStrides(b, 2));
   if (bias || act != Activation::none || residual) {
     auto flatType = cast<RankedTensorType>(y.getType());
     SmallVector<Value> inputs = {y};
@@ -944,10 +977,6 @@ struct MergeHeadsLowering : public OpConversionPattern<MergeHeadsOp> {
     return success();
   }
 };
-
-static SmallVector<OpFoldResult> unitStrides(OpBuilder &b, int64_t rank) {
-  return SmallVector<OpFoldResult>(rank, b.getIndexAttr(1));
-}
 
 struct CacheUpdateLowering : public OpConversionPattern<CacheUpdateOp> {
   using OpConversionPattern::OpConversionPattern;
