@@ -161,7 +161,9 @@ static int embed(StringRef translatorPath, StringRef weightsPath) {
   out.close();
   if (out.has_error())
     return reportError(translatorPath + ": " + out.error().message());
-  return sys::fs::remove(weightsPath) ? 1 : 0;
+  if (std::error_code removeError = sys::fs::remove(weightsPath))
+    return reportError(weightsPath + ": " + removeError.message());
+  return 0;
 }
 
 static int compileTranslator(mlir::ModuleOp module) {

@@ -173,6 +173,35 @@ static Value reduceLastAxis(OpBuilder &b, Location loc, Value input,
       .getResult(0);
 }
 
+/// result[.., j] = body(x[.., j], rowValue[..]): combines each element with
+/// a value of its row (the tensor without its last axis).
+static Value withRowValue(OpBuilder &b, Location loc, Value x, Value rowValue,
+                          BodyFn body) {
+  auto type = tensorTypeOf(x);
+  int64_t rank = type.getRank();
+  AffineMap full = b.getMultiDimIdentityMap(rank);
+  AffineMap row = full.dropResult(rank - 1);
+  Value init = emptyTensor(b, loc, sizesOf(b, loc, x), type.getElementType());
+  return b
+      .create<linalg::GenericOp>(
+          loc, TypeRange{type}, ValueRange{x, rowValue}, ValueRange{init},
+          ArrayRef<AffineMap>{full, row, full}, parallel(rank),
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            nb.create<linalg::YieldOp>(nl, body(nb, nl, args.drop_back()));
+          })
+      .getResult(0);
+}
+
+static Value expOfDifference(OpBuilder &b, Location l, ValueRange args) {
+  return b.create<math::ExpOp>(l, b.create<arith::SubFOp>(l, args[0], args[1]));
+}
+static Value product(OpBuilder &b, Location l, ValueRange args) {
+  return b.create<arith::MulFOp>(l, args[0], args[1]);
+}
+static Value quotient(OpBuilder &b, Location l, ValueRange args) {
+  return b.create<arith::DivFOp>(l, args[0], args[1]);
+}
+
 /// Moves `axis` of `input` last (a transpose), or returns `input` if it is.
 static Value axisLast(OpBuilder &b, Location loc, Value input, int64_t axis,
                       SmallVectorImpl<int64_t> &perm) {
@@ -643,33 +672,10 @@ static Value lastDimAsFloat(OpBuilder &b, Location loc, Value v, Type elt) {
 
 /// softmax over the last axis: e = exp(x - max x); e / sum e
 static Value softmaxLastAxis(OpBuilder &b, Location loc, Value x) {
-  auto type = tensorTypeOf(x);
-  int64_t rank = type.getRank();
-  Type elt = type.getElementType();
   Value max = reduceLastAxis(b, loc, x, -INFINITY, maxCombine);
-  AffineMap full = b.getMultiDimIdentityMap(rank);
-  AffineMap row = full.dropResult(rank - 1);
-  Value init = emptyTensor(b, loc, sizesOf(b, loc, x), elt);
-  Value exp =
-      b.create<linalg::GenericOp>(
-           loc, TypeRange{type}, ValueRange{x, max}, ValueRange{init},
-           ArrayRef<AffineMap>{full, row, full}, parallel(rank),
-           [&](OpBuilder &nb, Location nl, ValueRange args) {
-             Value shifted = nb.create<arith::SubFOp>(nl, args[0], args[1]);
-             nb.create<linalg::YieldOp>(
-                 nl, nb.create<math::ExpOp>(nl, shifted).getResult());
-           })
-          .getResult(0);
+  Value exp = withRowValue(b, loc, x, max, expOfDifference);
   Value sum = reduceLastAxis(b, loc, exp, 0.0, addCombine);
-  return b
-      .create<linalg::GenericOp>(
-          loc, TypeRange{type}, ValueRange{exp, sum}, ValueRange{init},
-          ArrayRef<AffineMap>{full, row, full}, parallel(rank),
-          [&](OpBuilder &nb, Location nl, ValueRange args) {
-            nb.create<linalg::YieldOp>(
-                nl, nb.create<arith::DivFOp>(nl, args[0], args[1]).getResult());
-          })
-      .getResult(0);
+  return withRowValue(b, loc, exp, sum, quotient);
 }
 
 struct SoftmaxLowering : public OpConversionPattern<SoftmaxOp> {
@@ -1160,28 +1166,10 @@ struct AttentionLowering : public OpConversionPattern<AttentionOp> {
             Value mNew = elementwise(b, l, vecType, ValueRange{m, rowMax},
                                      maxCombine);
             // P = exp(S - m')
-            auto sType = cast<RankedTensorType>(s.getType());
-            AffineMap full = b.getMultiDimIdentityMap(2);
-            AffineMap rowMap = full.dropResult(1);
-            Value pInit = emptyTensor(b, l, {qs, ks}, elt);
-            Value p = b.create<linalg::GenericOp>(
-                           l, TypeRange{sType}, ValueRange{s, mNew},
-                           ValueRange{pInit},
-                           ArrayRef<AffineMap>{full, rowMap, full}, parallel(2),
-                           [&](OpBuilder &nb, Location nl, ValueRange args) {
-                             Value x =
-                                 nb.create<arith::SubFOp>(nl, args[0], args[1]);
-                             nb.create<linalg::YieldOp>(
-                                 nl, nb.create<math::ExpOp>(nl, x).getResult());
-                           })
-                          .getResult(0);
+            Value p = withRowValue(b, l, s, mNew, expOfDifference);
             // c = exp(m - m');  l' = l·c + rowsum P
-            Value corr = elementwise(
-                b, l, vecType, ValueRange{m, mNew},
-                [&](OpBuilder &nb, Location nl, ValueRange args) {
-                  return nb.create<math::ExpOp>(
-                      nl, nb.create<arith::SubFOp>(nl, args[0], args[1]));
-                });
+            Value corr =
+                elementwise(b, l, vecType, ValueRange{m, mNew}, expOfDifference);
             Value rowSum = reduceLastAxis(b, l, p, 0.0, addCombine);
             Value lNew = elementwise(
                 b, l, vecType, ValueRange{lsum, corr, rowSum},
@@ -1191,42 +1179,15 @@ struct AttentionLowering : public OpConversionPattern<AttentionOp> {
                       args[2]);
                 });
             // O' = O·c + P·V
-            auto accType = cast<RankedTensorType>(acc.getType());
-            Value scaledInit = emptyTensor(b, l, {qs, dv}, elt);
-            Value scaled =
-                b.create<linalg::GenericOp>(
-                     l, TypeRange{accType}, ValueRange{acc, corr},
-                     ValueRange{scaledInit},
-                     ArrayRef<AffineMap>{full, rowMap, full}, parallel(2),
-                     [&](OpBuilder &nb, Location nl, ValueRange args) {
-                       nb.create<linalg::YieldOp>(
-                           nl, nb.create<arith::MulFOp>(nl, args[0], args[1])
-                                   .getResult());
-                     })
-                    .getResult(0);
+            Value scaled = withRowValue(b, l, acc, corr, product);
             Value accNew = b.create<linalg::MatmulOp>(
                                 l, ValueRange{p, vTile}, ValueRange{scaled})
                                .getResult(0);
             b.create<scf::YieldOp>(l, ValueRange{mNew, lNew, accNew});
           });
       // O / l
-      Value acc = loop.getResult(2), lsum = loop.getResult(1);
-      auto accType = cast<RankedTensorType>(acc.getType());
-      AffineMap full = rewriter.getMultiDimIdentityMap(2);
-      AffineMap rowMap = full.dropResult(1);
-      Value outInit = emptyTensor(rewriter, loc, {qs, dv}, elt);
-      Value tile =
-          rewriter
-              .create<linalg::GenericOp>(
-                  loc, TypeRange{accType}, ValueRange{acc, lsum},
-                  ValueRange{outInit}, ArrayRef<AffineMap>{full, rowMap, full},
-                  parallel(2),
-                  [&](OpBuilder &nb, Location nl, ValueRange args) {
-                    nb.create<linalg::YieldOp>(
-                        nl, nb.create<arith::DivFOp>(nl, args[0], args[1])
-                                .getResult());
-                  })
-              .getResult(0);
+      Value tile = withRowValue(rewriter, loc, loop.getResult(2),
+                                loop.getResult(1), quotient);
       rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
       rewriter.create<tensor::ParallelInsertSliceOp>(
           loc, tile, body->getArguments().back(),
