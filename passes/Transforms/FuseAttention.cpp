@@ -210,19 +210,14 @@ struct TfmFuseAttentionPass
   using Base::Base;
 
   void runOnOperation() override {
-    auto count = [&] {
-      int64_t n = 0;
-      getOperation()->walk([&](AttentionOp) { ++n; });
-      return n;
-    };
-    int64_t before = count();
+    int64_t before = countOps<AttentionOp>(getOperation());
     RewritePatternSet patterns(&getContext());
     populateFuseAttentionPatterns(patterns);
     if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     recordPassStatistic(getName(), "attention-blocks-fused",
                         "Number of attention blocks fused into tfm.attention",
-                        count() - before);
+                        countOps<AttentionOp>(getOperation()) - before);
   }
 };
 

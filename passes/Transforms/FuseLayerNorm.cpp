@@ -164,24 +164,20 @@ struct TfmFuseLayerNormPass
   using Base::Base;
 
   void runOnOperation() override {
-    auto count = [&](bool withResidual) {
-      int64_t n = 0;
-      getOperation()->walk([&](LayerNormOp op) {
-        n += !withResidual || op.getResidual();
-      });
-      return n;
-    };
-    int64_t before = count(false), residualsBefore = count(true);
+    auto withResidual = [](LayerNormOp op) { return bool(op.getResidual()); };
+    int64_t before = countOps<LayerNormOp>(getOperation()),
+            residualsBefore = countOps<LayerNormOp>(getOperation(), withResidual);
     RewritePatternSet patterns(&getContext());
     populateFuseLayerNormPatterns(patterns);
     if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     recordPassStatistic(getName(), "layer-norms-fused",
                         "Number of layer norms fused into tfm.layer_norm",
-                        count(false) - before);
+                        countOps<LayerNormOp>(getOperation()) - before);
     recordPassStatistic(getName(), "residuals-folded",
                         "Number of residual adds folded into tfm.layer_norm",
-                        count(true) - residualsBefore);
+                        countOps<LayerNormOp>(getOperation(), withResidual) -
+                            residualsBefore);
   }
 };
 

@@ -83,19 +83,14 @@ struct TfmFuseLinearEpiloguePass
   using Base::Base;
 
   void runOnOperation() override {
-    auto count = [&] {
-      int64_t n = 0;
-      getOperation()->walk([&](FusedLinearOp) { ++n; });
-      return n;
-    };
-    int64_t before = count();
+    int64_t before = countOps<FusedLinearOp>(getOperation());
     RewritePatternSet patterns(&getContext());
     populateFuseLinearEpiloguePatterns(patterns);
     if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     recordPassStatistic(getName(), "linears-fused",
                         "Number of linears given a fused epilogue",
-                        count() - before);
+                        countOps<FusedLinearOp>(getOperation()) - before);
   }
 };
 

@@ -9,7 +9,9 @@
 #ifndef TFM_RUNTIME_MODELINFO_H
 #define TFM_RUNTIME_MODELINFO_H
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace tfm_runtime {
 
@@ -35,6 +37,23 @@ struct EmbedTrailer {
   uint64_t size;
   char magic[8];
 };
+
+/// The words of a memref descriptor for a dense row-major buffer, as the
+/// compiled code takes it (MLIR's StridedMemRefType): {allocated, aligned,
+/// offset, sizes[rank], strides[rank]}.
+inline std::vector<int64_t> memrefDescriptor(const void *data,
+                                             const std::vector<int64_t> &sizes) {
+  std::vector<int64_t> words(3 + 2 * sizes.size());
+  words[0] = words[1] = reinterpret_cast<int64_t>(data);
+  words[2] = 0;
+  int64_t stride = 1;
+  for (std::size_t i = sizes.size(); i-- > 0;) {
+    words[3 + i] = sizes[i];
+    words[3 + sizes.size() + i] = stride;
+    stride *= sizes[i];
+  }
+  return words;
+}
 
 } // namespace tfm_runtime
 

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fcntl.h>
 #include <limits>
 #include <malloc.h>
@@ -63,31 +64,19 @@ struct Buffer {
 /// StridedMemRefType) and scalars, each addressed by one void*.
 class ArgPack {
 public:
-  template <typename T>
-  void memref(T *data, std::vector<int64_t> sizes) {
-    auto words = std::make_unique<int64_t[]>(3 + 2 * sizes.size());
-    words[0] = reinterpret_cast<int64_t>(data);
-    words[1] = reinterpret_cast<int64_t>(data);
-    words[2] = 0;
-    int64_t stride = 1;
-    for (size_t i = sizes.size(); i-- > 0;) {
-      words[3 + i] = sizes[i];
-      words[3 + sizes.size() + i] = stride;
-      stride *= sizes[i];
-    }
-    pointers.push_back(words.get());
-    storage.push_back(std::move(words));
+  void memref(const void *data, const std::vector<int64_t> &sizes) {
+    add(tfm_runtime::memrefDescriptor(data, sizes));
   }
-  void scalar(int64_t value) {
-    auto words = std::make_unique<int64_t[]>(1);
-    words[0] = value;
-    pointers.push_back(words.get());
-    storage.push_back(std::move(words));
-  }
+  void scalar(int64_t value) { add({value}); }
   void **data() { return pointers.data(); }
 
 private:
-  std::vector<std::unique_ptr<int64_t[]>> storage;
+  void add(std::vector<int64_t> words) {
+    storage.push_back(std::move(words));
+    pointers.push_back(storage.back().data());
+  }
+  // A deque: growing it never moves the words the pointers point at.
+  std::deque<std::vector<int64_t>> storage;
   std::vector<void *> pointers;
 };
 
@@ -311,7 +300,7 @@ void Translator::decodeStep(int64_t step, const std::vector<int32_t> &tokens) {
   int64_t vocab = cfg.target_vocab_size;
   ArgPack args;
   args.memref(model.weights, {model.weightsSize});
-  args.memref(const_cast<int32_t *>(tokens.data()), {rows, 1});
+  args.memref(tokens.data(), {rows, 1});
   args.scalar(step);
   args.memref(rowLengths.data(), {rows});
   for (int64_t l = 0; l < cfg.decoder_layers; ++l) {

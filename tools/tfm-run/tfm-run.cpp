@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "runtime/src/ModelInfo.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -109,16 +110,7 @@ struct Tensor {
     return n;
   }
   void describe(void *data) {
-    descriptor = {reinterpret_cast<int64_t>(data),
-                  reinterpret_cast<int64_t>(data), 0};
-    descriptor.insert(descriptor.end(), shape.begin(), shape.end());
-    std::vector<int64_t> strides(shape.size());
-    int64_t s = 1;
-    for (size_t i = shape.size(); i-- > 0;) {
-      strides[i] = s;
-      s *= shape[i];
-    }
-    descriptor.insert(descriptor.end(), strides.begin(), strides.end());
+    descriptor = tfm_runtime::memrefDescriptor(data, shape);
     descriptorPtr = descriptor.data();
   }
 };
