@@ -17,24 +17,17 @@ config.test_exec_root = os.path.join(config.tfm_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%python", config.tfm_python))
-# A deterministic test checkpoint: %make_model OUT_DIR [options]
-config.substitutions.append(
-    ("%make_model", "%s %s" % (config.tfm_python,
-                               os.path.join(config.tfm_src_root, "test", "models",
-                                            "make_test_model.py"))))
-config.substitutions.append(
-    ("%corrupt_model", "%s %s" % (config.tfm_python,
-                                  os.path.join(config.tfm_src_root, "test", "models",
-                                               "corrupt_model.py"))))
-# The reference implementation and the comparison of outputs with it.
-config.substitutions.append(
-    ("%reference", "%s %s" % (config.tfm_python,
-                              os.path.join(config.tfm_src_root, "test", "reference",
-                                           "reference.py"))))
-config.substitutions.append(
-    ("%compare", "%s %s" % (config.tfm_python,
-                            os.path.join(config.tfm_src_root, "test", "reference",
-                                         "compare.py"))))
+# The project's Python scripts, run with the Python that has numpy and torch:
+#   %make_model OUT_DIR [options]      a deterministic test checkpoint
+#   %corrupt_model MODEL_DIR MODE ...  one precise damage, for bad-input tests
+#   %reference MODEL_DIR INPUT [...]   the reference implementation
+#   %compare MODE EXPECTED ACTUAL      outputs compared with the reference's
+for name, script in [("%make_model", "models/make_test_model.py"),
+                     ("%corrupt_model", "models/corrupt_model.py"),
+                     ("%reference", "reference/reference.py"),
+                     ("%compare", "reference/compare.py")]:
+    path = os.path.join(config.tfm_src_root, "test", *script.split("/"))
+    config.substitutions.append((name, "%s %s" % (config.tfm_python, path)))
 config.substitutions.append(("%tfm_src_root", config.tfm_src_root))
 config.substitutions.append(("%tfm_obj_root", config.tfm_obj_root))
 
