@@ -96,8 +96,14 @@ struct InlineAllocaScopesPass
 };
 } // namespace
 
-void tfm::buildLoweringPipeline(OpPassManager &pm) {
+void tfm::buildLoweringPipeline(OpPassManager &pm, StringRef backend,
+                                bool reportBackends) {
   pm.addPass(createTfmLayoutWeightsPass());
+  TfmSelectBackendPassOptions selection;
+  selection.backend = backend.str();
+  selection.report = reportBackends;
+  pm.addPass(createTfmSelectBackendPass(selection));
+  pm.addPass(createConvertTfmToOneDnnPass());
   pm.addPass(createConvertTfmToLinalgPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -188,14 +194,26 @@ void tfm::registerCodegenDialects(DialectRegistry &registry) {
   transform::registerLoopExtension(registry);
 }
 
+namespace {
+struct LoweringPipelineOptions
+    : public PassPipelineOptions<LoweringPipelineOptions> {
+  Option<std::string> backend{*this, "backend",
+                              llvm::cl::desc("llvm, onednn or auto"),
+                              llvm::cl::init("llvm")};
+};
+} // namespace
+
 void tfm::registerAllTfmPasses() {
   registerTfmPasses();
   PassPipelineRegistration<>(
       "tfm-fusion-pipeline",
       "Fuse attention blocks, layer norms and linear epilogues, then clean up",
       buildFusionPipeline);
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<LoweringPipelineOptions>(
       "tfm-lower-to-llvm",
-      "Lower fused tfm IR to the LLVM dialect (linalg, bufferization, loops)",
-      buildLoweringPipeline);
+      "Lower fused tfm IR to the LLVM dialect (linalg or oneDNN calls, "
+      "bufferization, loops)",
+      [](OpPassManager &pm, const LoweringPipelineOptions &options) {
+        buildLoweringPipeline(pm, options.backend);
+      });
 }

@@ -28,6 +28,12 @@ void populateFuseLinearEpiloguePatterns(RewritePatternSet &patterns);
 void populateTfmToLinalgPatterns(RewritePatternSet &patterns,
                                  int64_t queryBlock, int64_t keyBlock);
 
+/// The attribute tfm-select-backend sets on ops: "llvm" or "onednn".
+constexpr llvm::StringLiteral kBackendAttr = "tfm.backend";
+
+/// Whether oneDNN can run `op` (convert-tfm-to-onednn lowers it).
+bool isOneDnnCandidate(Operation *op);
+
 /// canonicalize -> fuse layer norm -> fuse attention -> fuse linear epilogue
 /// -> canonicalize -> cse. Layer norms go first so that post-norm residual
 /// adds fold into the norm, not into the linear before it.
@@ -36,8 +42,10 @@ void buildFusionPipeline(OpPassManager &pm);
 /// fused tfm -> LLVM dialect: weight layout, convert-tfm-to-linalg,
 /// one-shot bufferization with the entry points' results as out-params and
 /// caches updated in place, loops, and the LLVM conversions. Entry points get
-/// `llvm.emit_c_interface`.
-void buildLoweringPipeline(OpPassManager &pm);
+/// `llvm.emit_c_interface`. `backend` (llvm, onednn, auto) chooses who runs
+/// the ops oneDNN can run (tfm-select-backend, convert-tfm-to-onednn).
+void buildLoweringPipeline(OpPassManager &pm, StringRef backend = "llvm",
+                           bool reportBackends = false);
 
 /// Dialects and interface implementations (bufferization, LLVM conversion)
 /// that the lowering pipeline needs in the context.

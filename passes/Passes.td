@@ -116,6 +116,46 @@ def ConvertTfmToLinalgPass : Pass<"convert-tfm-to-linalg", "::mlir::ModuleOp"> {
 }
 
 
+def TfmSelectBackendPass : Pass<"tfm-select-backend", "::mlir::ModuleOp"> {
+  let summary = "Choose, per op, whether LLVM code or a oneDNN primitive runs it";
+  let description = [{
+    Sets `tfm.backend = "llvm"` or `"onednn"` on every op that oneDNN can
+    run (linears, matmuls, layer norms, softmax over the last axis,
+    elementwise ops; not `tfm.attention`: oneDNN 2.6 has no fused attention).
+    `backend=llvm` and `backend=onednn` give every such op that backend;
+    `backend=auto` picks per op kind and shape from a table of measurements
+    (bench/micro), see `autoBackend` in SelectBackend.cpp. The choice is
+    recorded on the module as `tfm.backend_choice`, one line per op kind and
+    shape, and printed to stderr with `report=true`.
+  }];
+  let options = [
+    Option<"backend", "backend", "std::string", "\"llvm\"",
+           "llvm, onednn or auto">,
+    Option<"report", "report", "bool", "false",
+           "Print which backend each op got">
+  ];
+}
+
+def ConvertTfmToOneDnnPass : Pass<"convert-tfm-to-onednn", "::mlir::ModuleOp"> {
+  let summary = "Lower tfm ops to calls of oneDNN primitives in the runtime";
+  let description = [{
+    Each op oneDNN can run and that is not marked `tfm.backend = "llvm"`
+    becomes a call of a runtime kernel (runtime/src/OneDnnAbi.h): linears
+    a oneDNN matmul with the bias attached and the activation and residual
+    as post-ops (`tfm.post_ops` on the call says which), layer norm
+    `layer_normalization`, softmax, binary and eltwise primitives. Operands
+    cross as `memref<*xf32>` (`bufferization.to_memref`, read only); the
+    result is a new buffer (`bufferization.to_tensor ... restrict
+    writable`). The kernels cache primitives per shape and reorder each
+    weight matrix once into oneDNN's preferred layout.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def TfmVectorizeLinearsPass : Pass<"tfm-vectorize-linears", "::mlir::ModuleOp"> {
   let summary = "Tile and vectorize the linear layers' matmuls";
   let description = [{

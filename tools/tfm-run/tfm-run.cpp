@@ -2,10 +2,11 @@
 //
 //   tfm-run FILE.mlir --entry=NAME --shapes="2x4x1x16,2x4x7x16 -> 2x4x1x16"
 //           [--compare-decomposed] [--rtol=1e-5] [--print]
-//           [--int-max=N] [--index-value=V] [--seed=S]
+//           [--int-max=N] [--index-value=V] [--seed=S] [--backend=B]
+//           [--decompose]
 //
-// Compiles the function with the LLVM backend (the same lowering pipeline as
-// tfmc), JIT-runs it on deterministic pseudo-random inputs of the given
+// Compiles the function with the backend B (llvm, onednn, auto; the same
+// lowering pipeline as tfmc), JIT-runs it on deterministic pseudo-random inputs of the given
 // shapes and prints or checks its results. With --compare-decomposed it
 // also compiles the function after tfm-decompose (fused ops spelled out in
 // primitive ops) and checks that both give the same results within rtol:
@@ -15,6 +16,7 @@
 
 #include "passes/Passes.h"
 #include "runtime/src/ModelInfo.h"
+#include "runtime/src/OneDnnAbi.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -53,6 +55,14 @@ static cl::opt<bool> compareDecomposed(
 static cl::opt<double> rtol("rtol", cl::init(1e-5),
                             cl::desc("Largest difference allowed, relative "
                                      "to the largest magnitude"));
+static cl::opt<std::string>
+    backend("backend", cl::init("llvm"),
+            cl::desc("Who runs the ops oneDNN can run: llvm, onednn, auto"));
+static cl::opt<bool> decomposeFirst(
+    "decompose",
+    cl::desc("Run the primitive graph (tfm-decompose) on the backend: with "
+             "--compare-decomposed, oneDNN's matmul, softmax, ... against "
+             "ours"));
 static cl::opt<bool> printResults("print", cl::desc("Print the results"));
 static cl::opt<int> intMax("int-max", cl::init(1),
                            cl::desc("Integer inputs are drawn from [1, N]"));
@@ -116,9 +126,10 @@ struct Tensor {
 };
 
 /// Compiles `module` (fused or primitive tfm IR) to a JIT'd engine.
-std::unique_ptr<mlir::ExecutionEngine> compile(mlir::ModuleOp module) {
+std::unique_ptr<mlir::ExecutionEngine> compile(mlir::ModuleOp module,
+                                               StringRef backendName) {
   mlir::PassManager pm(module.getContext());
-  mlir::tfm::buildLoweringPipeline(pm);
+  mlir::tfm::buildLoweringPipeline(pm, backendName);
   if (failed(pm.run(module)))
     fail("lowering failed");
   auto transformer = mlir::makeOptimizingTransformer(3, 0, nullptr);
@@ -129,8 +140,18 @@ std::unique_ptr<mlir::ExecutionEngine> compile(mlir::ModuleOp module) {
     fail("JIT: " + toString(engine.takeError()));
   (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap map;
-    map[interner("memrefCopy")] = {llvm::orc::ExecutorAddr::fromPtr(&memrefCopy),
-                                   llvm::JITSymbolFlags::Exported};
+    auto add = [&](const char *name, auto *fn) {
+      map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
+                             llvm::JITSymbolFlags::Exported};
+    };
+    add("memrefCopy", &memrefCopy);
+    add("_mlir_ciface_tfm_onednn_linear", &_mlir_ciface_tfm_onednn_linear);
+    add("_mlir_ciface_tfm_onednn_matmul", &_mlir_ciface_tfm_onednn_matmul);
+    add("_mlir_ciface_tfm_onednn_layer_norm",
+        &_mlir_ciface_tfm_onednn_layer_norm);
+    add("_mlir_ciface_tfm_onednn_softmax", &_mlir_ciface_tfm_onednn_softmax);
+    add("_mlir_ciface_tfm_onednn_binary", &_mlir_ciface_tfm_onednn_binary);
+    add("_mlir_ciface_tfm_onednn_eltwise", &_mlir_ciface_tfm_onednn_eltwise);
     return map;
   });
   return std::move(*engine);
@@ -223,15 +244,20 @@ int main(int argc, char **argv) {
     inputs.push_back(std::move(t));
   }
 
+  auto decompose = [&](mlir::ModuleOp m) {
+    mlir::PassManager pm(&context);
+    pm.addPass(mlir::tfm::createTfmDecomposePass());
+    if (failed(pm.run(m)))
+      fail("tfm-decompose failed");
+  };
   mlir::OwningOpRef<mlir::ModuleOp> decomposed;
   if (compareDecomposed) {
     decomposed = module->clone();
-    mlir::PassManager pm(&context);
-    pm.addPass(mlir::tfm::createTfmDecomposePass());
-    if (failed(pm.run(*decomposed)))
-      fail("tfm-decompose failed");
+    decompose(*decomposed);
   }
-  auto fused = compile(*module);
+  if (decomposeFirst)
+    decompose(*module);
+  auto fused = compile(*module, backend);
   std::vector<Tensor> results = run(*fused, inputs, resultShapes);
   if (printResults)
     for (auto [r, t] : llvm::enumerate(results)) {
@@ -242,7 +268,9 @@ int main(int argc, char **argv) {
     }
   if (!compareDecomposed)
     return 0;
-  auto spelled = compile(*decomposed);
+  // The reference is always our own code: a oneDNN kernel is checked
+  // against the LLVM lowering of the graph it replaces.
+  auto spelled = compile(*decomposed, "llvm");
   std::vector<Tensor> expected = run(*spelled, inputs, resultShapes);
   bool ok = true;
   for (size_t r = 0; r < results.size(); ++r) {
