@@ -81,6 +81,14 @@ static LogicalResult addModelInfo(llvm::Module &llvmModule, ModuleOp module) {
   new llvm::GlobalVariable(llvmModule, init->getType(), /*isConstant=*/true,
                            llvm::GlobalValue::ExternalLinkage, init,
                            "tfm_model_info_data");
+  // Which backend runs each op kind and shape (tfm-select-backend), as text
+  // in the artifact: `translator --model-info` prints it.
+  auto choice = module->getAttrOfType<StringAttr>("tfm.backend_choice");
+  llvm::Constant *text = llvm::ConstantDataArray::getString(
+      ctx, choice ? choice.getValue() : "");
+  new llvm::GlobalVariable(llvmModule, text->getType(), /*isConstant=*/true,
+                           llvm::GlobalValue::ExternalLinkage, text,
+                           "tfm_model_backends");
   return success();
 }
 

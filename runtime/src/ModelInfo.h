@@ -68,6 +68,8 @@ struct tfm_model_info {
   int64_t weightsSize;
 };
 extern const tfm_model_info tfm_model_info_data;
+// One line per op kind and shape: the backend that runs it.
+extern const char tfm_model_backends[];
 
 /// args[i] points at argument i: a memref descriptor, or an i64 scalar.
 ///   encode(weights, source_ids[B,S], source_lengths[B],

@@ -2,6 +2,7 @@
 //
 //   tfmc import  MODEL_DIR [-o model.mlir] [--summary]
 //   tfmc compile MODEL_DIR -o OUT_DIR [--embed-weights] [--target-cpu=CPU]
+//                [--backend=llvm|onednn|auto] [--print-backends]
 //   tfmc compile MODEL_DIR --compile-to=input|fused|llvm [-o out.mlir]
 //                [--mlir-print-ir-after=PASS] [--tfm-pass-statistics] ...
 //
@@ -69,6 +70,15 @@ static cl::opt<std::string> targetCpu(
 static cl::opt<std::string> targetFeatures(
     "target-features",
     cl::desc("LLVM target features, e.g. +avx2,+fma (default: the CPU's)"));
+static cl::opt<std::string> backend(
+    "backend",
+    cl::desc("compile: who runs the linears, layer norms, softmax and "
+             "elementwise ops: llvm (our generated code), onednn (oneDNN "
+             "primitives), auto (per op kind and shape, from measurements)"),
+    cl::value_desc("llvm|onednn|auto"), cl::init("llvm"));
+static cl::opt<bool> printBackends(
+    "print-backends",
+    cl::desc("compile: print which backend each op kind and shape got"));
 static cl::opt<bool> passStatistics(
     "tfm-pass-statistics",
     cl::desc("Print what the tfm passes did (blocks fused, ...) to stderr"));
@@ -77,7 +87,8 @@ static const char *kUsage =
     "tfmc: ahead-of-time compiler for encoder-decoder Transformer "
     "translation models\n\n"
     "  tfmc import  MODEL_DIR [-o model.mlir] [--summary]\n"
-    "  tfmc compile MODEL_DIR -o OUT_DIR [--embed-weights]\n"
+    "  tfmc compile MODEL_DIR -o OUT_DIR [--embed-weights] "
+    "[--backend=llvm|onednn|auto]\n"
     "  tfmc compile MODEL_DIR --compile-to=input|fused|llvm [-o out.mlir]\n\n"
     "MODEL_DIR holds config.json and model.safetensors (Hugging Face "
     "MarianMT layout).\n";
@@ -112,8 +123,18 @@ static std::string runtimeLibDir() {
   return TFM_RUNTIME_LIB_DIR;
 }
 
+/// Whether the compiled module calls oneDNN kernels (convert-tfm-to-onednn).
+static bool callsOneDnn(mlir::ModuleOp module) {
+  bool calls = false;
+  module.walk([&](mlir::SymbolOpInterface symbol) {
+    calls |= symbol.getName().contains("tfm_onednn_");
+  });
+  return calls;
+}
+
 /// Links the model's object with the runtime into OUT_DIR/translator.
-static int linkTranslator(StringRef objectPath, StringRef translatorPath) {
+static int linkTranslator(StringRef objectPath, StringRef translatorPath,
+                          bool withOneDnn) {
   ErrorOr<std::string> linker = sys::findProgramByName("clang++-19");
   if (!linker)
     linker = sys::findProgramByName("c++");
@@ -125,10 +146,17 @@ static int linkTranslator(StringRef objectPath, StringRef translatorPath) {
   // Parallel loops run on LLVM's OpenMP runtime (Debian's libomp5-19).
   std::string ompDir = std::string("-L") + TFM_LIBOMP_DIR;
   std::string ompRpath = std::string("-Wl,-rpath,") + TFM_LIBOMP_DIR;
-  SmallVector<StringRef> args = {*linker,    "-o",     translatorPath,
-                                 objectPath, mainLib,  runtimeLib,
-                                 ompDir,     ompRpath, "-lomp",
-                                 "-lm",      "-lpthread"};
+  std::string oneDnnLib = libs + "/libtfm_onednn.a";
+  SmallVector<StringRef> args = {*linker, "-o", translatorPath, objectPath,
+                                 mainLib, runtimeLib};
+  if (withOneDnn)
+    args.push_back(oneDnnLib);
+  // libomp before libdnnl: oneDNN's OpenMP calls (GOMP_parallel, ...) then
+  // bind to the one OpenMP runtime of the process, not to libgomp.
+  args.append({ompDir, ompRpath, "-lomp"});
+  if (withOneDnn)
+    args.push_back("-ldnnl");
+  args.append({"-lm", "-lpthread"});
   std::string errorMessage;
   int rc = sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
                                &errorMessage);
@@ -189,7 +217,7 @@ static int compileTranslator(mlir::ModuleOp module) {
   options.targetFeatures = targetFeatures;
   if (Error err = mlir::tfm::emitObjectFile(module, object, options))
     return reportError(toString(std::move(err)));
-  if (int rc = linkTranslator(object, translator))
+  if (int rc = linkTranslator(object, translator, callsOneDnn(module)))
     return rc;
   sys::fs::remove(object);
   if (embedWeights)
@@ -221,7 +249,7 @@ static int run(StringRef command) {
     pm.enableTiming(timingScope);
     mlir::tfm::buildFusionPipeline(pm);
     if (compileTo == Phase::LLVM || compileTo == Phase::Translator)
-      mlir::tfm::buildLoweringPipeline(pm);
+      mlir::tfm::buildLoweringPipeline(pm, backend, printBackends);
     if (failed(pm.run(**module)))
       return reportError("compiling " + modelDir + " failed");
   }
