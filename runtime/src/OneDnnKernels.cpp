@@ -63,26 +63,6 @@ struct View {
   memory mem(const memory::desc &md) const {
     return memory(md, cpuEngine(), data);
   }
-
-  /// All axes but the last as one: [d0, .., dn-2, k] -> [d0·..·dn-2, k].
-  /// False if the leading axes are not laid out as one (not needed for
-  /// buffers the compiled code allocates or takes whole).
-  bool asRows(Dims &rowDims, Dims &rowStrides) const {
-    int64_t rows = 1;
-    for (int64_t d = 0; d + 1 < rank(); ++d) {
-      rows *= dims[d];
-      if (d + 2 < rank() && dims[d + 1] != 1 && dims[d] != 1 &&
-          strides[d] != strides[d + 1] * dims[d + 1])
-        return false;
-    }
-    int64_t rowStride = rank() >= 2 ? strides[rank() - 2] : last();
-    // A size-1 axis may carry any stride: take the innermost one that moves.
-    for (int64_t d = rank() - 2; d >= 0 && dims[d] == 1; --d)
-      rowStride = d > 0 ? strides[d - 1] : last();
-    rowDims = {rows, last()};
-    rowStrides = {rows > 1 ? rowStride : last(), strides.back()};
-    return true;
-  }
 };
 
 [[noreturn]] void fail(const char *kernel, const std::string &message) {
@@ -148,23 +128,23 @@ void copyDense(const View &src, float *dst) {
   copy.execute(cpuStream(), {{DNNL_ARG_FROM, a}, {DNNL_ARG_TO, b}});
 }
 
-/// `v` as a dense [rows, last] view: itself if it is laid out so, else a
-/// copy into `scratch`.
-View denseRows(const View &v, std::vector<float> &scratch) {
-  View rows = v;
-  Dims rowDims, rowStrides;
-  if (v.asRows(rowDims, rowStrides) && rowStrides[1] == 1 &&
-      rowStrides[0] == rowDims[1]) {
-    rows.dims = rowDims;
-    rows.strides = rowStrides;
-    return rows;
-  }
-  int64_t n = elementsOf(v);
-  scratch.resize(n);
+/// `v` dense: itself if it is laid out so, else a copy into `scratch`.
+View dense(const View &v, std::vector<float> &scratch) {
+  if (isDense(v))
+    return v;
+  View copy = v;
+  scratch.resize(elementsOf(v));
   copyDense(v, scratch.data());
-  rows.dims = {n / v.last(), v.last()};
+  copy.strides = denseStrides(v.dims);
+  copy.data = scratch.data();
+  return copy;
+}
+
+/// `v` as a dense [rows, last] matrix (a copy into `scratch` if need be).
+View denseRows(const View &v, std::vector<float> &scratch) {
+  View rows = dense(v, scratch);
+  rows.dims = {elementsOf(v) / v.last(), v.last()};
   rows.strides = {v.last(), 1};
-  rows.data = scratch.data();
   return rows;
 }
 
@@ -280,8 +260,10 @@ void linear(const Memref *xm, const Memref *wm, const Memref *biasm,
       {DNNL_ARG_SRC, rows.mem(src)},
       {DNNL_ARG_WEIGHTS, weights.packed},
       {DNNL_ARG_DST, out.mem(dst)}};
+  std::vector<float> biasScratch;
   if (hasBias)
-    args.emplace(DNNL_ARG_BIAS, View(biasm).mem(bias));
+    args.emplace(DNNL_ARG_BIAS,
+                 dense(View(biasm), biasScratch).mem(bias));
   matmul.execute(cpuStream(), args);
 }
 
@@ -397,10 +379,13 @@ void layerNorm(const Memref *xm, const Memref *residualm,
       {DNNL_ARG_DST, rows.mem(rows.desc())}};
   memory::desc channels({rows.last()}, memory::data_type::f32,
                         memory::format_tag::a);
+  std::vector<float> scaleScratch, shiftScratch;
   if (hasScale)
-    args.emplace(DNNL_ARG_SCALE, View(scalem).mem(channels));
+    args.emplace(DNNL_ARG_SCALE,
+                 dense(View(scalem), scaleScratch).mem(channels));
   if (hasShift)
-    args.emplace(DNNL_ARG_SHIFT, View(shiftm).mem(channels));
+    args.emplace(DNNL_ARG_SHIFT,
+                 dense(View(shiftm), shiftScratch).mem(channels));
   norm.execute(cpuStream(), args);
 }
 
