@@ -2,7 +2,9 @@
 
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -16,16 +18,33 @@ namespace tfm {
 using namespace mlir;
 using namespace mlir::tfm;
 
-/// What `auto` gives an op oneDNN can run. From the micro-benchmarks
-/// (`bench/bench.py --micro`, 2 threads, AVX-512 host; see bench/README.md):
-/// oneDNN's matmul (brgemm, weights packed once) beats our vectorized
-/// linears at every measured shape, most at many rows, and its batched
-/// matmul has no counterpart of ours; our layer norm, softmax and
-/// elementwise loops need no copy into a primitive's layout and no call,
-/// and win at the sizes of a translation step.
+// What `auto` chooses, from measurements on this project's machines (2
+// threads, AVX-512; bench/README.md has the commands and tables):
+// - Linears: oneDNN's matmul (brgemm, weights packed once) runs 2-2.5x our
+//   vectorized linears at 32 and 1024 rows (`tfm-bench`: 512->2048 at 32
+//   rows 57 vs 26 GFLOP/s); at 1 row both stream the weights and ours has no
+//   call and no bookkeeping: the base model's batch-1 decoding used 5.7 s of
+//   CPU with ours and 7.1 s with oneDNN's (one thread). So: oneDNN from
+//   kOneDnnMinRows rows on, ours below, decided at run time.
+// - Attention: our FlashAttention loop is scalar; spelled out, oneDNN's
+//   batched matmuls (the scale as their post-op) beat it (`tfm-bench`:
+//   encoder self-attention over 256 tokens 23 vs 1.4 GFLOP/s, a decoder step
+//   over a cache of 256 2.2 vs 0.7), and batch-32 decoding of the base model
+//   took 7.4 s of CPU against 8.8 s with the fused loop.
+// - Layer norm, softmax, elementwise: ours, with no call and no copy into a
+//   primitive's layout; oneDNN's softmax in the spelled-out attention cost
+//   5% more CPU end to end (7.7 s against 7.4 s).
+constexpr int64_t kOneDnnMinRows = 8;
+
 static StringRef autoBackend(Operation *op) {
-  if (isa<LinearOp, FusedLinearOp, MatmulOp>(op))
+  if (isa<LinearOp, FusedLinearOp, MatmulOp, AttentionOp>(op))
     return "onednn";
+  // The scale of a product rides on oneDNN's matmul as a post-op.
+  if (auto scale = dyn_cast<ScaleOp>(op)) {
+    auto product = scale.getInput().getDefiningOp<MatmulOp>();
+    if (product && product->hasOneUse())
+      return "onednn";
+  }
   return "llvm";
 }
 
@@ -44,11 +63,7 @@ struct TfmSelectBackendPass
     // One line per op kind, operand types and backend, in program order.
     SmallVector<std::pair<std::string, int64_t>> choices;
     llvm::StringMap<size_t> lineIndex;
-    module.walk([&](Operation *op) {
-      if (!isOneDnnCandidate(op))
-        return;
-      StringRef chosen = backend == "auto" ? autoBackend(op) : StringRef(backend);
-      op->setAttr(kBackendAttr, StringAttr::get(op->getContext(), chosen));
+    auto record = [&](Operation *op, const Twine &chosen) {
       std::string line;
       llvm::raw_string_ostream os(line);
       os << op->getName() << " ";
@@ -58,6 +73,44 @@ struct TfmSelectBackendPass
       if (isNew)
         choices.push_back({line, 0});
       ++choices[it->second].second;
+    };
+    // oneDNN 2.6 has no fused attention; auto spells an attention block out
+    // (matmul, scale, masks, softmax, matmul) when oneDNN's batched matmuls
+    // beat our FlashAttention loop, and the pieces are chosen below.
+    if (backend == "auto") {
+      SmallVector<AttentionOp> attentions;
+      module.walk([&](AttentionOp op) { attentions.push_back(op); });
+      IRRewriter rewriter(&getContext());
+      for (AttentionOp op : attentions) {
+        if (autoBackend(op) != "onednn")
+          continue;
+        record(op, "decomposed, onednn");
+        rewriter.setInsertionPoint(op);
+        FailureOr<SmallVector<Value>> values =
+            cast<linalg::AggregatedOpInterface>(op.getOperation())
+                .decomposeOperation(rewriter);
+        if (failed(values)) {
+          op->emitOpError("cannot be decomposed");
+          return signalPassFailure();
+        }
+        rewriter.replaceOp(op, *values);
+      }
+    }
+    module.walk([&](Operation *op) {
+      if (!isOneDnnCandidate(op))
+        return;
+      StringRef chosen = backend == "auto" ? autoBackend(op) : StringRef(backend);
+      op->setAttr(kBackendAttr, StringAttr::get(op->getContext(), chosen));
+      if (backend == "auto" && chosen == "onednn" &&
+          isa<LinearOp, FusedLinearOp>(op)) {
+        op->setAttr(kMinRowsAttr,
+                    IntegerAttr::get(IntegerType::get(op->getContext(), 64),
+                                     kOneDnnMinRows));
+        record(op, "onednn from " + std::to_string(kOneDnnMinRows) +
+                       " rows, llvm below");
+        return;
+      }
+      record(op, chosen);
     });
     std::string text;
     llvm::raw_string_ostream os(text);

@@ -9,9 +9,10 @@
 //                     out[.., N], i64 code)
 //       out = act(x · wᵀ + bias) + residual; `code` = activation | flags.
 //       oneDNN matmul; act and residual are post-ops (eltwise, sum).
-//   tfm_onednn_matmul(a, b, out, i64 code)
-//       out[b.., i, j] = sum_k A[b.., i, k] · B[b.., k, j], A/B transposed
-//       in their two innermost dimensions by kTransposeLhs/Rhs.
+//   tfm_onednn_matmul(a, b, out, f32 alpha, i64 code)
+//       out[b.., i, j] = alpha · sum_k A[b.., i, k] · B[b.., k, j], A/B
+//       transposed in their two innermost dimensions by kTransposeLhs/Rhs;
+//       alpha is an eltwise post-op.
 //   tfm_onednn_layer_norm(x, residual, scale, shift, out, f32 eps, i64 code)
 //       out = LN(x (+ residual)) (· scale) (+ shift) over the last axis.
 //   tfm_onednn_softmax(x, out)              over the last axis
@@ -69,7 +70,7 @@ void _mlir_ciface_tfm_onednn_linear(UnrankedMemRefType<float> *x,
 void _mlir_ciface_tfm_onednn_matmul(UnrankedMemRefType<float> *a,
                                     UnrankedMemRefType<float> *b,
                                     UnrankedMemRefType<float> *out,
-                                    int64_t code);
+                                    float alpha, int64_t code);
 void _mlir_ciface_tfm_onednn_layer_norm(UnrankedMemRefType<float> *x,
                                         UnrankedMemRefType<float> *residual,
                                         UnrankedMemRefType<float> *scale,

@@ -272,7 +272,7 @@ void linear(const Memref *xm, const Memref *wm, const Memref *biasm,
 //===----------------------------------------------------------------------===//
 
 void matmul(const Memref *am, const Memref *bm, const Memref *outm,
-            int64_t code) {
+            float alpha, int64_t code) {
   View a(am), b(bm), out(outm);
   // A transpose swaps the two innermost axes: the same data, strides swapped.
   auto transpose = [](View &v) {
@@ -284,10 +284,20 @@ void matmul(const Memref *am, const Memref *bm, const Memref *outm,
     transpose(a);
   if (code & kTransposeRhs)
     transpose(b);
+  int32_t alphaBits;
+  std::memcpy(&alphaBits, &alpha, sizeof alphaBits);
   primitive &product = cachedPrimitive(
-      keyOf(2, {a.dims, a.strides, b.dims, b.strides, out.dims}), [&] {
+      keyOf(2, {a.dims, a.strides, b.dims, b.strides, out.dims}, alphaBits),
+      [&] {
+        dnnl::primitive_attr attr;
+        if (alpha != 1.f) {
+          dnnl::post_ops postOps;
+          postOps.append_eltwise(1.f, algorithm::eltwise_linear, alpha, 0.f);
+          attr.set_post_ops(postOps);
+        }
         return dnnl::matmul(dnnl::matmul::primitive_desc(
-            dnnl::matmul::desc(a.desc(), b.desc(), out.desc()), cpuEngine()));
+            dnnl::matmul::desc(a.desc(), b.desc(), out.desc()), attr,
+            cpuEngine()));
       });
   product.execute(cpuStream(), {{DNNL_ARG_SRC, a.mem(a.desc())},
                                 {DNNL_ARG_WEIGHTS, b.mem(b.desc())},
@@ -465,8 +475,8 @@ void _mlir_ciface_tfm_onednn_linear(Memref *x, Memref *w, Memref *bias,
 }
 
 void _mlir_ciface_tfm_onednn_matmul(Memref *a, Memref *b, Memref *out,
-                                    int64_t code) {
-  guarded("matmul", [&] { matmul(a, b, out, code); });
+                                    float alpha, int64_t code) {
+  guarded("matmul", [&] { matmul(a, b, out, alpha, code); });
 }
 
 void _mlir_ciface_tfm_onednn_layer_norm(Memref *x, Memref *residual,

@@ -6,6 +6,7 @@
 // RUN: tfm-opt %s --convert-tfm-to-onednn | FileCheck %s
 // RUN: tfm-opt %s --tfm-select-backend=backend=llvm --convert-tfm-to-onednn | FileCheck %s --check-prefix=LLVM
 // RUN: tfm-opt %s --tfm-select-backend="backend=auto report=true" --convert-tfm-to-onednn 2>&1 | FileCheck %s --check-prefix=AUTO
+// RUN: tfm-opt %s --tfm-select-backend=backend=auto --convert-tfm-to-onednn | FileCheck %s --check-prefix=ROWS
 // RUN: not tfm-opt %s --tfm-select-backend=backend=gpu 2>&1 | FileCheck %s --check-prefix=BAD
 
 // CHECK-DAG: func.func private @tfm_onednn_linear(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {llvm.emit_c_interface}
@@ -39,10 +40,26 @@
 // LLVM: tfm.layer_norm {{.*}} {tfm.backend = "llvm"}
 
 // AUTO: backend auto:
-// AUTO-NEXT: tfm.fused_linear tensor<?x?x64xf32>, tensor<256x64xf32>, tensor<256xf32> -> onednn (1 op)
-// AUTO-NEXT: tfm.fused_linear tensor<?x?x256xf32>, tensor<64x256xf32>, tensor<?x?x64xf32> -> onednn (1 op)
+// AUTO-NEXT: tfm.attention tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32> -> decomposed, onednn (1 op)
+// AUTO-NEXT: tfm.fused_linear tensor<?x?x64xf32>, tensor<256x64xf32>, tensor<256xf32> -> onednn from 8 rows, llvm below (1 op)
+// AUTO-NEXT: tfm.fused_linear tensor<?x?x256xf32>, tensor<64x256xf32>, tensor<?x?x64xf32> -> onednn from 8 rows, llvm below (1 op)
 // AUTO-NEXT: tfm.layer_norm tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32> -> llvm (1 op)
-// AUTO: module attributes {tfm.backend_choice = "tfm.fused_linear
+// AUTO-NEXT: tfm.matmul tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32> -> onednn (2 ops)
+// AUTO-NEXT: tfm.scale tensor<?x8x?x?xf32> -> onednn (2 ops)
+// AUTO: module attributes {tfm.backend_choice = "tfm.attention
+
+// auto: a linear runs on oneDNN from 8 rows on, on our code below.
+// ROWS-LABEL: func.func @feed_forward
+// ROWS: %[[D0:.*]] = tensor.dim %arg0, %c0
+// ROWS: %[[R0:.*]] = arith.muli %c1, %[[D0]]
+// ROWS: %[[D1:.*]] = tensor.dim %arg0, %c1
+// ROWS: %[[ROWS:.*]] = arith.muli %[[R0]], %[[D1]]
+// ROWS: %[[MANY:.*]] = arith.cmpi sge, %[[ROWS]], %c8
+// ROWS: %[[H:.*]] = scf.if %[[MANY]] -> (tensor<?x?x256xf32>) {
+// ROWS: call @tfm_onednn_linear({{.*}}) {tfm.post_ops = "bias,relu"}
+// ROWS: } else {
+// ROWS: %[[OURS:.*]] = tfm.fused_linear relu {{.*}} {tfm.backend = "llvm"}
+// ROWS-NEXT: scf.yield %[[OURS]]
 
 // BAD: error: unknown backend 'gpu': expected llvm, onednn or auto
 func.func @feed_forward(%x: tensor<?x?x64xf32>, %r: tensor<?x?x64xf32>,
@@ -70,12 +87,16 @@ func.func @attention(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v: ten
   return %o : tensor<?x8x?x64xf32>
 }
 
+// The scale of Q·Kᵀ rides on the matmul as a post-op; a scale of anything
+// else is an eltwise call.
 // CHECK-LABEL: func.func @unfused
+// CHECK: %[[ALPHA:.*]] = arith.constant 1.250000e-01 : f32
 // transpose_rhs = 4096
 // CHECK: %[[T:.*]] = arith.constant 4096 : i64
-// CHECK: call @tfm_onednn_matmul(%{{.*}}, %{{.*}}, %{{.*}}, %[[T]])
+// CHECK: call @tfm_onednn_matmul(%{{.*}}, %{{.*}}, %{{.*}}, %[[ALPHA]], %[[T]]) {tfm.post_ops = "scale"}
+// CHECK-NOT: tfm.scale
 // CHECK: %[[LINEAR:.*]] = arith.constant 5 : i64
-// CHECK: %[[FACTOR:.*]] = arith.constant 1.250000e-01 : f32
+// CHECK: %[[FACTOR:.*]] = arith.constant 2.000000e+00 : f32
 // CHECK: call @tfm_onednn_eltwise(%{{.*}}, %{{.*}}, %[[LINEAR]], %[[FACTOR]])
 // CHECK: call @tfm_onednn_binary
 // CHECK: call @tfm_onednn_softmax
@@ -84,7 +105,8 @@ func.func @attention(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v: ten
 func.func @unfused(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v: tensor<?x8x?x64xf32>, %m: tensor<?x8x?x?xf32>) -> (tensor<?x8x?x64xf32>, tensor<?x8x?x?xf32>) {
   %s = tfm.matmul %q, %k {transpose_rhs = true} : tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32> -> tensor<?x8x?x?xf32>
   %scaled = tfm.scale %s by 0.125 : tensor<?x8x?x?xf32>
-  %masked = tfm.add %scaled, %m : tensor<?x8x?x?xf32>, tensor<?x8x?x?xf32> -> tensor<?x8x?x?xf32>
+  %m2 = tfm.scale %m by 2.0 : tensor<?x8x?x?xf32>
+  %masked = tfm.add %scaled, %m2 : tensor<?x8x?x?xf32>, tensor<?x8x?x?xf32> -> tensor<?x8x?x?xf32>
   %p = tfm.softmax %masked axis 3 : tensor<?x8x?x?xf32>
   %other = tfm.softmax %masked axis 2 : tensor<?x8x?x?xf32>
   %o = tfm.matmul %p, %v : tensor<?x8x?x?xf32>, tensor<?x8x?x64xf32> -> tensor<?x8x?x64xf32>

@@ -75,7 +75,7 @@ static cl::opt<std::string> backend(
     cl::desc("compile: who runs the linears, layer norms, softmax and "
              "elementwise ops: llvm (our generated code), onednn (oneDNN "
              "primitives), auto (per op kind and shape, from measurements)"),
-    cl::value_desc("llvm|onednn|auto"), cl::init("llvm"));
+    cl::value_desc("llvm|onednn|auto"), cl::init("auto"));
 static cl::opt<bool> printBackends(
     "print-backends",
     cl::desc("compile: print which backend each op kind and shape got"));

@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/StringExtras.h"
@@ -123,13 +124,16 @@ public:
   /// A placeholder for an absent optional operand (the code says absent).
   void absent() { operands.push_back(operands.front()); }
 
+  /// The call's result replaces `other` (same type, after the op) instead.
+  void replacing(Operation *other) { replaced = other; }
+
   /// Emits the call and replaces the op by the result buffer as a tensor.
   func::CallOp finish(StringRef callee) {
     func::FuncOp decl = declare(callee);
     auto call = b.create<func::CallOp>(loc, decl, operands);
     Value tensor = b.create<bufferization::ToTensorOp>(
         loc, out, /*restrict=*/true, /*writable=*/true);
-    b.replaceOp(op, tensor);
+    b.replaceOp(replaced ? replaced : op, tensor);
     return call;
   }
 
@@ -157,6 +161,7 @@ private:
   IRRewriter &b;
   ModuleOp module;
   Operation *op;
+  Operation *replaced = nullptr;
   Location loc;
   SmallVector<Value> operands;
   Value out;
@@ -229,7 +234,22 @@ void lowerLinear(KernelCall &call, Value input, Value weight, Value bias,
                                      llvm::join(postOps, ",")));
 }
 
-void lower(IRRewriter &rewriter, ModuleOp module, Operation *op) {
+/// The scale op that is the sole user of a matmul's result, if any and not
+/// given to LLVM.
+ScaleOp scaleOfProduct(Operation *op) {
+  auto mm = dyn_cast<MatmulOp>(op);
+  if (!mm || !mm->hasOneUse())
+    return nullptr;
+  auto scale = dyn_cast<ScaleOp>(*mm->user_begin());
+  auto backend = scale ? scale->getAttrOfType<StringAttr>(kBackendAttr) : nullptr;
+  if (backend && backend.getValue() == "llvm")
+    return nullptr;
+  return scale;
+}
+
+/// Lowers `op`; `scale` is scaleOfProduct(op), folded into the call.
+void lower(IRRewriter &rewriter, ModuleOp module, Operation *op,
+           ScaleOp scale) {
   KernelCall call(rewriter, module, op);
   TypeSwitch<Operation *>(op)
       .Case([&](LinearOp linear) {
@@ -251,9 +271,22 @@ void lower(IRRewriter &rewriter, ModuleOp module, Operation *op) {
         dims.push_back({mm.getLhs(), mm.getTransposeLhs() ? rank - 1 : rank - 2});
         dims.push_back({mm.getRhs(), mm.getTransposeRhs() ? rank - 2 : rank - 1});
         call.result(dims);
+        // A scale of the product (attention scores) rides along as an
+        // eltwise post-op: the call replaces it and the matmul.
+        float alpha = 1.f;
+        if (scale) {
+          alpha = static_cast<float>(scale.getFactor().convertToDouble());
+          call.replacing(scale);
+        }
+        call.scalar(alpha);
         call.scalar((mm.getTransposeLhs() ? abi::kTransposeLhs : 0) |
                     (mm.getTransposeRhs() ? abi::kTransposeRhs : 0));
-        call.finish("tfm_onednn_matmul");
+        func::CallOp emitted = call.finish("tfm_onednn_matmul");
+        if (scale) {
+          emitted->setAttr("tfm.post_ops",
+                           StringAttr::get(emitted.getContext(), "scale"));
+          rewriter.eraseOp(mm);
+        }
       })
       .Case([&](LayerNormOp ln) {
         int64_t code = 0;
@@ -309,6 +342,37 @@ void lower(IRRewriter &rewriter, ModuleOp module, Operation *op) {
           });
 }
 
+/// A linear that runs on oneDNN from `minRows` rows of input on and on our
+/// code below: scf.if over the row count, the call in one branch, the op
+/// (given to LLVM) in the other.
+void lowerByRows(IRRewriter &rewriter, ModuleOp module, Operation *op,
+                 int64_t minRows) {
+  Location loc = op->getLoc();
+  rewriter.setInsertionPoint(op);
+  Value input = op->getOperand(0);
+  Value rows = rewriter.create<arith::ConstantIndexOp>(loc, 1);
+  for (int64_t d = 0; d + 1 < rankOf(input); ++d)
+    rows = rewriter.create<arith::MulIOp>(
+        loc, rows, rewriter.create<tensor::DimOp>(loc, input, d));
+  Value many = rewriter.create<arith::CmpIOp>(
+      loc, arith::CmpIPredicate::sge, rows,
+      rewriter.create<arith::ConstantIndexOp>(loc, minRows));
+  auto dispatch = rewriter.create<scf::IfOp>(loc, op->getResultTypes(), many,
+                                             /*withElseRegion=*/true);
+  op->removeAttr(kMinRowsAttr);
+  // Few rows: our code.
+  rewriter.setInsertionPointToStart(&dispatch.getElseRegion().front());
+  Operation *ours = rewriter.clone(*op);
+  ours->setAttr(kBackendAttr, rewriter.getStringAttr("llvm"));
+  rewriter.create<scf::YieldOp>(loc, ours->getResults());
+  // Many rows: oneDNN.
+  rewriter.setInsertionPointToStart(&dispatch.getThenRegion().front());
+  Operation *theirs = rewriter.clone(*op);
+  rewriter.create<scf::YieldOp>(loc, theirs->getResults());
+  lower(rewriter, module, theirs, nullptr);
+  rewriter.replaceOp(op, dispatch.getResults());
+}
+
 struct ConvertTfmToOneDnnPass
     : public tfm::impl::ConvertTfmToOneDnnPassBase<ConvertTfmToOneDnnPass> {
   void runOnOperation() override {
@@ -321,8 +385,19 @@ struct ConvertTfmToOneDnnPass
         ops.push_back(op);
     });
     IRRewriter rewriter(&getContext());
-    for (Operation *op : ops)
-      lower(rewriter, module, op);
+    llvm::SmallPtrSet<Operation *, 8> folded;
+    for (Operation *op : ops) {
+      if (folded.contains(op))
+        continue;
+      if (auto minRows = op->getAttrOfType<IntegerAttr>(kMinRowsAttr)) {
+        lowerByRows(rewriter, module, op, minRows.getInt());
+        continue;
+      }
+      ScaleOp scale = scaleOfProduct(op);
+      if (scale)
+        folded.insert(scale);
+      lower(rewriter, module, op, scale);
+    }
   }
 };
 
