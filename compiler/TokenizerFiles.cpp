@@ -1,0 +1,75 @@
+//===- TokenizerFiles.cpp - A model's tokenizer, carried along -----*- C++ -*-===//
+
+#include "compiler/TokenizerFiles.h"
+
+#include "runtime/src/EmbeddedFiles.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <cstring>
+
+using namespace llvm;
+
+static const char *const kTokenizerFileNames[] = {"source.spm", "target.spm",
+                                                  "vocab.json"};
+
+static Error fail(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message.str());
+}
+
+Expected<SmallVector<std::string, 3>>
+mlir::tfm::findTokenizerFiles(StringRef modelDir) {
+  SmallVector<std::string, 3> present, missing;
+  for (const char *name : kTokenizerFileNames) {
+    SmallString<256> path(modelDir);
+    sys::path::append(path, name);
+    (sys::fs::exists(path) ? present : missing).push_back(path.str().str());
+  }
+  if (present.empty() || missing.empty())
+    return present;
+  return fail(present.front() + " is there but not " + join(missing, ", ") +
+              ": a tokenizer needs source.spm, target.spm and vocab.json");
+}
+
+Error mlir::tfm::copyTokenizerFiles(ArrayRef<std::string> files,
+                                    StringRef outDir) {
+  for (const std::string &file : files) {
+    SmallString<256> target(outDir);
+    sys::path::append(target, sys::path::filename(file));
+    if (std::error_code ec = sys::fs::copy_file(file, target))
+      return fail("copying " + file + " to " + target + ": " + ec.message());
+  }
+  return Error::success();
+}
+
+Error mlir::tfm::appendEmbeddedFiles(raw_ostream &out, uint64_t position,
+                                     ArrayRef<std::string> files) {
+  if (files.empty())
+    return Error::success();
+  std::vector<tfm_runtime::EmbeddedFile> table;
+  for (const std::string &file : files) {
+    auto bytes = MemoryBuffer::getFile(file, /*IsText=*/false,
+                                       /*RequiresNullTerminator=*/false);
+    if (!bytes)
+      return fail(file + ": " + bytes.getError().message());
+    StringRef name = sys::path::filename(file);
+    tfm_runtime::EmbeddedFile entry{};
+    if (name.size() >= sizeof entry.name)
+      return fail(file + ": file name too long to embed");
+    std::memcpy(entry.name, name.data(), name.size());
+    entry.offset = position;
+    entry.size = (*bytes)->getBufferSize();
+    out << (*bytes)->getBuffer();
+    position += entry.size;
+    table.push_back(entry);
+  }
+  out.write(reinterpret_cast<const char *>(table.data()),
+            table.size() * sizeof(table[0]));
+  tfm_runtime::EmbeddedFilesTrailer trailer{table.size(), {}};
+  std::memcpy(trailer.magic, tfm_runtime::kEmbeddedFilesMagic, 8);
+  out.write(reinterpret_cast<const char *>(&trailer), sizeof trailer);
+  return Error::success();
+}
