@@ -294,7 +294,8 @@ public:
     total = totalBytes;
   }
 
-  void update(uint64_t bytesRead, size_t sentences, size_t tokens, bool last) {
+  /// `bytesDone`: of the input, how much has been translated.
+  void update(uint64_t bytesDone, size_t sentences, size_t tokens, bool last) {
     if (!enabled)
       return;
     auto now = std::chrono::steady_clock::now();
@@ -303,7 +304,7 @@ public:
     lastShown = now;
     double seconds = std::chrono::duration<double>(now - started).count();
     double rate = seconds > 0 ? 1 / seconds : 0;
-    int percent = total ? int(100 * bytesRead / total) : 100;
+    int percent = total ? int(100 * bytesDone / total) : 100;
     std::fprintf(stderr,
                  "\r\033[Ktranslator: %3d%% %zu sentences, %.1f sentences/s, "
                  "%.0f tokens/s%s",
@@ -579,10 +580,15 @@ int main(int argc, char **argv) {
   std::vector<Sentence> sentences;
   while (true) {
     sentences.clear();
+    uint64_t windowStart = reader.bytesRead;
     while (sentences.size() < window && reader.next(line, where))
       sentences.push_back({where, sourceIds(line, where), {}, {}});
     if (sentences.empty())
       break;
+    // The input translated so far, counting this window's share.
+    auto bytesDone = [&, windowEnd = reader.bytesRead](size_t done, size_t of) {
+      return windowStart + (windowEnd - windowStart) * done / std::max<size_t>(of, 1);
+    };
 
     // Batches of similar lengths pad less; results do not depend on them.
     std::vector<size_t> order;
@@ -625,7 +631,8 @@ int main(int argc, char **argv) {
         }
       }
       tfm_results_free(results);
-      progress.update(reader.bytesRead, sentencesDone + end, tokensOut, false);
+      progress.update(bytesDone(end, order.size()), sentencesDone + end,
+                      tokensOut, false);
     }
 
     std::string text;
@@ -651,7 +658,7 @@ int main(int argc, char **argv) {
       if (!s.firstLogits.empty())
         logitsFile.write(reinterpret_cast<const char *>(s.firstLogits.data()),
                          s.firstLogits.size() * sizeof(float));
-    progress.update(reader.bytesRead, sentencesDone, tokensOut, false);
+    progress.update(bytesDone(1, 1), sentencesDone, tokensOut, false);
   }
   out.close();
   if (logitsFile && !logitsFile.flush())
