@@ -1,9 +1,10 @@
 //===- TokenizerFiles.h - A model's tokenizer, carried along -------*- C++ -*-===//
 //
 // A checkpoint may have SentencePiece files in Marian's layout (source.spm,
-// target.spm, vocab.json). tfmc does not read them: it copies them beside
-// the translator, or embeds them in it with the weights
-// (runtime/src/EmbeddedFiles.h), and the runtime checks and uses them.
+// target.spm, vocab.json). tfmc checks vocab.json against the model and
+// copies the files beside the translator, or embeds them in it with the
+// weights (runtime/src/EmbeddedFiles.h); the runtime checks them all again
+// and uses them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,7 +21,8 @@ namespace mlir {
 namespace tfm {
 
 /// The tokenizer files of `modelDir`: all three paths, none (the model
-/// reads and writes ids), or an error naming the missing ones.
+/// reads and writes ids), or an error naming the missing ones or what is
+/// wrong with vocab.json (its size, </s> and <unk> against config.json).
 llvm::Expected<llvm::SmallVector<std::string, 3>>
 findTokenizerFiles(llvm::StringRef modelDir);
 
