@@ -1,4 +1,4 @@
-//===- TokenizerFiles.cpp - A model's tokenizer, carried along -----*- C++ -*-===//
+//===- TokenizerFiles.cpp - A model's tokenizer, carried along --*- C++ -*-===//
 
 #include "compiler/TokenizerFiles.h"
 

@@ -1,4 +1,4 @@
-//===- TokenizerFiles.h - A model's tokenizer, carried along -------*- C++ -*-===//
+//===- TokenizerFiles.h - A model's tokenizer, carried along ----*- C++ -*-===//
 //
 // A checkpoint may have SentencePiece files in Marian's layout (source.spm,
 // target.spm, vocab.json). tfmc checks vocab.json against the model and

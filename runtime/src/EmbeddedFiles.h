@@ -1,4 +1,4 @@
-//===- EmbeddedFiles.h - Model files inside a translator -----------*- C++ -*-===//
+//===- EmbeddedFiles.h - Model files inside a translator --------*- C++ -*-===//
 //
 // A translator with embedded weights (tfmc compile --embed-weights) carries
 // the model's other files too, the tokenizer's, so that the one executable
@@ -20,7 +20,8 @@
 
 namespace tfm_runtime {
 
-constexpr char kEmbeddedFilesMagic[8] = {'T', 'F', 'M', 'F', 'I', 'L', 'E', 'S'};
+constexpr char kEmbeddedFilesMagic[8] = {'T', 'F', 'M', 'F',
+                                         'I', 'L', 'E', 'S'};
 /// More files than this means the trailer is not what it seems.
 constexpr uint64_t kMaxEmbeddedFiles = 16;
 

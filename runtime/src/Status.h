@@ -1,4 +1,4 @@
-//===- Status.h - The runtime's error type -------------------------*- C++ -*-===//
+//===- Status.h - The runtime's error type ----------------------*- C++ -*-===//
 //
 // tfm_status is opaque in the C API; the runtime's sources share its
 // definition here.

@@ -1,4 +1,4 @@
-//===- Tokenizer.cpp - SentencePiece text in and out ----------------*- C++ -*-===//
+//===- Tokenizer.cpp - SentencePiece text in and out ------------*- C++ -*-===//
 //
 // Marian's layout: source.spm cuts the source text into pieces, vocab.json
 // maps pieces to ids in one vocabulary shared by both sides, target.spm
@@ -109,9 +109,11 @@ tfm_status readEmbeddedFiles(const std::string &path, bool &found,
     return nullptr; // embedded weights, no other files
   uint64_t weightsEnd = embed.offset + embed.size;
   if (trailer.count > tfm_runtime::kMaxEmbeddedFiles ||
-      trailer.count * sizeof(tfm_runtime::EmbeddedFile) > trailerAt - weightsEnd)
+      trailer.count * sizeof(tfm_runtime::EmbeddedFile) >
+          trailerAt - weightsEnd)
     return makeError(path + ": corrupt table of embedded files");
-  uint64_t tableAt = trailerAt - trailer.count * sizeof(tfm_runtime::EmbeddedFile);
+  uint64_t tableAt =
+      trailerAt - trailer.count * sizeof(tfm_runtime::EmbeddedFile);
   std::vector<tfm_runtime::EmbeddedFile> table(trailer.count);
   if (!readAt(file.fd, table.data(), trailer.count * sizeof(table[0]), tableAt))
     return makeError(path + ": cannot read: " + std::strerror(errno));
@@ -119,7 +121,8 @@ tfm_status readEmbeddedFiles(const std::string &path, bool &found,
     std::string name(entry.name, strnlen(entry.name, sizeof entry.name));
     if (entry.offset < weightsEnd || entry.offset > tableAt ||
         entry.size > tableAt - entry.offset)
-      return makeError(path + ": corrupt table of embedded files (" + name + ")");
+      return makeError(path + ": corrupt table of embedded files (" + name +
+                       ")");
     NamedBytes named{path + " (embedded " + name + ")", std::string(), name};
     named.bytes.resize(entry.size);
     if (!readAt(file.fd, named.bytes.data(), entry.size, entry.offset))
@@ -302,14 +305,30 @@ private:
         return fail(start, "unterminated string");
       char e = text[pos++];
       switch (e) {
-      case '"': out += '"'; break;
-      case '\\': out += '\\'; break;
-      case '/': out += '/'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 't': out += '\t'; break;
+      case '"':
+        out += '"';
+        break;
+      case '\\':
+        out += '\\';
+        break;
+      case '/':
+        out += '/';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
       case 'u': {
         uint32_t cp;
         if (!parseHex4(cp))
@@ -341,8 +360,9 @@ private:
            std::strchr("+-0123456789.eE", text[pos]) != nullptr)
       ++pos;
     std::string number = text.substr(start, pos - start);
-    bool digitsOnly = !number.empty() && number.size() <= 9 &&
-                      number.find_first_not_of("0123456789") == std::string::npos;
+    bool digitsOnly =
+        !number.empty() && number.size() <= 9 &&
+        number.find_first_not_of("0123456789") == std::string::npos;
     if (!digitsOnly)
       return fail(start, "the id of piece \"" + piece +
                              "\" is not a non-negative integer" +
@@ -359,12 +379,15 @@ tfm_status loadVocab(const NamedBytes &file, const tfm_model_config &config,
                      tfm_tokenizer_t &tok) {
   VocabParser parser(file.bytes);
   if (!parser.parse(tok.ids))
-    return makeError(file.name + ": not a valid vocabulary (a JSON object "
-                                 "from pieces to ids): " + parser.error);
+    return makeError(file.name +
+                     ": not a valid vocabulary (a JSON object "
+                     "from pieces to ids): " +
+                     parser.error);
   int64_t vocab = config.source_vocab_size;
   if (config.target_vocab_size != vocab)
-    return makeError(file.name + ": one vocabulary for source and target, "
-                                 "but the model's vocabularies differ (" +
+    return makeError(file.name +
+                     ": one vocabulary for source and target, "
+                     "but the model's vocabularies differ (" +
                      std::to_string(vocab) + " and " +
                      std::to_string(config.target_vocab_size) + ")");
   if (int64_t(tok.ids.size()) != vocab)
@@ -408,8 +431,19 @@ tfm_status loadSentencePiece(const NamedBytes &file,
                              sentencepiece::SentencePieceProcessor &sp) {
   sentencepiece::util::Status s = sp.LoadFromSerializedProto(file.bytes);
   if (!s.ok())
-    return makeError(file.name + ": not a SentencePiece model: " + s.ToString());
+    return makeError(file.name +
+                     ": not a SentencePiece model: " + s.ToString());
   return nullptr;
+}
+
+/// Runs `body`, an allocation failure becoming a status: no exception
+/// crosses the C API.
+template <typename Body> tfm_status guarded(const char *what, Body body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return makeError(std::string("out of memory ") + what);
+  }
 }
 
 } // namespace
@@ -418,25 +452,28 @@ extern "C" tfm_status tfm_tokenizer_open(const char *model_path,
                                          const tfm_model_config *config,
                                          tfm_tokenizer **out_tokenizer) {
   *out_tokenizer = nullptr;
-  std::string path = model_path;
-  std::vector<NamedBytes> files;
-  bool embedded = false;
-  if (tfm_status s = readEmbeddedFiles(path, embedded, files))
-    return s;
-  if (!embedded)
-    if (tfm_status s = readFilesBeside(path.substr(0, path.rfind('/') + 1), files))
+  return guarded("opening the tokenizer", [&]() -> tfm_status {
+    std::string path = model_path;
+    std::vector<NamedBytes> files;
+    bool embedded = false;
+    if (tfm_status s = readEmbeddedFiles(path, embedded, files))
       return s;
-  if (files.empty())
+    if (!embedded)
+      if (tfm_status s =
+              readFilesBeside(path.substr(0, path.rfind('/') + 1), files))
+        return s;
+    if (files.empty())
+      return nullptr;
+    auto tok = std::make_unique<tfm_tokenizer_t>();
+    if (tfm_status s = loadSentencePiece(files[0], tok->source))
+      return s;
+    if (tfm_status s = loadSentencePiece(files[1], tok->target))
+      return s;
+    if (tfm_status s = loadVocab(files[2], *config, *tok))
+      return s;
+    *out_tokenizer = tok.release();
     return nullptr;
-  auto tok = std::make_unique<tfm_tokenizer_t>();
-  if (tfm_status s = loadSentencePiece(files[0], tok->source))
-    return s;
-  if (tfm_status s = loadSentencePiece(files[1], tok->target))
-    return s;
-  if (tfm_status s = loadVocab(files[2], *config, *tok))
-    return s;
-  *out_tokenizer = tok.release();
-  return nullptr;
+  });
 }
 
 extern "C" void tfm_tokenizer_close(tfm_tokenizer *tokenizer) {
@@ -449,22 +486,25 @@ extern "C" tfm_status tfm_tokenizer_encode(const tfm_tokenizer *tok,
                                            int32_t *out_length) {
   *out_ids = nullptr;
   *out_length = 0;
-  std::vector<std::string> pieces;
-  sentencepiece::util::Status s =
-      tok->source.Encode(absl::string_view(text, length), &pieces);
-  if (!s.ok())
-    return makeError("cannot cut the text into pieces: " + s.ToString());
-  auto *ids = static_cast<int32_t *>(std::malloc((pieces.size() + 1) * sizeof(int32_t)));
-  if (!ids)
-    return makeError("out of memory encoding a sentence");
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    auto it = tok->ids.find(pieces[i]);
-    ids[i] = it == tok->ids.end() ? tok->unk : it->second;
-  }
-  ids[pieces.size()] = tok->eos; // Marian ends every source with EOS
-  *out_ids = ids;
-  *out_length = int32_t(pieces.size() + 1);
-  return nullptr;
+  return guarded("encoding a sentence", [&]() -> tfm_status {
+    std::vector<std::string> pieces;
+    sentencepiece::util::Status s =
+        tok->source.Encode(absl::string_view(text, length), &pieces);
+    if (!s.ok())
+      return makeError("cannot cut the text into pieces: " + s.ToString());
+    auto *ids = static_cast<int32_t *>(
+        std::malloc((pieces.size() + 1) * sizeof(int32_t)));
+    if (!ids)
+      return makeError("out of memory encoding a sentence");
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      auto it = tok->ids.find(pieces[i]);
+      ids[i] = it == tok->ids.end() ? tok->unk : it->second;
+    }
+    ids[pieces.size()] = tok->eos; // Marian ends every source with EOS
+    *out_ids = ids;
+    *out_length = int32_t(pieces.size() + 1);
+    return nullptr;
+  });
 }
 
 extern "C" tfm_status tfm_tokenizer_decode(const tfm_tokenizer *tok,
@@ -473,26 +513,28 @@ extern "C" tfm_status tfm_tokenizer_decode(const tfm_tokenizer *tok,
                                            size_t *out_length) {
   *out_text = nullptr;
   *out_length = 0;
-  std::vector<std::string> pieces;
-  for (int32_t i = 0; i < length; ++i) {
-    if (ids[i] < 0 || size_t(ids[i]) >= tok->pieces.size())
-      return makeError("token id " + std::to_string(ids[i]) +
-                       " is outside the vocabulary of " +
-                       std::to_string(tok->pieces.size()));
-    if (ids[i] != tok->eos && ids[i] != tok->pad)
-      pieces.push_back(tok->pieces[ids[i]]);
-  }
-  std::string text;
-  sentencepiece::util::Status s = tok->target.Decode(pieces, &text);
-  if (!s.ok())
-    return makeError("cannot join pieces into text: " + s.ToString());
-  char *copy = static_cast<char *>(std::malloc(text.size() + 1));
-  if (!copy)
-    return makeError("out of memory decoding a sentence");
-  std::memcpy(copy, text.c_str(), text.size() + 1);
-  *out_text = copy;
-  *out_length = text.size();
-  return nullptr;
+  return guarded("decoding a sentence", [&]() -> tfm_status {
+    std::vector<std::string> pieces;
+    for (int32_t i = 0; i < length; ++i) {
+      if (ids[i] < 0 || size_t(ids[i]) >= tok->pieces.size())
+        return makeError("token id " + std::to_string(ids[i]) +
+                         " is outside the vocabulary of " +
+                         std::to_string(tok->pieces.size()));
+      if (ids[i] != tok->eos && ids[i] != tok->pad)
+        pieces.push_back(tok->pieces[ids[i]]);
+    }
+    std::string text;
+    sentencepiece::util::Status s = tok->target.Decode(pieces, &text);
+    if (!s.ok())
+      return makeError("cannot join pieces into text: " + s.ToString());
+    char *copy = static_cast<char *>(std::malloc(text.size() + 1));
+    if (!copy)
+      return makeError("out of memory decoding a sentence");
+    std::memcpy(copy, text.c_str(), text.size() + 1);
+    *out_text = copy;
+    *out_length = text.size();
+    return nullptr;
+  });
 }
 
 extern "C" void tfm_free(void *memory) { std::free(memory); }

@@ -1,4 +1,4 @@
-//===- main.cpp - The compiled translator's command line -----------*- C++ -*-===//
+//===- main.cpp - The compiled translator's command line --------*- C++ -*-===//
 //
 // Reads one sentence a line (text, or token ids) from stdin or files and
 // writes one translation a line in the same order. Linked by tfmc with the
@@ -14,21 +14,23 @@
 #include "tfm/runtime.h"
 
 #include "runtime/src/ModelInfo.h"
+#include "tools/translator/Lines.h"
+#include "tools/translator/Progress.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
 #include <csignal>
-#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
+
+using namespace tfm_translator;
 
 namespace {
 
@@ -74,13 +76,6 @@ shows the sentences done, sentences/s and output tokens/s.
 /// Lines read and translated together: a few batches, so that sentences of
 /// similar length can share a batch.
 constexpr size_t kBatchesPerWindow = 4;
-/// Warnings printed before they are only counted.
-constexpr size_t kWarningsShown = 20;
-
-[[noreturn]] void die(const std::string &message) {
-  std::fprintf(stderr, "translator: error: %s\n", message.c_str());
-  std::exit(1);
-}
 
 long parseInt(const char *flag, const char *value, long min) {
   char *end = nullptr;
@@ -130,270 +125,6 @@ std::string defaultWeights() {
   dir = dir.substr(0, dir.rfind('/') + 1);
   return dir + "model.tfmw";
 }
-
-/// Replaces each maximal invalid subsequence of `text` with U+FFFD, as the
-/// Unicode standard recommends (and Python's errors="replace" does): a byte
-/// that cannot start a sequence is one; a valid start followed by too few
-/// valid continuation bytes is one, covering the bytes that were valid so
-/// far. Returns whether anything was replaced.
-bool replaceInvalidUtf8(std::string &text) {
-  static const char kReplacement[] = "\xEF\xBF\xBD";
-  std::string out;
-  bool replaced = false;
-  size_t i = 0, n = text.size(), copiedUpTo = 0;
-  auto byte = [&](size_t k) { return (unsigned char)text[k]; };
-  while (i < n) {
-    unsigned char c = byte(i);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    // Sequence length, and the range allowed for the second byte (which
-    // excludes overlong forms, surrogates and code points past U+10FFFF).
-    size_t length = 0;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-      length = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      length = 3;
-      if (c == 0xE0)
-        lo = 0xA0;
-      else if (c == 0xED)
-        hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      length = 4;
-      if (c == 0xF0)
-        lo = 0x90;
-      else if (c == 0xF4)
-        hi = 0x8F;
-    }
-    size_t valid = 1; // bytes of the sequence seen valid so far
-    if (length)
-      for (; valid < length && i + valid < n; ++valid) {
-        unsigned char next = byte(i + valid);
-        unsigned char low = valid == 1 ? lo : 0x80, high = valid == 1 ? hi : 0xBF;
-        if (next < low || next > high)
-          break;
-      }
-    if (length && valid == length) {
-      i += length;
-      continue;
-    }
-    out.append(text, copiedUpTo, i - copiedUpTo);
-    out += kReplacement;
-    i += valid;
-    copiedUpTo = i;
-    replaced = true;
-  }
-  if (replaced) {
-    out.append(text, copiedUpTo, std::string::npos);
-    text.swap(out);
-  }
-  return replaced;
-}
-
-bool isBlank(const std::string &line) {
-  return line.find_first_not_of(" \t\r\v\f") == std::string::npos;
-}
-
-/// Where a line came from, for messages: "FILE:LINE" or "stdin:LINE".
-struct Location {
-  const std::string *input;
-  size_t line;
-  std::string str() const { return *input + ":" + std::to_string(line); }
-};
-
-/// Reads the lines of several inputs in turn ("-": stdin), one at a time.
-class LineReader {
-public:
-  explicit LineReader(std::vector<std::string> inputs) : inputs(std::move(inputs)) {
-    if (this->inputs.empty())
-      this->inputs.push_back("-");
-    for (std::string &input : this->inputs)
-      names.push_back(input == "-" ? "stdin" : input);
-  }
-  ~LineReader() {
-    closeCurrent();
-    std::free(buffer);
-  }
-
-  /// All inputs are files whose sizes are known (for the progress line).
-  bool allFiles(uint64_t &totalBytes) const {
-    totalBytes = 0;
-    for (const std::string &input : inputs) {
-      struct stat st;
-      if (input == "-" || stat(input.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-        return false;
-      totalBytes += uint64_t(st.st_size);
-    }
-    return true;
-  }
-
-  /// Fails (exits) if an input cannot be opened, before any work is done.
-  void checkReadable() const {
-    for (const std::string &input : inputs)
-      if (input != "-" && access(input.c_str(), R_OK) != 0)
-        die(input + ": cannot open: " + std::strerror(errno));
-  }
-
-  bool next(std::string &line, Location &where) {
-    while (true) {
-      if (!file) {
-        if (current >= inputs.size())
-          return false;
-        openCurrent();
-      }
-      errno = 0;
-      ssize_t n = getline(&buffer, &capacity, file);
-      if (n >= 0) {
-        bytesRead += uint64_t(n);
-        if (n > 0 && buffer[n - 1] == '\n')
-          --n;
-        line.assign(buffer, size_t(n));
-        where = {&names[current], ++lineNo};
-        return true;
-      }
-      if (std::ferror(file))
-        die(names[current] + ": cannot read: " + std::strerror(errno));
-      closeCurrent();
-      ++current;
-    }
-  }
-
-  uint64_t bytesRead = 0;
-
-private:
-  void openCurrent() {
-    lineNo = 0;
-    if (inputs[current] == "-") {
-      file = stdin;
-      return;
-    }
-    file = std::fopen(inputs[current].c_str(), "rb");
-    if (!file)
-      die(inputs[current] + ": cannot open: " + std::strerror(errno));
-  }
-  void closeCurrent() {
-    if (file && file != stdin)
-      std::fclose(file);
-    file = nullptr;
-  }
-
-  std::vector<std::string> inputs, names;
-  size_t current = 0, lineNo = 0;
-  FILE *file = nullptr;
-  char *buffer = nullptr;
-  size_t capacity = 0;
-};
-
-/// The progress line on stderr, rewritten in place; off unless enabled.
-class Progress {
-public:
-  void enable(uint64_t totalBytes) {
-    enabled = true;
-    total = totalBytes;
-  }
-
-  /// `bytesDone`: of the input, how much has been translated.
-  void update(uint64_t bytesDone, size_t sentences, size_t tokens, bool last) {
-    if (!enabled)
-      return;
-    auto now = std::chrono::steady_clock::now();
-    if (!last && shown && now - lastShown < std::chrono::milliseconds(200))
-      return;
-    lastShown = now;
-    double seconds = std::chrono::duration<double>(now - started).count();
-    double rate = seconds > 0 ? 1 / seconds : 0;
-    int percent = total ? int(100 * bytesDone / total) : 100;
-    std::fprintf(stderr,
-                 "\r\033[Ktranslator: %3d%% %zu sentences, %.1f sentences/s, "
-                 "%.0f tokens/s%s",
-                 percent, sentences, sentences * rate, tokens * rate,
-                 last ? "\n" : "");
-    shown = !last;
-  }
-
-  /// Clears the line so that a message can be printed in its place.
-  void clear() {
-    if (shown)
-      std::fputs("\r\033[K", stderr);
-    shown = false;
-  }
-
-private:
-  bool enabled = false, shown = false;
-  uint64_t total = 0;
-  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now(),
-                                        lastShown;
-};
-
-/// Warnings about input lines: the first few printed, all counted.
-class Warnings {
-public:
-  Warnings(bool quiet, Progress &progress) : quiet(quiet), progress(progress) {}
-
-  void warn(const Location &where, const char *format, ...)
-      __attribute__((format(printf, 3, 4))) {
-    ++count;
-    if (quiet || count > kWarningsShown)
-      return;
-    progress.clear();
-    std::fprintf(stderr, "translator: warning: %s: ", where.str().c_str());
-    va_list args;
-    va_start(args, format);
-    std::vfprintf(stderr, format, args);
-    va_end(args);
-    std::fputc('\n', stderr);
-  }
-
-  /// How many went unprinted, if any did.
-  void summarize() {
-    if (quiet || count <= kWarningsShown)
-      return;
-    progress.clear();
-    std::fprintf(stderr, "translator: %zu warnings in all (the first %zu shown)\n",
-                 count, kWarningsShown);
-  }
-
-private:
-  bool quiet;
-  Progress &progress;
-  size_t count = 0;
-};
-
-/// Writes output, and says so if it cannot.
-class Output {
-public:
-  explicit Output(const std::string &path) : name(path.empty() ? "stdout" : path) {
-    file = path.empty() ? stdout : std::fopen(path.c_str(), "wb");
-    if (!file)
-      die(path + ": cannot write: " + std::strerror(errno));
-  }
-  void write(const std::string &text) {
-    if (std::fwrite(text.data(), 1, text.size(), file) != text.size())
-      failed();
-  }
-  void flush() {
-    if (std::fflush(file) != 0)
-      failed();
-  }
-  void close() {
-    flush();
-    if (file != stdout && std::fclose(file) != 0)
-      failed();
-  }
-
-private:
-  [[noreturn]] void failed() {
-    // A reader that went away (`| head` with SIGPIPE ignored) ends us as
-    // quietly as SIGPIPE would.
-    if (errno == EPIPE)
-      std::_Exit(141);
-    die(name + ": cannot write: " + std::strerror(errno));
-  }
-  std::string name;
-  FILE *file;
-};
 
 /// One input line on its way through.
 struct Sentence {
@@ -469,8 +200,8 @@ int main(int argc, char **argv) {
     }
   }
   if (opts.n_best > opts.beam_size)
-    die("--n-best " + std::to_string(opts.n_best) +
-        " exceeds --beam-size " + std::to_string(opts.beam_size));
+    die("--n-best " + std::to_string(opts.n_best) + " exceeds --beam-size " +
+        std::to_string(opts.beam_size));
   LineReader reader(inputs);
   reader.checkReadable();
 
@@ -494,11 +225,12 @@ int main(int argc, char **argv) {
     inputFormat = fallback;
   if (outputFormat == Format::Default)
     outputFormat = fallback;
-  if (!tokenizer && (inputFormat == Format::Text || outputFormat == Format::Text))
+  if (!tokenizer &&
+      (inputFormat == Format::Text || outputFormat == Format::Text))
     die(std::string("--") + (inputFormat == Format::Text ? "input" : "output") +
         "-format text needs a tokenizer, and this model has none (no "
-        "source.spm, target.spm and vocab.json with " + weights +
-        "); use ids");
+        "source.spm, target.spm and vocab.json with " +
+        weights + "); use ids");
   auto loaded = now();
   double translateSeconds = 0;
 
@@ -531,7 +263,8 @@ int main(int argc, char **argv) {
       tfm_free(encoded);
     } else {
       size_t pos = 0;
-      while ((pos = line.find_first_not_of(" \t\r\v\f", pos)) != std::string::npos) {
+      while ((pos = line.find_first_not_of(" \t\r\v\f", pos)) !=
+             std::string::npos) {
         size_t end = line.find_first_of(" \t\r\v\f", pos);
         std::string tok = line.substr(pos, end - pos);
         pos = end;
@@ -545,7 +278,8 @@ int main(int argc, char **argv) {
       }
     }
     if (int64_t(ids.size()) > cfg.max_positions) {
-      warnings.warn(where, "%zu tokens, truncated to the model's %lld positions",
+      warnings.warn(where,
+                    "%zu tokens, truncated to the model's %lld positions",
                     ids.size(), (long long)cfg.max_positions);
       // Keep the sentence's end: EOS stays last.
       bool endsInEos = ids.back() == cfg.eos_token_id;
@@ -565,8 +299,8 @@ int main(int argc, char **argv) {
     }
     char *text = nullptr;
     size_t length = 0;
-    if (tfm_status s = tfm_tokenizer_decode(tokenizer, tokens.data(),
-                                            int32_t(tokens.size()), &text, &length))
+    if (tfm_status s = tfm_tokenizer_decode(
+            tokenizer, tokens.data(), int32_t(tokens.size()), &text, &length))
       die(where.str() + ": " + tfm_status_message(s));
     std::string result(text, length);
     tfm_free(text);
@@ -587,7 +321,8 @@ int main(int argc, char **argv) {
       break;
     // The input translated so far, counting this window's share.
     auto bytesDone = [&, windowEnd = reader.bytesRead](size_t done, size_t of) {
-      return windowStart + (windowEnd - windowStart) * done / std::max<size_t>(of, 1);
+      return windowStart +
+             (windowEnd - windowStart) * done / std::max<size_t>(of, 1);
     };
 
     // Batches of similar lengths pad less; results do not depend on them.
@@ -608,15 +343,18 @@ int main(int argc, char **argv) {
       }
       tfm_results *results = nullptr;
       auto batchStart = now();
-      if (tfm_status s = tfm_translate(model, &opts, ptrs.data(), lengths.data(),
-                                       int32_t(ptrs.size()), &results))
+      if (tfm_status s =
+              tfm_translate(model, &opts, ptrs.data(), lengths.data(),
+                            int32_t(ptrs.size()), &results))
         die(sentences[order[begin]].where.str() + " (in a batch of " +
             std::to_string(ptrs.size()) + "): " + tfm_status_message(s));
-      translateSeconds += std::chrono::duration<double>(now() - batchStart).count();
+      translateSeconds +=
+          std::chrono::duration<double>(now() - batchStart).count();
       for (size_t k = begin; k < end; ++k) {
         Sentence &s = sentences[order[k]];
         int32_t index = int32_t(k - begin);
-        int32_t count = std::min(tfm_results_count(results, index), opts.n_best);
+        int32_t count =
+            std::min(tfm_results_count(results, index), opts.n_best);
         for (int32_t rank = 0; rank < count; ++rank) {
           int32_t len = 0;
           const int32_t *toks = tfm_results_tokens(results, index, rank, &len);
@@ -668,7 +406,8 @@ int main(int argc, char **argv) {
   tfm_tokenizer_close(tokenizer);
   tfm_model_close(model);
   if (timing)
-    std::fprintf(stderr, "translator: load %.4f s, translate %.4f s, %zu lines\n",
+    std::fprintf(stderr,
+                 "translator: load %.4f s, translate %.4f s, %zu lines\n",
                  std::chrono::duration<double>(loaded - started).count(),
                  translateSeconds, sentencesDone);
   return 0;
