@@ -57,9 +57,8 @@ public:
 private:
   bool enabled = false, shown = false;
   uint64_t total = 0;
-  std::chrono::steady_clock::time_point started =
-                                            std::chrono::steady_clock::now(),
-                                        lastShown;
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point started = Clock::now(), lastShown;
 };
 
 /// Warnings about input lines: the first few printed, all counted.
