@@ -9,6 +9,7 @@
 #include "tfm/runtime.h"
 
 #include "runtime/src/ModelInfo.h"
+#include "runtime/src/Status.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 
@@ -29,15 +30,9 @@
 #include <unistd.h>
 #include <vector>
 
-struct tfm_status_t {
-  std::string message;
-};
+using tfm_runtime::makeError;
 
 namespace {
-
-tfm_status makeError(std::string message) {
-  return new tfm_status_t{std::move(message)};
-}
 
 /// A 64-byte-aligned float buffer.
 struct Buffer {

@@ -5,11 +5,17 @@
                      [--pre-norm] [--untied] [--separate-embeddings]
                      [--positions table|sinusoidal] [--no-logits-bias]
                      [--dtype F32|F16|BF16] [--eos-bias B] [--seed S]
-                     [--sentences N]
+                     [--sentences N] [--tokenizer] [--spm-vocab N]
 
 OUT_DIR gets config.json, model.safetensors and source.ids (token ids, one
 sentence a line, EOS last). Weights are random but seeded, so the same
 options always give the same bytes. Needs only numpy.
+
+--tokenizer also trains SentencePiece models on the small committed corpus
+(Inputs/corpus.en for source.spm, Inputs/corpus.de for target.spm; needs
+python3-sentencepiece) and writes vocab.json in Marian's layout: one shared
+vocabulary, </s> = 0, <unk> = 1, the pieces of both models, <pad> last. The
+model's vocabulary is then that vocabulary.
 """
 import argparse
 import json
@@ -45,8 +51,40 @@ def sinusoids(n_pos, dim, interleaved):
     return out
 
 
-def build(args):
+def train_spm(text_path, vocab_size):
+    """A unigram SentencePiece model of `text_path`, serialized; training is
+    single-threaded and unshuffled, so the bytes are deterministic."""
+    import io
+    import sentencepiece as spm
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        input=text_path, model_writer=model, vocab_size=vocab_size,
+        hard_vocab_limit=False, character_coverage=1.0, model_type="unigram",
+        num_threads=1, shuffle_input_sentence=False, input_sentence_size=0,
+        minloglevel=2)
+    return model.getvalue()
+
+
+def marian_vocab(*spm_models):
+    """Marian's shared vocabulary over SentencePiece models: </s> 0, <unk> 1,
+    then every piece (SentencePiece's own control and unknown symbols left
+    out) in order of first appearance, <pad> last."""
+    import sentencepiece as spm
+    vocab = {"</s>": 0, "<unk>": 1}
+    for proto in spm_models:
+        sp = spm.SentencePieceProcessor(model_proto=proto)
+        for i in range(sp.get_piece_size()):
+            if sp.is_control(i) or sp.is_unknown(i):
+                continue
+            vocab.setdefault(sp.id_to_piece(i), len(vocab))
+    vocab["<pad>"] = len(vocab)
+    return vocab
+
+
+def build(args, vocab_override=None):
     d, heads, ffn, n_enc, n_dec, vocab = SIZES[args.size]
+    if vocab_override:
+        vocab = vocab_override
     rng = np.random.default_rng(args.seed)
     eos, pad = 0, vocab - 1
     config = {
@@ -144,10 +182,25 @@ def main():
                     help="added to EOS's logits bias")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--sentences", type=int, default=16)
+    ap.add_argument("--tokenizer", action="store_true",
+                    help="train source.spm/target.spm on Inputs/corpus.{en,de}, write vocab.json")
+    ap.add_argument("--spm-vocab", type=int, default=300,
+                    help="pieces per SentencePiece model (at most; the corpus is small)")
     args = ap.parse_args()
 
-    config, tensors, sentences = build(args)
     os.makedirs(args.out, exist_ok=True)
+    vocab = None
+    if args.tokenizer:
+        inputs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "Inputs")
+        source = train_spm(os.path.join(inputs, "corpus.en"), args.spm_vocab)
+        target = train_spm(os.path.join(inputs, "corpus.de"), args.spm_vocab)
+        vocab = marian_vocab(source, target)
+        for name, proto in (("source.spm", source), ("target.spm", target)):
+            with open(os.path.join(args.out, name), "wb") as f:
+                f.write(proto)
+        with open(os.path.join(args.out, "vocab.json"), "w", encoding="utf-8") as f:
+            json.dump(vocab, f, ensure_ascii=False, indent=2)
+    config, tensors, sentences = build(args, len(vocab) if vocab else None)
     with open(os.path.join(args.out, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
     safetensors_io.write(os.path.join(args.out, "model.safetensors"), tensors, args.dtype)

@@ -5,12 +5,15 @@
                [--max-length-ratio R] [--min-length N] [--length-penalty A]
                [--suppress-eos] [--batch-size N] [--threads N] [--timing]
                [--dump-first-logits FILE]
+               [--input-format text|ids] [--output-format text|ids]
+               [--encode-only]
 
 The model of a Hugging Face MarianMT-style checkpoint, written directly in
 PyTorch from "Attention is all you need" and independently of the compiler,
 with greedy and beam search defined exactly as the runtime's (see
 runtime/src/Runtime.cpp). Reads token-id lines like the translator and
-writes the same output format, in padded batches. Run it with
+writes the same output format, in padded batches; with a SentencePiece
+tokenizer in MODEL_DIR it reads and writes text (text_io.py). Run it with
 /usr/bin/python3 (Debian's python3-torch and python3-numpy).
 """
 import argparse
@@ -26,6 +29,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
 import safetensors_io  # noqa: E402
+import text_io  # noqa: E402
 
 torch.set_grad_enabled(False)
 
@@ -297,15 +301,45 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--timing", action="store_true",
                     help="report load and translation seconds on stderr")
+    ap.add_argument("--input-format", choices=["text", "ids"],
+                    help="default: text if MODEL_DIR has a tokenizer, else ids")
+    ap.add_argument("--output-format", choices=["text", "ids"],
+                    help="default: text if MODEL_DIR has a tokenizer, else ids")
+    ap.add_argument("--encode-only", action="store_true",
+                    help="print each line's source ids (EOS last, truncated) and stop")
     opts = ap.parse_args()
+    default_format = "text" if text_io.has_tokenizer(opts.model) else "ids"
+    input_format = opts.input_format or default_format
+    output_format = opts.output_format or default_format
     set_threads(opts.threads)
     started = time.perf_counter()
     model = Model(opts.model)
+    c = model.c
+    tokenizer = None
+    if "text" in (input_format, output_format):
+        tokenizer = text_io.Tokenizer(opts.model, c["eos_token_id"], c["pad_token_id"])
     loaded = time.perf_counter()
-    lines = open(opts.input).read().splitlines() if opts.input else sys.stdin.read().splitlines()
+    data = open(opts.input, "rb").read() if opts.input else sys.stdin.buffer.read()
+    lines = text_io.read_lines(data)
+
+    def source_ids(line):
+        if input_format == "text":
+            ids = tokenizer.encode(line)
+        else:
+            ids = [int(t) for t in line.split()]
+        return text_io.truncate(ids, c["max_position_embeddings"], c["eos_token_id"])
+
+    def show(tokens):
+        return tokenizer.decode(tokens) if output_format == "text" else " ".join(map(str, tokens))
+
+    sys.stdout.reconfigure(encoding="utf-8", newline="\n")
+    if opts.encode_only:
+        for line in lines:
+            print(" ".join(map(str, source_ids(line))))
+        return
     logits_out = open(opts.dump_first_logits, "wb") if opts.dump_first_logits else None
     for begin in range(0, len(lines), opts.batch_size):
-        batch = [(i, [int(t) for t in lines[i].split()])
+        batch = [(i, source_ids(lines[i]))
                  for i in range(begin, min(begin + opts.batch_size, len(lines)))]
         nonempty = [(i, src) for i, src in batch if src]
         hyps, first = translate(model, [src for _, src in nonempty], opts) if nonempty else ([], None)
@@ -315,7 +349,7 @@ def main():
                 print("" if opts.n_best == 1 else f"{index} |||  ||| 0")
                 continue
             for tokens, score in hyps[found[index]]:
-                text = " ".join(map(str, tokens))
+                text = show(tokens)
                 print(text if opts.n_best == 1 else f"{index} ||| {text} ||| {score:g}")
             if logits_out:
                 logits_out.write(first[found[index]].numpy().astype("<f4").tobytes())

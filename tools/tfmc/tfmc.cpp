@@ -8,15 +8,16 @@
 //
 // `import` reads a MarianMT-style checkpoint and prints the model as `tfm`
 // IR in primitive form. `compile` runs the compiler's pipeline on it: to a
-// translator (OUT_DIR/translator and its weights OUT_DIR/model.tfmw), or up
-// to an IR phase; MLIR's pass-manager options (print the IR after any pass,
-// timing) apply.
+// translator (OUT_DIR/translator and its weights OUT_DIR/model.tfmw, plus
+// the model's tokenizer files if it has them), or up to an IR phase; MLIR's
+// pass-manager options (print the IR after any pass, timing) apply.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Codegen.h"
 #include "compiler/Importer.h"
 #include "compiler/Safetensors.h"
+#include "compiler/TokenizerFiles.h"
 #include "compiler/WeightsFile.h"
 #include "runtime/src/ModelInfo.h"
 #include "passes/PassStatistics.h"
@@ -91,7 +92,8 @@ static const char *kUsage =
     "[--backend=llvm|onednn|auto]\n"
     "  tfmc compile MODEL_DIR --compile-to=input|fused|llvm [-o out.mlir]\n\n"
     "MODEL_DIR holds config.json and model.safetensors (Hugging Face "
-    "MarianMT layout).\n";
+    "MarianMT layout),\nand for text in and out source.spm, target.spm and "
+    "vocab.json.\n";
 
 static int reportError(const Twine &message) {
   WithColor::error(errs(), "tfmc") << message << "\n";
@@ -156,7 +158,8 @@ static int linkTranslator(StringRef objectPath, StringRef translatorPath,
   args.append({ompDir, ompRpath, "-lomp"});
   if (withOneDnn)
     args.push_back("-ldnnl");
-  args.append({"-lm", "-lpthread"});
+  // The runtime's text I/O needs SentencePiece (a shared library).
+  args.append({"-lm", "-lpthread", TFM_SENTENCEPIECE_LIB});
   std::string errorMessage;
   int rc = sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
                                &errorMessage);
@@ -166,9 +169,11 @@ static int linkTranslator(StringRef objectPath, StringRef translatorPath,
   return 0;
 }
 
-/// Appends the weights to the translator, page-aligned, with a trailer
-/// that the runtime finds at the end of its own executable.
-static int embed(StringRef translatorPath, StringRef weightsPath) {
+/// Appends the weights to the translator, page-aligned, then the tokenizer
+/// files, with a trailer that the runtime finds at the end of its own
+/// executable.
+static int embed(StringRef translatorPath, StringRef weightsPath,
+                 ArrayRef<std::string> tokenizerFiles) {
   auto weights = MemoryBuffer::getFile(weightsPath, /*IsText=*/false,
                                        /*RequiresNullTerminator=*/false);
   if (!weights)
@@ -183,6 +188,9 @@ static int embed(StringRef translatorPath, StringRef weightsPath) {
   uint64_t offset = (size + 4095) / 4096 * 4096;
   out.write_zeros(offset - size);
   out << (*weights)->getBuffer();
+  if (Error err = mlir::tfm::appendEmbeddedFiles(
+          out, offset + (*weights)->getBufferSize(), tokenizerFiles))
+    return reportError(toString(std::move(err)));
   tfm_runtime::EmbedTrailer trailer{offset, (*weights)->getBufferSize(), {}};
   std::memcpy(trailer.magic, tfm_runtime::kEmbedMagic, 8);
   out.write(reinterpret_cast<const char *>(&trailer), sizeof trailer);
@@ -210,6 +218,10 @@ static int compileTranslator(mlir::ModuleOp module) {
       mlir::tfm::SafetensorsFile::open(checkpointPath);
   if (!checkpoint)
     return reportError(toString(checkpoint.takeError()));
+  Expected<SmallVector<std::string, 3>> tokenizerFiles =
+      mlir::tfm::findTokenizerFiles(modelDir);
+  if (!tokenizerFiles)
+    return reportError(toString(tokenizerFiles.takeError()));
   if (Error err = mlir::tfm::writeWeightsFile(module, *checkpoint, weights))
     return reportError(toString(std::move(err)));
   mlir::tfm::CodegenOptions options;
@@ -221,7 +233,9 @@ static int compileTranslator(mlir::ModuleOp module) {
     return rc;
   sys::fs::remove(object);
   if (embedWeights)
-    return embed(translator, weights);
+    return embed(translator, weights, *tokenizerFiles);
+  if (Error err = mlir::tfm::copyTokenizerFiles(*tokenizerFiles, outputFile))
+    return reportError(toString(std::move(err)));
   return 0;
 }
 

@@ -1,43 +1,54 @@
-//===- main.cpp - The compiled translator's command line -----------*- C++ -*-===//
+//===- main.cpp - The compiled translator's command line --------*- C++ -*-===//
 //
-// Reads one sentence a line (token ids, EOS last as the model expects) and
+// Reads one sentence a line (text, or token ids) from stdin or files and
 // writes one translation a line in the same order. Linked by tfmc with the
 // compiled model and the runtime; needs nothing else at run time but its
-// weights (next to it, embedded in it, or named by --weights).
+// weights and tokenizer (next to it, embedded in it, or named by --weights).
+//
+// Input is streamed: a window of lines is read, translated in batches of
+// similar length, and written before the next is read, so memory does not
+// grow with the input.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tfm/runtime.h"
 
 #include "runtime/src/ModelInfo.h"
+#include "tools/translator/Lines.h"
+#include "tools/translator/Progress.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <iostream>
-#include <numeric>
-#include <sstream>
 #include <string>
 #include <unistd.h>
 #include <vector>
 
+using namespace tfm_translator;
+
 namespace {
 
-const char *kHelp = R"(usage: translator [options] [INPUT]
+const char *kHelp = R"(usage: translator [options] [INPUT...]
 
-Translates INPUT (default: stdin), one sentence of space-separated token ids
-a line, and writes one translation a line (token ids) in the same order.
+Translates the lines of the INPUT files (default, or '-': stdin), one
+sentence a line, and writes one translation a line in the same order. Blank
+lines give empty lines. Text is UTF-8; invalid bytes are replaced by U+FFFD
+and a line longer than the model's positions is cut, each with a warning.
 
 options:
+      --input-format text|ids   sentences as text, or as space-separated
+                           token ids ending in EOS   [text if the model has
+                           a tokenizer, else ids]
+      --output-format text|ids  translations as text or token ids [likewise]
   -b, --beam-size N        beam width (1: greedy)              [1]
   -n, --n-best N           print the N best hypotheses of each sentence as
-                           "INDEX ||| TOKENS ||| SCORE" lines     [1]
+                           "INDEX ||| TRANSLATION ||| SCORE" lines [1]
       --batch-size N       sentences decoded together           [32]
       --max-length N       at most N target tokens              [256]
       --max-length-ratio R also at most R * source length + 5   [off]
@@ -47,19 +58,24 @@ options:
                            tokens (benchmarks)
       --threads N          worker threads                       [2]
       --weights FILE       the weights file (default: embedded, else
-                           model.tfmw next to the translator)
+                           model.tfmw next to the translator); the tokenizer
+                           (source.spm, target.spm, vocab.json) is looked for
+                           in the same file or beside it
   -o, --output FILE        write translations to FILE (default: stdout)
+  -q, --quiet              no warnings, no progress (errors still print)
       --timing             report load and translation seconds on stderr
       --dump-first-logits FILE
                            write each sentence's first-step logits (f32,
                            little-endian) to FILE, for testing
   -h, --help               this text
+
+When stderr is a terminal and the input comes from files, a progress line
+shows the sentences done, sentences/s and output tokens/s.
 )";
 
-[[noreturn]] void die(const std::string &message) {
-  std::fprintf(stderr, "translator: error: %s\n", message.c_str());
-  std::exit(1);
-}
+/// Lines read and translated together: a few batches, so that sentences of
+/// similar length can share a batch.
+constexpr size_t kBatchesPerWindow = 4;
 
 long parseInt(const char *flag, const char *value, long min) {
   char *end = nullptr;
@@ -77,6 +93,17 @@ float parseFloat(const char *flag, const char *value) {
   if (end == value || *end)
     die(std::string(flag) + " expects a number, found '" + value + "'");
   return v;
+}
+
+enum class Format { Default, Text, Ids };
+
+Format parseFormat(const char *flag, const char *value) {
+  std::string v = value;
+  if (v == "text")
+    return Format::Text;
+  if (v == "ids")
+    return Format::Ids;
+  die(std::string(flag) + " expects 'text' or 'ids', found '" + v + "'");
 }
 
 /// The weights: embedded in this executable, or model.tfmw beside it.
@@ -99,9 +126,16 @@ std::string defaultWeights() {
   return dir + "model.tfmw";
 }
 
+/// One input line on its way through.
 struct Sentence {
-  size_t line;
-  std::vector<int32_t> ids;
+  Location where;
+  std::vector<int32_t> ids; // empty: a blank line, not translated
+  struct Hypothesis {
+    std::vector<int32_t> tokens;
+    float score;
+  };
+  std::vector<Hypothesis> nbest;
+  std::vector<float> firstLogits;
 };
 
 } // namespace
@@ -111,8 +145,10 @@ int main(int argc, char **argv) {
   tfm_search_options opts;
   tfm_search_options_default(&opts);
   long batchSize = 32, threads = 2;
-  std::string input, output, weights, logitsPath;
-  bool timing = false;
+  std::vector<std::string> inputs;
+  std::string output, weights, logitsPath;
+  Format inputFormat = Format::Default, outputFormat = Format::Default;
+  bool timing = false, quiet = false;
   auto now = [] { return std::chrono::steady_clock::now(); };
   auto started = now();
   for (int i = 1; i < argc; ++i) {
@@ -125,6 +161,10 @@ int main(int argc, char **argv) {
     if (a == "-h" || a == "--help") {
       std::fputs(kHelp, stdout);
       return 0;
+    } else if (a == "--input-format") {
+      inputFormat = parseFormat("--input-format", value());
+    } else if (a == "--output-format") {
+      outputFormat = parseFormat("--output-format", value());
     } else if (a == "-b" || a == "--beam-size") {
       opts.beam_size = int32_t(parseInt("--beam-size", value(), 1));
     } else if (a == "-n" || a == "--n-best") {
@@ -147,140 +187,228 @@ int main(int argc, char **argv) {
       weights = value();
     } else if (a == "-o" || a == "--output") {
       output = value();
+    } else if (a == "-q" || a == "--quiet") {
+      quiet = true;
     } else if (a == "--timing") {
       timing = true;
     } else if (a == "--dump-first-logits") {
       logitsPath = value();
     } else if (a.size() > 1 && a[0] == '-') {
       die("unknown option '" + a + "'; see --help");
-    } else if (input.empty()) {
-      input = a;
     } else {
-      die("more than one input file: '" + input + "' and '" + a + "'");
+      inputs.push_back(a);
     }
   }
   if (opts.n_best > opts.beam_size)
-    die("--n-best " + std::to_string(opts.n_best) +
-        " exceeds --beam-size " + std::to_string(opts.beam_size));
+    die("--n-best " + std::to_string(opts.n_best) + " exceeds --beam-size " +
+        std::to_string(opts.beam_size));
+  LineReader reader(inputs);
+  reader.checkReadable();
 
   if (tfm_status s = tfm_set_num_threads(int32_t(threads)))
     die(tfm_status_message(s));
+  if (weights.empty())
+    weights = defaultWeights();
   tfm_model *model = nullptr;
-  if (tfm_status s = tfm_model_open(
-          (weights.empty() ? defaultWeights() : weights).c_str(), &model))
+  if (tfm_status s = tfm_model_open(weights.c_str(), &model))
     die(tfm_status_message(s));
   tfm_model_config cfg;
   tfm_model_get_config(model, &cfg);
+
+  // Text by default when the model has a tokenizer; ids need none.
+  tfm_tokenizer *tokenizer = nullptr;
+  if (inputFormat != Format::Ids || outputFormat != Format::Ids)
+    if (tfm_status s = tfm_tokenizer_open(weights.c_str(), &cfg, &tokenizer))
+      die(tfm_status_message(s));
+  Format fallback = tokenizer ? Format::Text : Format::Ids;
+  if (inputFormat == Format::Default)
+    inputFormat = fallback;
+  if (outputFormat == Format::Default)
+    outputFormat = fallback;
+  if (!tokenizer &&
+      (inputFormat == Format::Text || outputFormat == Format::Text))
+    die(std::string("--") + (inputFormat == Format::Text ? "input" : "output") +
+        "-format text needs a tokenizer, and this model has none (no "
+        "source.spm, target.spm and vocab.json with " +
+        weights + "); use ids");
   auto loaded = now();
   double translateSeconds = 0;
 
-  std::ifstream inFile;
-  if (!input.empty()) {
-    inFile.open(input);
-    if (!inFile)
-      die(input + ": cannot open: " + std::strerror(errno));
-  }
-  std::istream &in = input.empty() ? std::cin : inFile;
-  std::ofstream outFile;
-  if (!output.empty()) {
-    outFile.open(output);
-    if (!outFile)
-      die(output + ": cannot write: " + std::strerror(errno));
-  }
-  std::ostream &out = output.empty() ? std::cout : outFile;
+  Output out(output);
   std::ofstream logitsFile;
   if (!logitsPath.empty()) {
     logitsFile.open(logitsPath, std::ios::binary);
     if (!logitsFile)
-      die(logitsPath + ": cannot write");
+      die(logitsPath + ": cannot write: " + std::strerror(errno));
   }
-  const std::string where = input.empty() ? "stdin" : input;
+  Progress progress;
+  uint64_t totalBytes = 0;
+  if (!quiet && isatty(STDERR_FILENO) && reader.allFiles(totalBytes))
+    progress.enable(totalBytes);
+  Warnings warnings(quiet, progress);
 
-  // Reads batches of lines, translates the non-empty ones, writes all of
-  // them in input order; memory stays bounded by the batch size.
-  size_t lineNo = 0;
-  std::string line;
-  bool more = true;
-  while (more) {
-    std::vector<Sentence> batch;
-    std::vector<bool> empty;
-    while (batch.size() < size_t(batchSize) && (more = bool(std::getline(in, line)))) {
-      ++lineNo;
-      std::istringstream tokens(line);
-      Sentence s{lineNo, {}};
-      std::string tok;
-      while (tokens >> tok) {
-        char *end = nullptr;
+  // The source ids of one line; empty for a blank line.
+  auto sourceIds = [&](std::string &line, const Location &where) {
+    std::vector<int32_t> ids;
+    if (inputFormat == Format::Text) {
+      if (replaceInvalidUtf8(line))
+        warnings.warn(where, "invalid UTF-8, bytes replaced by U+FFFD");
+      if (isBlank(line))
+        return ids;
+      int32_t *encoded = nullptr, length = 0;
+      if (tfm_status s = tfm_tokenizer_encode(tokenizer, line.data(),
+                                              line.size(), &encoded, &length))
+        die(where.str() + ": " + tfm_status_message(s));
+      ids.assign(encoded, encoded + length);
+      tfm_free(encoded);
+    } else {
+      size_t pos = 0;
+      while ((pos = line.find_first_not_of(" \t\r\v\f", pos)) !=
+             std::string::npos) {
+        size_t end = line.find_first_of(" \t\r\v\f", pos);
+        std::string tok = line.substr(pos, end - pos);
+        pos = end;
+        char *stop = nullptr;
         errno = 0;
-        long id = std::strtol(tok.c_str(), &end, 10);
-        if (errno || *end || id < 0 || id >= cfg.source_vocab_size)
-          die(where + ":" + std::to_string(lineNo) + ": '" + tok +
-              "' is not a token id in [0, " +
+        long id = std::strtol(tok.c_str(), &stop, 10);
+        if (errno || *stop || id < 0 || id >= cfg.source_vocab_size)
+          die(where.str() + ": '" + tok + "' is not a token id in [0, " +
               std::to_string(cfg.source_vocab_size) + ")");
-        s.ids.push_back(int32_t(id));
+        ids.push_back(int32_t(id));
       }
-      if (int64_t(s.ids.size()) > cfg.max_positions) {
-        std::fprintf(stderr,
-                     "translator: warning: %s:%zu: %zu tokens, truncated to "
-                     "the model's %lld positions\n",
-                     where.c_str(), lineNo, s.ids.size(),
-                     (long long)cfg.max_positions);
-        s.ids.resize(cfg.max_positions);
-      }
-      empty.push_back(s.ids.empty());
-      batch.push_back(std::move(s));
     }
-    std::vector<const int32_t *> ptrs;
-    std::vector<int32_t> lengths;
-    std::vector<size_t> which;
-    for (size_t i = 0; i < batch.size(); ++i)
-      if (!empty[i]) {
-        ptrs.push_back(batch[i].ids.data());
-        lengths.push_back(int32_t(batch[i].ids.size()));
-        which.push_back(i);
+    if (int64_t(ids.size()) > cfg.max_positions) {
+      warnings.warn(where,
+                    "%zu tokens, truncated to the model's %lld positions",
+                    ids.size(), (long long)cfg.max_positions);
+      // Keep the sentence's end: EOS stays last.
+      bool endsInEos = ids.back() == cfg.eos_token_id;
+      ids.resize(cfg.max_positions);
+      if (endsInEos)
+        ids.back() = int32_t(cfg.eos_token_id);
+    }
+    return ids;
+  };
+
+  auto show = [&](const std::vector<int32_t> &tokens, const Location &where) {
+    if (outputFormat == Format::Ids) {
+      std::string text;
+      for (size_t t = 0; t < tokens.size(); ++t)
+        text += (t ? " " : "") + std::to_string(tokens[t]);
+      return text;
+    }
+    char *text = nullptr;
+    size_t length = 0;
+    if (tfm_status s = tfm_tokenizer_decode(
+            tokenizer, tokens.data(), int32_t(tokens.size()), &text, &length))
+      die(where.str() + ": " + tfm_status_message(s));
+    std::string result(text, length);
+    tfm_free(text);
+    return result;
+  };
+
+  const size_t window = size_t(batchSize) * kBatchesPerWindow;
+  size_t sentencesDone = 0, tokensOut = 0;
+  std::string line;
+  Location where{};
+  std::vector<Sentence> sentences;
+  while (true) {
+    sentences.clear();
+    uint64_t windowStart = reader.bytesRead;
+    while (sentences.size() < window && reader.next(line, where))
+      sentences.push_back({where, sourceIds(line, where), {}, {}});
+    if (sentences.empty())
+      break;
+    // The input translated so far, counting this window's share.
+    auto bytesDone = [&, windowEnd = reader.bytesRead](size_t done, size_t of) {
+      return windowStart +
+             (windowEnd - windowStart) * done / std::max<size_t>(of, 1);
+    };
+
+    // Batches of similar lengths pad less; results do not depend on them.
+    std::vector<size_t> order;
+    for (size_t i = 0; i < sentences.size(); ++i)
+      if (!sentences[i].ids.empty())
+        order.push_back(i);
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+      return sentences[x].ids.size() < sentences[y].ids.size();
+    });
+    for (size_t begin = 0; begin < order.size(); begin += size_t(batchSize)) {
+      size_t end = std::min(order.size(), begin + size_t(batchSize));
+      std::vector<const int32_t *> ptrs;
+      std::vector<int32_t> lengths;
+      for (size_t k = begin; k < end; ++k) {
+        ptrs.push_back(sentences[order[k]].ids.data());
+        lengths.push_back(int32_t(sentences[order[k]].ids.size()));
       }
-    tfm_results *results = nullptr;
-    auto batchStart = now();
-    if (!ptrs.empty())
-      if (tfm_status s = tfm_translate(model, &opts, ptrs.data(),
-                                       lengths.data(), int32_t(ptrs.size()),
-                                       &results))
-        die(where + ": lines " + std::to_string(batch.front().line) + "-" +
-            std::to_string(batch.back().line) + ": " + tfm_status_message(s));
-    translateSeconds +=
-        std::chrono::duration<double>(now() - batchStart).count();
-    size_t next = 0;
-    for (size_t i = 0; i < batch.size(); ++i) {
-      int32_t index = -1;
-      if (next < which.size() && which[next] == i)
-        index = int32_t(next++);
-      int32_t count = index < 0 ? 1 : tfm_results_count(results, index);
-      for (int32_t rank = 0; rank < std::min(count, opts.n_best); ++rank) {
-        if (opts.n_best > 1)
-          out << batch[i].line - 1 << " ||| ";
-        if (index >= 0) {
+      tfm_results *results = nullptr;
+      auto batchStart = now();
+      if (tfm_status s =
+              tfm_translate(model, &opts, ptrs.data(), lengths.data(),
+                            int32_t(ptrs.size()), &results))
+        die(sentences[order[begin]].where.str() + " (in a batch of " +
+            std::to_string(ptrs.size()) + "): " + tfm_status_message(s));
+      translateSeconds +=
+          std::chrono::duration<double>(now() - batchStart).count();
+      for (size_t k = begin; k < end; ++k) {
+        Sentence &s = sentences[order[k]];
+        int32_t index = int32_t(k - begin);
+        int32_t count =
+            std::min(tfm_results_count(results, index), opts.n_best);
+        for (int32_t rank = 0; rank < count; ++rank) {
           int32_t len = 0;
           const int32_t *toks = tfm_results_tokens(results, index, rank, &len);
-          for (int32_t t = 0; t < len; ++t)
-            out << (t ? " " : "") << toks[t];
+          s.nbest.push_back({std::vector<int32_t>(toks, toks + len),
+                             tfm_results_score(results, index, rank)});
         }
-        if (opts.n_best > 1)
-          out << " ||| "
-              << (index >= 0 ? tfm_results_score(results, index, rank) : 0.0f);
-        out << '\n';
+        if (!s.nbest.empty())
+          tokensOut += s.nbest.front().tokens.size();
+        if (logitsFile) {
+          const float *logits = tfm_results_first_logits(results, index);
+          s.firstLogits.assign(logits, logits + cfg.target_vocab_size);
+        }
       }
-      if (index >= 0 && logitsFile)
-        logitsFile.write(
-            reinterpret_cast<const char *>(tfm_results_first_logits(results, index)),
-            cfg.target_vocab_size * sizeof(float));
+      tfm_results_free(results);
+      progress.update(bytesDone(end, order.size()), sentencesDone + end,
+                      tokensOut, false);
     }
+
+    std::string text;
+    for (Sentence &s : sentences) {
+      size_t index = sentencesDone++;
+      if (opts.n_best == 1) {
+        text += s.nbest.empty() ? "" : show(s.nbest.front().tokens, s.where);
+        text += '\n';
+        continue;
+      }
+      if (s.nbest.empty()) // a blank line
+        text += std::to_string(index) + " |||  ||| 0\n";
+      for (const Sentence::Hypothesis &h : s.nbest) {
+        char score[32];
+        std::snprintf(score, sizeof score, "%g", h.score);
+        text += std::to_string(index) + " ||| " + show(h.tokens, s.where) +
+                " ||| " + score + "\n";
+      }
+    }
+    out.write(text);
     out.flush();
-    tfm_results_free(results);
+    for (const Sentence &s : sentences)
+      if (!s.firstLogits.empty())
+        logitsFile.write(reinterpret_cast<const char *>(s.firstLogits.data()),
+                         s.firstLogits.size() * sizeof(float));
+    progress.update(bytesDone(1, 1), sentencesDone, tokensOut, false);
   }
+  out.close();
+  if (logitsFile && !logitsFile.flush())
+    die(logitsPath + ": cannot write");
+  progress.update(reader.bytesRead, sentencesDone, tokensOut, true);
+  warnings.summarize();
+  tfm_tokenizer_close(tokenizer);
   tfm_model_close(model);
   if (timing)
-    std::fprintf(stderr, "translator: load %.4f s, translate %.4f s, %zu lines\n",
+    std::fprintf(stderr,
+                 "translator: load %.4f s, translate %.4f s, %zu lines\n",
                  std::chrono::duration<double>(loaded - started).count(),
-                 translateSeconds, lineNo);
+                 translateSeconds, sentencesDone);
   return 0;
 }

@@ -12,6 +12,7 @@
 #ifndef TFM_RUNTIME_H
 #define TFM_RUNTIME_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -72,6 +73,37 @@ float tfm_results_score(const tfm_results *results, int32_t index,
 const float *tfm_results_first_logits(const tfm_results *results,
                                       int32_t index);
 void tfm_results_free(tfm_results *results);
+
+/* Text in and out: SentencePiece in Marian's layout. source.spm cuts source
+ * text into pieces, vocab.json maps pieces to ids (one vocabulary shared by
+ * source and target; a piece not in it is <unk>), target.spm joins the
+ * output's pieces into text. */
+typedef struct tfm_tokenizer_t tfm_tokenizer;
+
+/* Opens the tokenizer of the model at `model_path` (what tfm_model_open
+ * took): embedded in that file when the weights are, else source.spm,
+ * target.spm and vocab.json beside it. Checks the files against `config`
+ * (vocabulary size, </s> = EOS). A model without tokenizer files is no
+ * error: *out_tokenizer is then NULL, and the model reads and writes ids. */
+tfm_status tfm_tokenizer_open(const char *model_path,
+                              const tfm_model_config *config,
+                              tfm_tokenizer **out_tokenizer);
+void tfm_tokenizer_close(tfm_tokenizer *tokenizer);
+
+/* Source text (UTF-8, one sentence) -> ids ending in EOS, as the model
+ * expects. *out_ids is allocated; free it with tfm_free. */
+tfm_status tfm_tokenizer_encode(const tfm_tokenizer *tokenizer,
+                                const char *text, size_t length,
+                                int32_t **out_ids, int32_t *out_length);
+
+/* Output ids (EOS and padding are skipped) -> text, NUL-terminated.
+ * *out_text is allocated; free it with tfm_free. */
+tfm_status tfm_tokenizer_decode(const tfm_tokenizer *tokenizer,
+                                const int32_t *ids, int32_t length,
+                                char **out_text, size_t *out_length);
+
+/* Frees what the runtime allocated for the caller. */
+void tfm_free(void *memory);
 
 #ifdef __cplusplus
 }
