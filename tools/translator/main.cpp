@@ -67,11 +67,26 @@ options:
       --dump-first-logits FILE
                            write each sentence's first-step logits (f32,
                            little-endian) to FILE, for testing
+      --model-info         print the compiled model's shape and which backend
+                           (our code, oneDNN) runs each op kind, and exit
   -h, --help               this text
 
 When stderr is a terminal and the input comes from files, a progress line
 shows the sentences done, sentences/s and output tokens/s.
 )";
+
+/// What tfmc compiled into this binary: the architecture and the backend
+/// chosen for each op kind and shape (tfmc --print-backends).
+void printModelInfo() {
+  const tfm_model_info &m = tfm_model_info_data;
+  std::printf("model: d_model %lld, %lld encoder + %lld decoder layers, "
+              "%lld heads, vocabulary %lld -> %lld, %lld positions\n",
+              (long long)m.dModel, (long long)m.encoderLayers,
+              (long long)m.decoderLayers, (long long)m.encoderHeads,
+              (long long)m.sourceVocabSize, (long long)m.targetVocabSize,
+              (long long)m.maxPositions);
+  std::printf("backends:\n%s", tfm_model_backends);
+}
 
 /// Lines read and translated together: a few batches, so that sentences of
 /// similar length can share a batch.
@@ -160,6 +175,9 @@ int main(int argc, char **argv) {
     };
     if (a == "-h" || a == "--help") {
       std::fputs(kHelp, stdout);
+      return 0;
+    } else if (a == "--model-info") {
+      printModelInfo();
       return 0;
     } else if (a == "--input-format") {
       inputFormat = parseFormat("--input-format", value());
