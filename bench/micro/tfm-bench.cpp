@@ -1,0 +1,734 @@
+//===- tfm-bench.cpp - Micro-benchmarks of the model's hot shapes --*- C++ -*-===//
+//
+//   tfm-bench [--linear=MxKxN,...] [--attention=encoder:S,decoder:S,...]
+//             [--layer-norm=RxD,...] [--backends=llvm] [--num-threads=2]
+//             [--min-time=0.1] [--repetitions=5] [--settle=0.25]
+//
+// Each benchmark is a tfm snippet generated for one shape, compiled by the
+// JIT through the same lowering as tfmc (per backend), and timed against a
+// peer in the same process:
+//
+//   linear      x[M, K] · W[N, K]ᵀ (tfm.linear over a tfm.weight) vs
+//               OpenBLAS cblas_sgemm and a oneDNN matmul primitive
+//   attention   tfm.attention (fused) vs its tfm-decompose'd graph:
+//               encoder self-attention (1 x 8 heads x S x 64, key lengths)
+//               and a decoder step (1 query, causal, K/V caches of S)
+//   layer-norm  tfm.layer_norm with residual, γ, β (fused) vs decomposed
+//
+// Every engine first runs once and its outputs are compared with the peer's
+// (max absolute difference; failure beyond --rtol of the largest value is
+// an error, so no timing is of a wrong kernel). Then each engine is warmed
+// up and timed: --repetitions repetitions of as many calls as fill
+// --min-time seconds each, on a monotonic clock; the figure is the median
+// seconds per call. Engines are timed one after another, with --settle
+// seconds between them so the previous engine's spinning worker threads
+// (OpenMP, OpenBLAS) are asleep. The results go to stdout as JSON.
+//
+//===----------------------------------------------------------------------===//
+
+#include "bench/micro/peers/Peers.h"
+#include "passes/Passes.h"
+#include "runtime/src/ModelInfo.h"
+
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Operator.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+using namespace llvm;
+
+extern "C" void memrefCopy(int64_t, void *, void *); // runtime/src/MemrefCopy.cpp
+
+static cl::list<std::string>
+    linears("linear", cl::CommaSeparated,
+            cl::desc("Linear layers MxKxN: x[M, K] · W[N, K]^T"));
+static cl::list<std::string> attentions(
+    "attention", cl::CommaSeparated,
+    cl::desc("encoder:S (self-attention, S tokens) or decoder:S (one query "
+             "against K/V caches of S), batch 1, 8 heads of 64"));
+static cl::list<std::string>
+    layerNorms("layer-norm", cl::CommaSeparated,
+               cl::desc("Layer norms RxD: R rows of D, with residual"));
+static cl::list<std::string>
+    backends("backends", cl::CommaSeparated,
+             cl::desc("tfmc backends to compile each snippet with (default: "
+                      "llvm)"));
+static cl::opt<bool> listBackends("list-backends",
+                                  cl::desc("Print the backends and exit"));
+static cl::opt<bool> noOneDnn("no-onednn",
+                              cl::desc("Leave oneDNN out of the linears"));
+static cl::opt<int> threads("num-threads", cl::init(2),
+                            cl::desc("Threads for every engine"));
+static cl::opt<double> minTime("min-time", cl::init(0.1),
+                               cl::desc("Seconds per timed repetition"));
+static cl::opt<int> repetitions("repetitions", cl::init(5),
+                                cl::desc("Timed repetitions (median)"));
+static cl::opt<double> settle("settle", cl::init(0.25),
+                              cl::desc("Seconds of sleep between engines"));
+static cl::opt<double> rtol("rtol", cl::init(1e-4),
+                            cl::desc("Largest difference from the peer "
+                                     "allowed, relative to its largest value"));
+
+namespace {
+[[noreturn]] void fail(const Twine &message) {
+  WithColor::error(errs(), "tfm-bench") << message << "\n";
+  std::exit(1);
+}
+
+/// The backends this build can compile snippets with.
+const char *const kBackends[] = {"llvm"};
+
+bool knownBackend(StringRef name) {
+  return llvm::is_contained(kBackends, name);
+}
+
+/// Uniform values in [-1, 1) from a fixed linear congruential sequence.
+struct Random {
+  uint64_t state;
+  explicit Random(uint64_t seed) : state(seed) {}
+  float next() {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return float(2 * (double(state >> 11) / double(1ULL << 53)) - 1);
+  }
+  void fill(float *data, int64_t n) {
+    for (int64_t i = 0; i < n; ++i)
+      data[i] = next();
+  }
+};
+
+/// 64-byte aligned floats, as the runtime allocates.
+struct Buffer {
+  std::unique_ptr<float, decltype(&std::free)> data{nullptr, &std::free};
+  int64_t size = 0;
+  explicit Buffer(int64_t n = 0) { resize(n); }
+  void resize(int64_t n) {
+    size = n;
+    size_t bytes = (std::max<int64_t>(n, 1) * 4 + 63) / 64 * 64;
+    data.reset(static_cast<float *>(std::aligned_alloc(64, bytes)));
+    std::fill(data.get(), data.get() + n, 0.0f);
+  }
+  float *get() const { return data.get(); }
+};
+
+/// One argument or result of a snippet: a dense buffer and its descriptor.
+struct Operand {
+  std::vector<int64_t> shape;
+  bool isInt = false;
+  int32_t intValue = 0; // every element of an i32 operand
+  Buffer f32;
+  std::vector<int32_t> i32;
+  std::vector<int64_t> descriptor;
+  void *descriptorPtr = nullptr;
+
+  int64_t elements() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+  void allocate(Random *random) {
+    if (isInt) {
+      i32.assign(elements(), intValue);
+      descriptor = tfm_runtime::memrefDescriptor(i32.data(), shape);
+    } else {
+      f32.resize(elements());
+      if (random)
+        random->fill(f32.get(), elements());
+      descriptor = tfm_runtime::memrefDescriptor(f32.get(), shape);
+    }
+    descriptorPtr = descriptor.data();
+  }
+};
+
+/// A snippet: the tfm function @bench, its operands' shapes, and the work
+/// one call does (for GFLOP/s or GB/s).
+struct Benchmark {
+  std::string kind, name;
+  json::Object shape;
+  std::string source;
+  std::vector<Operand> args, results;
+  double flops = 0, bytes = 0;
+  std::string unit; // what `rate` measures: "GFLOP/s" or "GB/s"
+
+  Benchmark() = default;
+  Benchmark(Benchmark &&) = default; // not copyable: owns its buffers
+  Benchmark &operator=(Benchmark &&) = default;
+  double work() const { return unit == "GB/s" ? bytes : flops; }
+};
+
+Operand f32Operand(std::vector<int64_t> shape) {
+  Operand o;
+  o.shape = std::move(shape);
+  return o;
+}
+Operand i32Operand(std::vector<int64_t> shape, int32_t value) {
+  Operand o;
+  o.shape = std::move(shape);
+  o.isInt = true;
+  o.intValue = value;
+  return o;
+}
+
+std::vector<int64_t> parseDims(StringRef text, size_t count, StringRef flag) {
+  SmallVector<StringRef> parts;
+  text.split(parts, 'x');
+  std::vector<int64_t> dims;
+  for (StringRef p : parts) {
+    int64_t v;
+    if (p.trim().getAsInteger(10, v) || v <= 0)
+      fail("bad size '" + p + "' in --" + flag + "=" + text);
+    dims.push_back(v);
+  }
+  if (dims.size() != count)
+    fail("--" + flag + "=" + text + ": expected " + Twine(count) +
+         " sizes separated by 'x'");
+  return dims;
+}
+
+Benchmark linearBenchmark(StringRef spec) {
+  auto d = parseDims(spec, 3, "linear");
+  int64_t m = d[0], k = d[1], n = d[2];
+  Benchmark b;
+  b.kind = "linear";
+  b.name = formatv("linear {0}x{1}->{2}", m, k, n).str();
+  b.shape = json::Object{{"M", m}, {"K", k}, {"N", n}};
+  b.source = formatv(R"mlir(
+func.func @bench(%x: tensor<?x{0}xf32>) -> tensor<?x{1}xf32> {{
+  %w = tfm.weight "w" : tensor<{1}x{0}xf32>
+  %y = tfm.linear %x, %w : (tensor<?x{0}xf32>, tensor<{1}x{0}xf32>) -> tensor<?x{1}xf32>
+  return %y : tensor<?x{1}xf32>
+}
+)mlir",
+                     k, n)
+                 .str();
+  b.args.push_back(f32Operand({m, k}));
+  b.results.push_back(f32Operand({m, n}));
+  b.flops = 2.0 * m * n * k;
+  b.bytes = 4.0 * (m * k + n * k + m * n);
+  b.unit = "GFLOP/s";
+  return b;
+}
+
+Benchmark attentionBenchmark(StringRef spec) {
+  auto [which, length] = spec.split(':');
+  int64_t s;
+  if (length.trim().getAsInteger(10, s) || s <= 0 ||
+      (which != "encoder" && which != "decoder"))
+    fail("--attention=" + spec + ": expected encoder:S or decoder:S");
+  const int64_t heads = 8, dh = 64;
+  bool decoder = which == "decoder";
+  int64_t sq = decoder ? 1 : s;
+  Benchmark b;
+  b.kind = "attention";
+  b.name = decoder ? formatv("decoder step, cache {0}", s).str()
+                   : formatv("encoder self-attention, {0} tokens", s).str();
+  b.shape = json::Object{{"batch", 1}, {"heads", heads}, {"head_dim", dh},
+                         {"queries", sq}, {"keys", s},
+                         {"mask", decoder ? "causal" : "key lengths"}};
+  // The model's attention ops (tfmc import): the encoder's with key
+  // lengths, the decoder's self-attention over its cache causal.
+  const char *type = "tensor<?x8x?x64xf32>";
+  b.source =
+      decoder
+          ? formatv(R"mlir(
+func.func @bench(%q: {0}, %k: {0}, %v: {0}) -> {0} {{
+  %o = tfm.attention %q, %k, %v causal scale 0.125 : {0}, {0}, {0} -> {0}
+  return %o : {0}
+}
+)mlir",
+                    type)
+                .str()
+          : formatv(R"mlir(
+func.func @bench(%q: {0}, %k: {0}, %v: {0}, %len: tensor<?xi32>) -> {0} {{
+  %o = tfm.attention %q, %k, %v lengths(%len : tensor<?xi32>) scale 0.125 : {0}, {0}, {0} -> {0}
+  return %o : {0}
+}
+)mlir",
+                    type)
+                .str();
+  b.args.push_back(f32Operand({1, heads, sq, dh}));
+  b.args.push_back(f32Operand({1, heads, s, dh}));
+  b.args.push_back(f32Operand({1, heads, s, dh}));
+  if (!decoder)
+    b.args.push_back(i32Operand({1}, int32_t(s)));
+  b.results.push_back(f32Operand({1, heads, sq, dh}));
+  // Q·Kᵀ and P·V; the softmax's exponentials are not counted.
+  b.flops = 4.0 * heads * sq * s * dh;
+  b.bytes = 4.0 * heads * dh * (2 * sq + 2 * s);
+  b.unit = "GFLOP/s";
+  return b;
+}
+
+Benchmark layerNormBenchmark(StringRef spec) {
+  auto d = parseDims(spec, 2, "layer-norm");
+  int64_t rows = d[0], dim = d[1];
+  Benchmark b;
+  b.kind = "layer_norm";
+  b.name = formatv("layer norm {0}x{1}", rows, dim).str();
+  b.shape = json::Object{{"rows", rows}, {"dim", dim}};
+  b.source = formatv(R"mlir(
+func.func @bench(%x: tensor<?x{0}xf32>, %r: tensor<?x{0}xf32>) -> tensor<?x{0}xf32> {{
+  %g = tfm.weight "gamma" : tensor<{0}xf32>
+  %b = tfm.weight "beta" : tensor<{0}xf32>
+  %y = tfm.layer_norm %x residual(%r : tensor<?x{0}xf32>) scale(%g : tensor<{0}xf32>) bias(%b : tensor<{0}xf32>) epsilon 1.0e-5 : tensor<?x{0}xf32>
+  return %y : tensor<?x{0}xf32>
+}
+)mlir",
+                     dim)
+                 .str();
+  b.args.push_back(f32Operand({rows, dim}));
+  b.args.push_back(f32Operand({rows, dim}));
+  b.results.push_back(f32Operand({rows, dim}));
+  // Reads x and r, writes y: a memory-bound op, measured in GB/s.
+  b.bytes = 4.0 * 3 * rows * dim;
+  b.flops = 8.0 * rows * dim;
+  b.unit = "GB/s";
+  return b;
+}
+
+/// What the LLVM backend of tfmc does to the IR and the code, in the JIT:
+/// the lowering pipeline, then LLVM at -O3 for the host CPU with FP
+/// contraction (tfmc's TargetMachine has AllowFPOpFusion = Fast; here every
+/// FP instruction gets the `contract` flag, which lets the same FMAs form).
+class Compiled {
+public:
+  std::unique_ptr<mlir::ExecutionEngine> engine;
+  void (*function)(void **) = nullptr;
+  bool hasWeights = false;
+  /// name -> (byte offset, elements, padded rows or 0, rows, columns)
+  struct Weight {
+    std::string name;
+    int64_t offset, rows, columns, paddedRows;
+  };
+  std::vector<Weight> weights;
+  int64_t weightsSize = 0;
+};
+
+std::unique_ptr<TargetMachine> hostMachine() {
+  auto builder = orc::JITTargetMachineBuilder::detectHost();
+  if (!builder)
+    fail("JIT: " + toString(builder.takeError()));
+  builder->getOptions().AllowFPOpFusion = FPOpFusion::Fast;
+  builder->setCodeGenOptLevel(CodeGenOptLevel::Aggressive);
+  auto machine = builder->createTargetMachine();
+  if (!machine)
+    fail("JIT: " + toString(machine.takeError()));
+  return std::move(*machine);
+}
+
+Compiled compile(mlir::ModuleOp module, StringRef backend,
+                 TargetMachine *machine) {
+  Compiled out;
+  out.hasWeights = !module.lookupSymbol<mlir::func::FuncOp>("bench")
+                        .getBody()
+                        .getOps<mlir::tfm::WeightOp>()
+                        .empty();
+  mlir::PassManager pm(module.getContext());
+  if (backend == "llvm")
+    mlir::tfm::buildLoweringPipeline(pm);
+  else
+    fail("unknown backend '" + backend + "'");
+  if (failed(pm.run(module)))
+    fail("lowering with the " + backend + " backend failed");
+  if (auto layout = module->getAttrOfType<mlir::ArrayAttr>("tfm.weights_layout"))
+    for (auto entry : layout.getAsRange<mlir::DictionaryAttr>()) {
+      Compiled::Weight w;
+      w.name = cast<mlir::StringAttr>(entry.get("name")).str();
+      w.offset = cast<mlir::IntegerAttr>(entry.get("offset")).getInt();
+      auto shape = cast<mlir::DenseI64ArrayAttr>(entry.get("shape")).asArrayRef();
+      w.rows = shape[0];
+      w.columns = shape.size() > 1 ? shape[1] : 1;
+      auto padded = dyn_cast_or_null<mlir::IntegerAttr>(entry.get("padded_rows"));
+      w.paddedRows = padded ? padded.getInt() : w.rows;
+      out.weights.push_back(w);
+    }
+  if (auto size = module->getAttrOfType<mlir::IntegerAttr>("tfm.weights_size"))
+    out.weightsSize = size.getInt();
+
+  auto optimize = mlir::makeOptimizingTransformer(3, 0, machine);
+  auto transformer = [&](llvm::Module *m) -> Error {
+    for (Function &f : *m)
+      for (Instruction &inst : instructions(f))
+        if (isa<FPMathOperator>(inst))
+          inst.setHasAllowContract(true);
+    return optimize(m);
+  };
+  mlir::ExecutionEngineOptions options;
+  options.transformer = transformer;
+  options.jitCodeGenOptLevel = CodeGenOptLevel::Aggressive;
+  auto engine = mlir::ExecutionEngine::create(module, options);
+  if (!engine)
+    fail("JIT: " + toString(engine.takeError()));
+  (*engine)->registerSymbols([](orc::MangleAndInterner interner) {
+    orc::SymbolMap map;
+    map[interner("memrefCopy")] = {orc::ExecutorAddr::fromPtr(&memrefCopy),
+                                   JITSymbolFlags::Exported};
+    return map;
+  });
+  auto function = (*engine)->lookupPacked("_mlir_ciface_bench");
+  if (!function)
+    fail("JIT: " + toString(function.takeError()));
+  out.function = *function;
+  out.engine = std::move(*engine);
+  return out;
+}
+
+/// The weights file of a compiled snippet: each weight's values (seeded by
+/// its name) at its offset, zero rows after a padded matrix.
+struct Weights {
+  std::unique_ptr<char, decltype(&std::free)> data{nullptr, &std::free};
+  std::vector<int64_t> descriptor;
+  void *descriptorPtr = nullptr;
+
+  void build(const Compiled &compiled) {
+    size_t bytes = (std::max<int64_t>(compiled.weightsSize, 64) + 63) / 64 * 64;
+    data.reset(static_cast<char *>(std::aligned_alloc(64, bytes)));
+    std::fill(data.get(), data.get() + bytes, 0);
+    for (const Compiled::Weight &w : compiled.weights) {
+      Random random(std::hash<std::string>()(w.name) | 1);
+      random.fill(reinterpret_cast<float *>(data.get() + w.offset),
+                  w.rows * w.columns);
+    }
+    descriptor = tfm_runtime::memrefDescriptor(data.get(), {int64_t(bytes)});
+    descriptorPtr = descriptor.data();
+  }
+  const float *tensor(const Compiled &compiled, StringRef name) const {
+    for (const Compiled::Weight &w : compiled.weights)
+      if (w.name == name)
+        return reinterpret_cast<const float *>(data.get() + w.offset);
+    fail("no weight '" + name + "' in the compiled snippet");
+  }
+};
+
+/// One way of computing a benchmark: a callable, and where it writes.
+struct Engine {
+  std::string name;
+  std::string role; // "tfmc" (ours) or "peer"
+  std::string backend;
+  std::function<void()> run;
+  const float *output = nullptr;
+  // Filled in by the measurement:
+  double seconds = 0, minSeconds = 0;
+  int64_t calls = 0;
+  double maxAbsDiff = -1, relDiff = -1;
+};
+
+double now() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// Warm-up, then --repetitions repetitions of enough calls to fill
+/// --min-time; the median and the fastest seconds per call.
+void measure(Engine &e) {
+  double start = now();
+  int64_t warm = 0;
+  while (warm < 3 || now() - start < std::min(0.5 * minTime, 0.2)) {
+    e.run();
+    ++warm;
+  }
+  double perCall = (now() - start) / warm;
+  int64_t calls = std::max<int64_t>(1, int64_t(minTime / perCall));
+  std::vector<double> samples;
+  for (int r = 0; r < repetitions; ++r) {
+    double t0 = now();
+    for (int64_t i = 0; i < calls; ++i)
+      e.run();
+    samples.push_back((now() - t0) / calls);
+  }
+  std::sort(samples.begin(), samples.end());
+  size_t n = samples.size();
+  e.seconds = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  e.minSeconds = samples.front();
+  e.calls = calls * repetitions;
+}
+
+/// Max |a - b| and that relative to max |b|.
+std::pair<double, double> difference(const float *a, const float *b,
+                                     int64_t n, bool &finite) {
+  double maxDiff = 0, maxRef = 0;
+  finite = true;
+  for (int64_t i = 0; i < n; ++i) {
+    finite &= std::isfinite(a[i]) && std::isfinite(b[i]);
+    maxDiff = std::max(maxDiff, std::abs(double(a[i]) - double(b[i])));
+    maxRef = std::max(maxRef, std::abs(double(b[i])));
+  }
+  return {maxDiff, maxRef > 0 ? maxDiff / maxRef : maxDiff};
+}
+
+/// Keeps what an engine needs alive: compiled code, weights, arguments.
+struct Instance {
+  Compiled compiled;
+  Weights weights;
+  std::vector<Operand> args, results;
+  std::vector<void *> pointers;
+
+  /// Copies of the benchmark's inputs (same values for every engine).
+  void bind(const Benchmark &b) {
+    args.clear();
+    results.clear();
+    for (const Operand &a : b.args) {
+      Operand copy;
+      copy.shape = a.shape;
+      copy.isInt = a.isInt;
+      copy.intValue = a.intValue;
+      copy.allocate(nullptr);
+      if (!a.isInt)
+        std::copy(a.f32.get(), a.f32.get() + a.elements(), copy.f32.get());
+      args.push_back(std::move(copy));
+    }
+    for (const Operand &r : b.results) {
+      Operand copy;
+      copy.shape = r.shape;
+      copy.allocate(nullptr);
+      results.push_back(std::move(copy));
+    }
+    pointers.clear();
+    if (compiled.hasWeights) {
+      weights.build(compiled);
+      pointers.push_back(&weights.descriptorPtr);
+    }
+    for (Operand &a : args)
+      pointers.push_back(&a.descriptorPtr);
+    for (Operand &r : results)
+      pointers.push_back(&r.descriptorPtr);
+  }
+  void call() { compiled.function(pointers.data()); }
+};
+
+json::Value runBenchmark(Benchmark &b, mlir::MLIRContext &context,
+                         TargetMachine *machine, bool &ok) {
+  Random random(0x7fb5d329728ea185ULL ^ std::hash<std::string>()(b.name));
+  for (Operand &a : b.args)
+    a.allocate(&random);
+
+  mlir::OwningOpRef<mlir::ModuleOp> fused =
+      mlir::parseSourceString<mlir::ModuleOp>(b.source, &context);
+  if (!fused)
+    fail("cannot parse the snippet of " + b.name + ":\n" + b.source);
+
+  std::vector<std::unique_ptr<Instance>> instances;
+  std::vector<Engine> engines;
+  auto addCompiled = [&](mlir::ModuleOp module, const std::string &name,
+                         const std::string &backend) {
+    auto instance = std::make_unique<Instance>();
+    instance->compiled = compile(module, backend, machine);
+    instance->bind(b);
+    Instance *raw = instance.get();
+    Engine e;
+    e.name = name;
+    e.role = "tfmc";
+    e.backend = backend;
+    e.run = [raw] { raw->call(); };
+    e.output = raw->results[0].f32.get();
+    engines.push_back(std::move(e));
+    instances.push_back(std::move(instance));
+  };
+
+  // Ours: the fused snippet per backend. Peers: the libraries (linears) or
+  // the decomposed graph on the same backend (fused ops).
+  std::vector<std::string> chosen(backends.begin(), backends.end());
+  if (chosen.empty())
+    chosen.push_back("llvm");
+  for (const std::string &backend : chosen) {
+    mlir::OwningOpRef<mlir::ModuleOp> copy = fused->clone();
+    addCompiled(*copy, "tfmc-" + backend, backend);
+  }
+  std::vector<std::unique_ptr<Buffer>> outputs;
+  std::unique_ptr<tfm_bench::OneDnnLinear, void (*)(tfm_bench::OneDnnLinear *)>
+      onednn(nullptr, &tfm_bench::oneDnnLinearDestroy);
+  if (b.kind == "linear") {
+    int64_t m = b.shape.getInteger("M").value(),
+            k = b.shape.getInteger("K").value(),
+            n = b.shape.getInteger("N").value();
+    const Instance &ours = *instances.front();
+    const float *w = ours.weights.tensor(ours.compiled, "w");
+    const float *x = b.args[0].f32.get();
+    outputs.push_back(std::make_unique<Buffer>(m * n));
+    float *y = outputs.back()->get();
+    Engine blas;
+    blas.name = "openblas";
+    blas.role = "peer";
+    blas.run = [=] { tfm_bench::openblasLinear(x, w, y, m, k, n); };
+    blas.output = y;
+    engines.push_back(std::move(blas));
+    if (!noOneDnn) {
+      std::string error;
+      onednn.reset(tfm_bench::oneDnnLinearCreate(w, m, k, n, error));
+      if (!onednn)
+        fail(b.name + ": " + error);
+      outputs.push_back(std::make_unique<Buffer>(m * n));
+      float *y2 = outputs.back()->get();
+      Engine dnn;
+      dnn.name = "onednn";
+      dnn.role = "peer";
+      tfm_bench::OneDnnLinear *handle = onednn.get();
+      dnn.run = [=] {
+        std::string err;
+        if (!tfm_bench::oneDnnLinearRun(handle, x, y2, err))
+          fail(err);
+      };
+      dnn.output = y2;
+      engines.push_back(std::move(dnn));
+    }
+  } else {
+    for (const std::string &backend : chosen) {
+      mlir::OwningOpRef<mlir::ModuleOp> decomposed = fused->clone();
+      mlir::PassManager pm(&context);
+      pm.addPass(mlir::tfm::createTfmDecomposePass());
+      if (failed(pm.run(*decomposed)))
+        fail("tfm-decompose failed on " + b.name);
+      addCompiled(*decomposed, "unfused-" + backend, backend);
+      engines.back().role = "peer";
+    }
+  }
+
+  // Correctness, once: every engine against the first peer.
+  const Engine *reference = nullptr;
+  for (const Engine &e : engines)
+    if (e.role == "peer") {
+      reference = &e;
+      break;
+    }
+  int64_t outputElements = b.results[0].elements();
+  for (Engine &e : engines)
+    e.run();
+  json::Array checks;
+  for (Engine &e : engines) {
+    if (&e == reference)
+      continue;
+    bool finite;
+    auto [absDiff, relDiff] =
+        difference(e.output, reference->output, outputElements, finite);
+    e.maxAbsDiff = absDiff;
+    e.relDiff = relDiff;
+    bool pass = finite && relDiff <= rtol;
+    if (!pass) {
+      WithColor::error(errs(), "tfm-bench")
+          << b.name << ": " << e.name << " differs from " << reference->name
+          << " by " << format("%.3g", absDiff) << " ("
+          << format("%.3g", relDiff) << " relative, rtol "
+          << format("%.0e", double(rtol)) << ")"
+          << (finite ? "" : ", not finite") << "\n";
+      ok = false;
+    }
+    checks.push_back(json::Object{{"engine", e.name},
+                                  {"against", reference->name},
+                                  {"max_abs_diff", absDiff},
+                                  {"max_rel_diff", relDiff},
+                                  {"ok", pass}});
+  }
+
+  for (Engine &e : engines) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(settle));
+    measure(e);
+    errs() << formatv("  {0,-38} {1,-12} {2,10:f1} us  {3,8:f1} {4}\n", b.name,
+                      e.name, e.seconds * 1e6, b.work() / e.seconds * 1e-9,
+                      b.unit);
+  }
+
+  json::Object engineResults;
+  json::Array order; // JSON objects print sorted; this is the run's order
+  for (const Engine &e : engines) {
+    order.push_back(e.name);
+    json::Object r{{"role", e.role},
+                   {"seconds", e.seconds},
+                   {"min_seconds", e.minSeconds},
+                   {"calls", e.calls},
+                   {"rate", b.work() / e.seconds * 1e-9}};
+    if (!e.backend.empty())
+      r["backend"] = e.backend;
+    engineResults[e.name] = std::move(r);
+  }
+  return json::Object{{"kind", b.kind},
+                      {"name", b.name},
+                      {"shape", std::move(b.shape)},
+                      {"unit", b.unit},
+                      {"flops", b.flops},
+                      {"bytes", b.bytes},
+                      {"engines", std::move(engineResults)},
+                      {"engine_order", std::move(order)},
+                      {"checks", std::move(checks)}};
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  mlir::tfm::registerAllTfmPasses();
+  cl::ParseCommandLineOptions(argc, argv,
+                              "tfm-bench: micro-benchmarks of tfm kernels\n");
+  if (listBackends) {
+    for (const char *b : kBackends)
+      outs() << b << "\n";
+    return 0;
+  }
+  for (const std::string &b : backends)
+    if (!knownBackend(b))
+      fail("unknown backend '" + b + "' (tfm-bench --list-backends)");
+  if (threads < 1 || repetitions < 1 || minTime <= 0)
+    fail("--num-threads, --repetitions and --min-time must be positive");
+  tfm_bench::setThreads(threads);
+
+  InitializeNativeTarget();
+  InitializeNativeTargetAsmPrinter();
+  std::unique_ptr<TargetMachine> machine = hostMachine();
+
+  mlir::DialectRegistry registry;
+  mlir::tfm::registerCodegenDialects(registry);
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  mlir::registerOpenMPDialectTranslation(registry);
+  mlir::MLIRContext context(registry);
+
+  std::vector<Benchmark> benchmarks;
+  for (const std::string &s : linears)
+    benchmarks.push_back(linearBenchmark(s));
+  for (const std::string &s : attentions)
+    benchmarks.push_back(attentionBenchmark(s));
+  for (const std::string &s : layerNorms)
+    benchmarks.push_back(layerNormBenchmark(s));
+
+  bool ok = true;
+  json::Array results;
+  for (Benchmark &b : benchmarks)
+    results.push_back(runBenchmark(b, context, machine.get(), ok));
+
+  json::Object document{
+      {"threads", int64_t(threads)},
+      {"min_time", double(minTime)},
+      {"repetitions", int64_t(repetitions)},
+      {"cpu", sys::getHostCPUName().str()},
+      {"onednn", tfm_bench::oneDnnVersion()},
+      {"openblas", tfm_bench::openblasVersion()},
+      {"benchmarks", std::move(results)},
+  };
+  outs() << formatv("{0:2}", json::Value(std::move(document))) << "\n";
+  return ok ? 0 : 1;
+}
