@@ -1,73 +1,111 @@
 #!/usr/bin/env python3
-"""End-to-end benchmark: the tfmc translator against the project's PyTorch
-reference, on the benchmark work of shared/bench (same model, same inputs,
-exactly 32 target tokens per sentence with EOS suppressed, 2 threads).
+"""The benchmark harness: the tfmc translator (compiled with each backend)
+against the project's PyTorch reference on the benchmark work of
+shared/bench (same model, same inputs, exactly 32 target tokens per sentence
+with EOS suppressed, 2 threads), plus the micro-benchmarks of bench/micro.py,
+all in one run.
 
-  /usr/bin/python3 bench/bench.py [--size base|small|tiny] [--sentences 128]
-                                  [--reference-sentences 16] [--runs 3]
-                                  [--out bench-results]
+  /usr/bin/python3 bench/bench.py --size base           # the full harness
+  /usr/bin/python3 bench/bench.py --quick --out DIR     # tiny model, one run
 
-Prints a Markdown table (target tokens/s, ratio to the reference, peak RSS,
-load time) and writes it with the raw figures as JSON to --out. Figures are
-medians of --runs runs; model load is measured by each engine
-itself (--timing) and reported apart. Only ratios measured in the same run mean
-anything: these machines are shared and noisy.
+  options: [--size base|small|tiny] [--backends llvm,onednn,auto]
+           [--sentences 128] [--reference-sentences 16] [--runs 3]
+           [--no-micro | --micro-only] [--plot] [--build build]
+           [--out bench-results]
+
+Writes results.json (every figure), results.md (the tables) and with --plot
+results.png (tokens/s per case and engine) to --out. End to end, per case
+and engine: target tokens/s (median of --runs runs), ratio to the reference,
+peak RSS, model load time (reported by each engine, --timing), and per
+backend the compile time of `tfmc compile`. Backends that this tfmc does not
+list in `tfmc compile --help` are skipped with a note. Only ratios measured
+in the same run mean anything: these machines are shared and noisy.
+
+--quick: the tiny test model (test/models/make_test_model.py), 8 sentences,
+one run, small micro-benchmark shapes: under a minute; the test suite runs
+it (test/Bench/quick.test) so the harness cannot rot.
 """
 import argparse
 import json
-import re
 import os
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import micro  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = "/usr/bin/python3"
 CASES = [("greedy-b1", 1, 1), ("greedy-b32", 1, 32), ("beam4-b1", 4, 1), ("beam4-b32", 4, 32)]
+TOKENS = 32  # target tokens per sentence
 
 
-def run(cmd):
+def run(cmd, out_path):
     """(load seconds, translate seconds, peak RSS MiB) of one run, as the
-    engine reports its own timing (--timing) and the kernel its memory."""
-    proc = subprocess.Popen(cmd + ["--timing"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode:
-        sys.exit(f"{' '.join(cmd)} failed:\n{err}")
+    engine reports its own timing (--timing) and the kernel its memory; the
+    translations go to out_path."""
+    with open(out_path, "w") as out:
+        proc = subprocess.Popen(cmd + ["--timing"], stdout=out, stderr=subprocess.PIPE, text=True)
+        err = proc.stderr.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code:
+        sys.exit(f"{' '.join(cmd)} failed (status {code}):\n{err}")
     m = re.search(r"load ([0-9.]+) s, translate ([0-9.]+) s", err)
+    if not m:
+        sys.exit(f"{' '.join(cmd)}: no 'load X s, translate Y s' in its --timing output:\n{err}")
     return float(m.group(1)), float(m.group(2)), usage.ru_maxrss / 1024
 
 
-def make_model(size, out):
+def read_tokens(path):
+    """The translations: one list of token ids a line."""
+    with open(path) as f:
+        return [line.split() for line in f.read().splitlines()]
+
+
+def make_model(size, out, quick):
     shared = os.path.join(ROOT, "..", "shared", "bench", "make_model.py")
-    if os.path.exists(shared):
+    if os.path.exists(shared) and not quick:
         subprocess.run([PY, shared, out, "--size", size], check=True, stdout=subprocess.DEVNULL)
     else:  # the project's generator writes the same shapes
         subprocess.run([PY, os.path.join(ROOT, "test", "models", "make_test_model.py"), out,
-                        "--size", size, "--sentences", "128"], check=True)
+                        "--size", size, "--sentences", "128"], check=True,
+                       stdout=subprocess.DEVNULL)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--size", default="base", choices=["tiny", "small", "base"])
-    ap.add_argument("--sentences", type=int, default=128)
-    ap.add_argument("--reference-sentences", type=int, default=16)
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--out", default="bench-results")
-    args = ap.parse_args()
+def tfmc_backends(tfmc, wanted, notes):
+    """The wanted backends that `tfmc compile --help` lists, and whether it has
+    a --backend flag at all (without one, its only backend is llvm)."""
+    help_text = subprocess.run([tfmc, "compile", "--help"], capture_output=True,
+                               text=True).stdout
+    lines = help_text.splitlines()
+    section = []
+    for i, line in enumerate(lines):
+        if re.match(r"\s*--backend\b", line):
+            section = [line] + [l for l in lines[i + 1:i + 20] if re.match(r"\s+=", l)]
+            break
+    if not section:
+        have = ["llvm"]
+    else:
+        text = "\n".join(section)
+        have = [b for b in wanted if re.search(rf"(?<![\w-]){re.escape(b)}(?![\w-])", text)]
+    chosen = [b for b in wanted if b in have]
+    for b in wanted:
+        if b not in have:
+            notes.append(f"backend '{b}' skipped: `tfmc compile --help` does not list it")
+    return chosen, bool(section)
 
+
+def end_to_end(args, notes):
     os.makedirs(args.out, exist_ok=True)
     model = os.path.join(args.out, f"model-{args.size}")
     if not os.path.exists(os.path.join(model, "config.json")):
-        make_model(args.size, model)
-    source = os.path.join(model, "source.ids")
-    lines = open(source).read().splitlines()
+        make_model(args.size, model, args.quick)
+    lines = open(os.path.join(model, "source.ids")).read().splitlines()
     inputs = {}
     for n in {args.sentences, args.reference_sentences}:
         path = os.path.join(args.out, f"source-{n}.ids")
@@ -75,61 +113,165 @@ def main():
             f.write("\n".join(lines[:n]) + "\n")
         inputs[n] = path
 
-    # Compile.
-    out_dir = os.path.join(args.out, f"tfmc-{args.size}")
-    shutil.rmtree(out_dir, ignore_errors=True)
-    start = time.perf_counter()
-    subprocess.run([os.path.join(args.build, "bin", "tfmc"), "compile", model, "-o", out_dir], check=True)
-    compile_s = time.perf_counter() - start
-    translator = os.path.join(out_dir, "translator")
-    sizes = {"translator_bytes": os.path.getsize(translator),
-             "weights_bytes": os.path.getsize(os.path.join(out_dir, "model.tfmw"))}
+    tfmc = os.path.join(args.build, "bin", "tfmc")
+    backends, has_flag = tfmc_backends(tfmc, args.backends.split(","), notes)
+    if not backends:
+        sys.exit("bench: none of the backends " + args.backends + " is in this tfmc")
+    results = {"size": args.size, "threads": args.threads, "runs": args.runs,
+               "tokens_per_sentence": TOKENS, "backends": backends, "engines": {}}
 
-    common = ["--suppress-eos", "--max-length", "32"]
-    engines = {
-        "tfmc": (lambda beam, batch, src: [translator, src, "-b", str(beam), "--batch-size", str(batch),
-                                           "--threads", "2"] + common, args.sentences),
-        "reference": (lambda beam, batch, src: [PY, os.path.join(ROOT, "test", "reference", "reference.py"),
-                                                model, src, "-b", str(beam), "--batch-size", str(batch),
-                                                "--threads", "2"] + common,
-                      args.reference_sentences),
-    }
-    results = {"size": args.size, "compile_seconds": compile_s, **sizes, "engines": {}}
-    for name, (command, sentences) in engines.items():
-        engine = {"sentences": sentences, "cases": {}}
+    common = ["--suppress-eos", "--max-length", str(TOKENS), "--threads", str(args.threads)]
+    engines = {}
+    for backend in backends:
+        out_dir = os.path.join(args.out, f"tfmc-{args.size}-{backend}")
+        shutil.rmtree(out_dir, ignore_errors=True)
+        cmd = [tfmc, "compile", model, "-o", out_dir] + ([f"--backend={backend}"] if has_flag else [])
+        start = time.perf_counter()
+        subprocess.run(cmd, check=True)
+        compile_s = time.perf_counter() - start
+        translator = os.path.join(out_dir, "translator")
+        info = {"compile_seconds": compile_s,
+                "translator_bytes": os.path.getsize(translator),
+                "weights_bytes": os.path.getsize(os.path.join(out_dir, "model.tfmw"))}
+        print(f"tfmc-{backend}: compiled in {compile_s:.1f} s", file=sys.stderr)
+        engines[f"tfmc-{backend}"] = (
+            lambda beam, batch, src, t=translator: [t, src, "-b", str(beam), "--batch-size",
+                                                    str(batch)] + common,
+            args.sentences, info)
+    engines["reference"] = (
+        lambda beam, batch, src: [PY, os.path.join(ROOT, "test", "reference", "reference.py"),
+                                  model, src, "-b", str(beam), "--batch-size", str(batch)] + common,
+        args.reference_sentences, {})
+
+    outputs = {}
+    for name, (command, sentences, info) in engines.items():
+        engine = {"sentences": sentences, **info, "cases": {}}
         loads = []
         for case, beam, batch in CASES:
-            runs = [run(command(beam, batch, inputs[sentences])) for _ in range(args.runs)]
+            out_path = os.path.join(args.out, f"{name}-{case}.ids")
+            runs = [run(command(beam, batch, inputs[sentences]), out_path)
+                    for _ in range(args.runs)]
             loads += [r[0] for r in runs]
             seconds = statistics.median(r[1] for r in runs)
-            tokens = sentences * 32
-            engine["cases"][case] = {"seconds": seconds, "tokens_per_second": tokens / seconds,
+            translations = read_tokens(out_path)
+            outputs[(name, case)] = translations
+            tokens = sum(len(t) for t in translations)
+            engine["cases"][case] = {"seconds": seconds,
+                                     "tokens": tokens,
+                                     "tokens_per_second": tokens / seconds,
                                      "peak_rss_mib": max(r[2] for r in runs)}
-            print(f"{name:9s} {case:10s} {tokens / seconds:9.1f} tokens/s", file=sys.stderr)
+            print(f"{name:14s} {case:10s} {tokens / seconds:9.1f} tokens/s", file=sys.stderr)
         engine["load_seconds"] = statistics.median(loads)
         results["engines"][name] = engine
 
-    ref = results["engines"]["reference"]["cases"]
-    rows = ["| case | tfmc tokens/s | reference tokens/s | ratio | peak RSS tfmc / reference (MiB) |",
-            "|---|---|---|---|---|"]
+    # Same work: every engine decodes TOKENS tokens a sentence; on the
+    # sentences both ran, count the translations identical to the reference's.
+    for name, engine in results["engines"].items():
+        for case, r in engine["cases"].items():
+            r["tokens_per_sentence"] = r["tokens"] / engine["sentences"]
+            if name == "reference":
+                continue
+            ours, ref = outputs[(name, case)], outputs[("reference", case)]
+            n = min(len(ours), len(ref))
+            r["compared_sentences"] = n
+            r["identical_to_reference"] = sum(a == b for a, b in zip(ours[:n], ref[:n]))
+            r["ratio_to_reference"] = (r["tokens_per_second"]
+                                       / results["engines"]["reference"]["cases"][case]["tokens_per_second"])
+    return results
+
+
+def e2e_table(results):
+    ref = results["engines"]["reference"]
+    rows = ["| case | engine | tokens/s | vs reference | identical to reference | peak RSS (MiB) |"
+            " load (s) |", "|---|---|---|---|---|---|---|"]
     for case, _, _ in CASES:
-        t = results["engines"]["tfmc"]["cases"][case]
-        r = ref[case]
-        rows.append(f"| {case} | {t['tokens_per_second']:.1f} | {r['tokens_per_second']:.1f} | "
-                    f"{t['tokens_per_second'] / r['tokens_per_second']:.1f}x | "
-                    f"{t['peak_rss_mib']:.0f} / {r['peak_rss_mib']:.0f} |")
-    table = "\n".join(rows)
-    summary = (f"{args.size} model: compile {compile_s:.1f} s; translator {sizes['translator_bytes'] / 1e6:.1f} MB "
-               f"+ weights {sizes['weights_bytes'] / 1e6:.1f} MB; load: tfmc "
-               f"{results['engines']['tfmc']['load_seconds']:.2f} s, reference "
-               f"{results['engines']['reference']['load_seconds']:.2f} s; tfmc on {args.sentences} sentences, "
-               f"reference on {args.reference_sentences}, 32 tokens each, 2 threads, median of {args.runs}")
-    print(summary)
-    print(table)
+        for name, engine in results["engines"].items():
+            r = engine["cases"][case]
+            ratio = f"{r['ratio_to_reference']:.2f}x" if name != "reference" else "1"
+            same = (f"{r['identical_to_reference']}/{r['compared_sentences']}"
+                    if name != "reference" else "-")
+            rows.append(f"| {case} | {name} | {r['tokens_per_second']:.1f} | {ratio} | {same} | "
+                        f"{r['peak_rss_mib']:.0f} | {engine['load_seconds']:.2f} |")
+    compile_rows = ["| backend | compile (s) | translator (MB) | weights (MB) |", "|---|---|---|---|"]
+    for name, engine in results["engines"].items():
+        if name != "reference":
+            compile_rows.append(f"| {name} | {engine['compile_seconds']:.1f} | "
+                                f"{engine['translator_bytes'] / 1e6:.1f} | "
+                                f"{engine['weights_bytes'] / 1e6:.1f} |")
+    tfmc_sentences = next(e["sentences"] for n, e in results["engines"].items() if n != "reference")
+    summary = (f"{results['size']} model: tfmc on {tfmc_sentences} sentences, reference on "
+               f"{ref['sentences']}, {TOKENS} tokens each (EOS suppressed), {results['threads']} "
+               f"threads, median of {results['runs']} run(s); load time reported by each engine, "
+               f"not in tokens/s.")
+    return summary + "\n\n" + "\n".join(rows) + "\n\n" + "\n".join(compile_rows)
+
+
+def plot(results, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = list(results["engines"])
+    cases = [c for c, _, _ in CASES]
+    width = 0.8 / len(names)
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for i, name in enumerate(names):
+        values = [results["engines"][name]["cases"][c]["tokens_per_second"] for c in cases]
+        xs = [j + (i - (len(names) - 1) / 2) * width for j in range(len(cases))]
+        ax.bar(xs, values, width, label=name)
+    ax.set_xticks(range(len(cases)))
+    ax.set_xticklabels(cases)
+    ax.set_ylabel("target tokens / s")
+    ax.set_title(f"{results['size']} model, {results['threads']} threads")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", default="base", choices=["tiny", "small", "base"])
+    ap.add_argument("--backends", default="llvm,onednn,auto",
+                    help="tfmc backends, comma-separated; those tfmc lacks are skipped")
+    ap.add_argument("--sentences", type=int, default=128)
+    ap.add_argument("--reference-sentences", type=int, default=16)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--quick", action="store_true",
+                    help="tiny test model, 8 sentences, one run, small micro shapes")
+    group = ap.add_mutually_exclusive_group()
+    group.add_argument("--no-micro", action="store_true", help="end to end only")
+    group.add_argument("--micro-only", action="store_true", help="micro-benchmarks only")
+    ap.add_argument("--plot", action="store_true", help="also write results.png (matplotlib)")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--out", default="bench-results")
+    args = ap.parse_args()
+    if args.quick:
+        args.size, args.sentences, args.reference_sentences, args.runs = "tiny", 8, 8, 1
+
+    os.makedirs(args.out, exist_ok=True)
+    notes = []
+    results = {"quick": args.quick}
+    sections = []
+    if not args.micro_only:
+        results["end_to_end"] = end_to_end(args, notes)
+        sections.append(e2e_table(results["end_to_end"]))
+    if not args.no_micro:
+        results["micro"] = micro.run(args.build, args.backends.split(","), args.quick,
+                                     args.threads)
+        sections.append(micro.summary(results["micro"]) + "\n\n" + micro.tables(results["micro"]))
+    results["notes"] = notes
+    if notes:
+        sections.append("\n".join(f"Note: {n}." for n in notes))
+    text = "\n\n".join(sections)
+    print(text)
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(results, f, indent=2)
     with open(os.path.join(args.out, "results.md"), "w") as f:
-        f.write(summary + "\n\n" + table + "\n")
+        f.write(text + "\n")
+    if args.plot and "end_to_end" in results:
+        plot(results["end_to_end"], os.path.join(args.out, "results.png"))
 
 
 if __name__ == "__main__":

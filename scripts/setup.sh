@@ -15,6 +15,8 @@ packages=(
   libgtest-dev googletest
   # reference implementation, golden data and test models
   python3 python3-numpy python3-torch python3-sentencepiece
+  # the benchmark harness's plot (bench/bench.py --plot)
+  python3-matplotlib
 )
 
 missing=()

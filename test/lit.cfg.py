@@ -22,12 +22,15 @@ config.substitutions.append(("%python", config.tfm_python))
 #   %corrupt_model MODEL_DIR MODE ...  one precise damage, for bad-input tests
 #   %reference MODEL_DIR INPUT [...]   the reference implementation
 #   %compare MODE EXPECTED ACTUAL      outputs compared with the reference's
+#   %bench [options]                   the benchmark harness (bench/bench.py)
 for name, script in [("%make_model", "models/make_test_model.py"),
                      ("%corrupt_model", "models/corrupt_model.py"),
                      ("%reference", "reference/reference.py"),
                      ("%compare", "reference/compare.py")]:
     path = os.path.join(config.tfm_src_root, "test", *script.split("/"))
     config.substitutions.append((name, "%s %s" % (config.tfm_python, path)))
+config.substitutions.append(("%bench", "%s %s" % (
+    config.tfm_python, os.path.join(config.tfm_src_root, "bench", "bench.py"))))
 config.substitutions.append(("%tfm_src_root", config.tfm_src_root))
 config.substitutions.append(("%tfm_obj_root", config.tfm_obj_root))
 
@@ -35,7 +38,7 @@ llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.tfm_tools_dir, config.llvm_tools_dir]
-tools = ["tfm-opt", "tfm-run", "tfmc"]
+tools = ["tfm-opt", "tfm-run", "tfmc", "tfm-bench"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.tfm_tools_dir, append_path=True)

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Micro-benchmarks of the model's hot shapes: runs tfm-bench (bench/micro/)
+and turns its JSON into Markdown tables.
+
+  /usr/bin/python3 bench/micro.py [--quick] [--backends llvm,onednn]
+                                  [--build build] [--out bench-results]
+
+Each shape is timed for every engine in the same process, one engine after
+the other, and reported as a ratio against its peers:
+
+  linear      tfmc's compiled tfm.linear (per backend) vs OpenBLAS
+              cblas_sgemm and a oneDNN matmul primitive, M = 1, 32, 1024 rows
+              x (K -> N) 512->2048, 2048->512, 512->512, 512->32000
+  attention   fused tfm.attention vs the tfm-decompose'd graph: encoder
+              self-attention at 32 and 256 tokens (batch 1, 8 heads of 64),
+              a decoder step (one query) against K/V caches of 32 and 256
+  layer norm  fused tfm.layer_norm (with residual) vs decomposed, 32 and
+              1024 rows of 512
+
+Every engine's output is first checked against the peer (max abs diff);
+tfm-bench fails if one differs beyond 1e-4 of the largest value.
+bench/bench.py runs this too, with the end-to-end cases.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+LINEARS = [(m, k, n) for m in (1, 32, 1024)
+           for k, n in ((512, 2048), (2048, 512), (512, 512), (512, 32000))]
+ATTENTION = ["encoder:32", "encoder:256", "decoder:32", "decoder:256"]
+LAYER_NORMS = [(32, 512), (1024, 512)]
+
+# --quick: small shapes, short timings; for the test suite.
+QUICK_LINEARS = [(1, 64, 256), (8, 256, 64)]
+QUICK_ATTENTION = ["encoder:16", "decoder:16"]
+QUICK_LAYER_NORMS = [(8, 64)]
+
+KIND_TITLES = {"linear": "Linear layers: x[M, K] · W[N, K]ᵀ",
+               "attention": "Attention, batch 1, 8 heads of 64: fused vs unfused",
+               "layer_norm": "Layer norm with residual: fused vs unfused"}
+
+
+def tool_backends(tool):
+    """The backends tfm-bench can compile snippets with."""
+    out = subprocess.run([tool, "--list-backends"], check=True, capture_output=True, text=True)
+    return out.stdout.split()
+
+
+def run(build, backends, quick=False, threads=2, log=sys.stderr):
+    """Runs tfm-bench; returns its JSON plus the backends skipped, as a dict."""
+    tool = os.path.join(build, "bin", "tfm-bench")
+    known = tool_backends(tool)
+    chosen = [b for b in backends if b in known]
+    skipped = [b for b in backends if b not in known]
+    for b in skipped:
+        print(f"micro: tfm-bench has no backend '{b}' (it has: {', '.join(known)}); skipped",
+              file=log)
+    if not chosen:
+        chosen = known[:1]
+    linears = QUICK_LINEARS if quick else LINEARS
+    attention = QUICK_ATTENTION if quick else ATTENTION
+    norms = QUICK_LAYER_NORMS if quick else LAYER_NORMS
+    cmd = [tool, "--backends=" + ",".join(chosen), f"--num-threads={threads}",
+           "--linear=" + ",".join(f"{m}x{k}x{n}" for m, k, n in linears),
+           "--attention=" + ",".join(attention),
+           "--layer-norm=" + ",".join(f"{r}x{d}" for r, d in norms)]
+    if quick:
+        cmd += ["--min-time=0.005", "--repetitions=3", "--settle=0.02"]
+    # Every OpenMP runtime reads this at start-up (oneDNN's libgomp before
+    # main); tfm-bench also sets each one explicitly.
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, env=env, text=True)
+    if proc.returncode:
+        sys.exit(f"micro: {' '.join(cmd)} failed (status {proc.returncode})")
+    results = json.loads(proc.stdout)
+    results["backends"] = chosen
+    results["skipped_backends"] = skipped
+    return results
+
+
+def _ratio(a, b):
+    return f"{a / b:.2f}x"
+
+
+def tables(results):
+    """Markdown: one table per kind; each engine's rate, each of ours against
+    each peer as a speed ratio (peer seconds / our seconds: > 1 means tfmc is
+    faster), the largest difference from the checked peer, the fastest."""
+    out = []
+    for kind in ("linear", "attention", "layer_norm"):
+        rows = [b for b in results["benchmarks"] if b["kind"] == kind]
+        if not rows:
+            continue
+        engines = rows[0].get("engine_order") or list(rows[0]["engines"])
+        ours = [e for e in engines if rows[0]["engines"][e]["role"] == "tfmc"]
+        peers = [e for e in engines if rows[0]["engines"][e]["role"] == "peer"]
+        unit = rows[0]["unit"]
+        header = (["shape"] + [f"{e} {unit}" for e in engines]
+                  + [f"{o} vs {p}" for o in ours for p in peers]
+                  + ["max abs diff", "fastest"])
+        lines = [f"**{KIND_TITLES[kind]}** ({unit}; ratios: peer time / tfmc time, "
+                 "> 1 = tfmc faster)", "",
+                 "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for b in rows:
+            e = b["engines"]
+            cells = [b["name"]] + [f"{e[n]['rate']:.1f}" for n in engines]
+            cells += [_ratio(e[p]["seconds"], e[o]["seconds"]) for o in ours for p in peers]
+            diffs = [c["max_abs_diff"] for c in b["checks"]]
+            cells.append(f"{max(diffs):.1e}" if diffs else "-")
+            cells.append(min(engines, key=lambda n: e[n]["seconds"]))
+            lines.append("| " + " | ".join(cells) + " |")
+        out.append("\n".join(lines))
+    return "\n\n".join(out)
+
+
+def summary(results):
+    skipped = results.get("skipped_backends") or []
+    text = (f"Micro-benchmarks: {results['threads']} threads for every engine, median of "
+            f"{results['repetitions']} repetitions of >= {results['min_time']} s; "
+            f"CPU {results['cpu']}, oneDNN {results['onednn']}, "
+            f"OpenBLAS {results['openblas'].strip()}; tfmc backends: "
+            f"{', '.join(results['backends'])}")
+    if skipped:
+        text += f" (skipped, not in this build: {', '.join(skipped)})"
+    return text + "."
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small shapes, short timings")
+    ap.add_argument("--backends", default="llvm,onednn",
+                    help="tfmc backends, comma-separated (unknown ones are skipped)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--out", default="bench-results")
+    args = ap.parse_args()
+    results = run(args.build, args.backends.split(","), args.quick, args.threads)
+    text = summary(results) + "\n\n" + tables(results)
+    print(text)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "micro.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    with open(os.path.join(args.out, "micro.md"), "w") as f:
+        f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
