@@ -44,12 +44,13 @@ CASES = [("greedy-b1", 1, 1), ("greedy-b32", 1, 32), ("beam4-b1", 4, 1), ("beam4
 TOKENS = 32  # target tokens per sentence
 
 
-def run(cmd, out_path):
+def run(cmd, out_path, env):
     """(load seconds, translate seconds, peak RSS MiB) of one run, as the
     engine reports its own timing (--timing) and the kernel its memory; the
     translations go to out_path."""
     with open(out_path, "w") as out:
-        proc = subprocess.Popen(cmd + ["--timing"], stdout=out, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(cmd + ["--timing"], stdout=out, stderr=subprocess.PIPE,
+                                text=True, env=env)
         err = proc.stderr.read()
         _, status, usage = os.wait4(proc.pid, 0)
     code = os.waitstatus_to_exitcode(status)
@@ -143,13 +144,18 @@ def end_to_end(args, notes):
                                   model, src, "-b", str(beam), "--batch-size", str(batch)] + common,
         args.reference_sentences, {})
 
+    # The reference's PyTorch multiplies with OpenBLAS: with its fast kernels
+    # (micro.openblas_core), as a user would tune it.
+    env = micro.environment(args.threads)
+    detected, core = micro.openblas_core()
+    results["openblas_core"] = {"detected": detected, "used": core}
     outputs = {}
     for name, (command, sentences, info) in engines.items():
         engine = {"sentences": sentences, **info, "cases": {}}
         loads = []
         for case, beam, batch in CASES:
             out_path = os.path.join(args.out, f"{name}-{case}.ids")
-            runs = [run(command(beam, batch, inputs[sentences]), out_path)
+            runs = [run(command(beam, batch, inputs[sentences]), out_path, env)
                     for _ in range(args.runs)]
             loads += [r[0] for r in runs]
             seconds = statistics.median(r[1] for r in runs)
@@ -203,6 +209,10 @@ def e2e_table(results):
                f"{ref['sentences']}, {TOKENS} tokens each (EOS suppressed), {results['threads']} "
                f"threads, median of {results['runs']} run(s); load time reported by each engine, "
                f"not in tokens/s.")
+    core = results.get("openblas_core") or {}
+    if core.get("used") and core["used"] != core["detected"]:
+        summary += (f" The reference's OpenBLAS ran its {core['used']} kernels "
+                    f"(OPENBLAS_CORETYPE); it takes this CPU for a {core['detected']}.")
     return summary + "\n\n" + "\n".join(rows) + "\n\n" + "\n".join(compile_rows)
 
 

@@ -22,6 +22,7 @@ tfm-bench fails if one differs beyond 1e-4 of the largest value.
 bench/bench.py runs this too, with the end-to-end cases.
 """
 import argparse
+import ctypes
 import json
 import os
 import subprocess
@@ -42,6 +43,56 @@ QUICK_LAYER_NORMS = [(8, 64)]
 KIND_TITLES = {"linear": "Linear layers: x[M, K] · W[N, K]ᵀ",
                "attention": "Attention, batch 1, 8 heads of 64: fused vs unfused",
                "layer_norm": "Layer norm with residual: fused vs unfused"}
+
+
+# Cores OpenBLAS falls back to when it does not know the CPU: kernels for
+# SSE3 or older. OpenBLAS 0.3.21 (Debian 12) takes the machines these
+# benchmarks run on (reported as "Intel(R) Xeon(R) Processor", AVX-512) for a
+# Prescott, about 10x slower than its AVX-512 kernels.
+FALLBACK_CORES = {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom",
+                  "Opteron", "Opteron_SSE3", "Barcelona", "Bobcat", "Nano", "Katmai",
+                  "Coppermine", "Northwood", "Banias", "Athlon"}
+
+
+def openblas_core():
+    """(the core OpenBLAS detects, the one to run with): when it detects an
+    old core on a CPU with AVX-512 or AVX2, SkylakeX or Haswell kernels, set
+    through OPENBLAS_CORETYPE for every process the harness starts (the
+    micro-benchmark peers, and PyTorch's BLAS in the reference). A
+    user's OPENBLAS_CORETYPE is kept."""
+    try:
+        lib = ctypes.CDLL("libopenblas.so.0")
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        detected = lib.openblas_get_corename().decode()
+    except OSError:
+        return None, None
+    if "OPENBLAS_CORETYPE" in os.environ:
+        return detected, os.environ["OPENBLAS_CORETYPE"]
+    flags = set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+    except OSError:
+        pass
+    if detected in FALLBACK_CORES:
+        if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+            return detected, "SkylakeX"
+        if {"avx2", "fma"} <= flags:
+            return detected, "Haswell"
+    return detected, detected
+
+
+def environment(threads):
+    """The environment of every engine: the OpenBLAS core (openblas_core)
+    and OMP_NUM_THREADS, which the OpenMP runtimes read at start-up."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    detected, core = openblas_core()
+    if core and core != detected:
+        env["OPENBLAS_CORETYPE"] = core
+    return env
 
 
 def tool_backends(tool):
@@ -70,15 +121,14 @@ def run(build, backends, quick=False, threads=2, log=sys.stderr):
            "--layer-norm=" + ",".join(f"{r}x{d}" for r, d in norms)]
     if quick:
         cmd += ["--min-time=0.005", "--repetitions=3", "--settle=0.02"]
-    # Every OpenMP runtime reads this at start-up (oneDNN's libgomp before
-    # main); tfm-bench also sets each one explicitly.
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, env=env, text=True)
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, env=environment(threads), text=True)
     if proc.returncode:
         sys.exit(f"micro: {' '.join(cmd)} failed (status {proc.returncode})")
     results = json.loads(proc.stdout)
     results["backends"] = chosen
     results["skipped_backends"] = skipped
+    detected, core = openblas_core()
+    results["openblas_core"] = {"detected": detected, "used": core}
     return results
 
 
@@ -126,7 +176,12 @@ def summary(results):
             f"{', '.join(results['backends'])}")
     if skipped:
         text += f" (skipped, not in this build: {', '.join(skipped)})"
-    return text + "."
+    text += "."
+    core = results.get("openblas_core") or {}
+    if core.get("used") and core["used"] != core["detected"]:
+        text += (f" OpenBLAS ran its {core['used']} kernels (OPENBLAS_CORETYPE); it takes "
+                 f"this CPU for a {core['detected']}.")
+    return text
 
 
 def main():

@@ -18,11 +18,11 @@
 // Every engine first runs once and its outputs are compared with the peer's
 // (max absolute difference; failure beyond --rtol of the largest value is
 // an error, so no timing is of a wrong kernel). Then each engine is warmed
-// up and timed: --repetitions repetitions of as many calls as fill
-// --min-time seconds each, on a monotonic clock; the figure is the median
-// seconds per call. Engines are timed one after another, with --settle
-// seconds between them so the previous engine's spinning worker threads
-// (OpenMP, OpenBLAS) are asleep. The results go to stdout as JSON.
+// up, and timed in --repetitions rounds that run every engine in turn for
+// as many calls as fill --min-time seconds, on a monotonic clock; the figure
+// is the median seconds per call. Between engines it sleeps --settle seconds
+// so the previous engine's spinning worker threads (OpenMP, OpenBLAS) are
+// idle. The results go to stdout as JSON.
 //
 //===----------------------------------------------------------------------===//
 
@@ -445,29 +445,46 @@ double now() {
       .count();
 }
 
-/// Warm-up, then --repetitions repetitions of enough calls to fill
-/// --min-time; the median and the fastest seconds per call.
-void measure(Engine &e) {
-  double start = now();
-  int64_t warm = 0;
-  while (warm < 3 || now() - start < std::min(0.5 * minTime, 0.2)) {
-    e.run();
-    ++warm;
-  }
-  double perCall = (now() - start) / warm;
-  int64_t calls = std::max<int64_t>(1, int64_t(minTime / perCall));
-  std::vector<double> samples;
-  for (int r = 0; r < repetitions; ++r) {
-    double t0 = now();
-    for (int64_t i = 0; i < calls; ++i)
+/// Sleeps --settle seconds: the previous engine's worker threads (LLVM's
+/// OpenMP keeps them spinning for 200 ms, OpenBLAS for a while) go idle.
+void pause() {
+  std::this_thread::sleep_for(std::chrono::duration<double>(settle));
+}
+
+/// Times `engines` on the same work: each is warmed up and given as many
+/// calls per repetition as fill --min-time; then --repetitions rounds time
+/// every engine once each, in turn, so that a slow spell of the machine
+/// falls on all of them. Sets each one's median and fastest seconds per call.
+void measure(std::vector<Engine> &engines) {
+  std::vector<int64_t> calls;
+  for (Engine &e : engines) {
+    pause();
+    double start = now();
+    int64_t warm = 0;
+    while (warm < 3 || now() - start < std::min(0.5 * minTime, 0.2)) {
       e.run();
-    samples.push_back((now() - t0) / calls);
+      ++warm;
+    }
+    double perCall = (now() - start) / warm;
+    calls.push_back(std::max<int64_t>(1, int64_t(minTime / perCall)));
   }
-  std::sort(samples.begin(), samples.end());
-  size_t n = samples.size();
-  e.seconds = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
-  e.minSeconds = samples.front();
-  e.calls = calls * repetitions;
+  std::vector<std::vector<double>> samples(engines.size());
+  for (int r = 0; r < repetitions; ++r)
+    for (size_t i = 0; i < engines.size(); ++i) {
+      pause();
+      double t0 = now();
+      for (int64_t c = 0; c < calls[i]; ++c)
+        engines[i].run();
+      samples[i].push_back((now() - t0) / calls[i]);
+    }
+  for (size_t i = 0; i < engines.size(); ++i) {
+    std::vector<double> &t = samples[i];
+    std::sort(t.begin(), t.end());
+    size_t n = t.size();
+    engines[i].seconds = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    engines[i].minSeconds = t.front();
+    engines[i].calls = calls[i] * repetitions;
+  }
 }
 
 /// Max |a - b| and that relative to max |b|.
@@ -646,9 +663,8 @@ json::Value runBenchmark(Benchmark &b, mlir::MLIRContext &context,
                                   {"ok", pass}});
   }
 
+  measure(engines);
   for (Engine &e : engines) {
-    std::this_thread::sleep_for(std::chrono::duration<double>(settle));
-    measure(e);
     errs() << formatv("  {0,-38} {1,-12} {2,10:f1} us  {3,8:f1} {4}\n", b.name,
                       e.name, e.seconds * 1e6, b.work() / e.seconds * 1e-9,
                       b.unit);
