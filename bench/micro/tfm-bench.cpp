@@ -29,6 +29,7 @@
 #include "bench/micro/peers/Peers.h"
 #include "passes/Passes.h"
 #include "runtime/src/ModelInfo.h"
+#include "runtime/src/OneDnnAbi.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -77,8 +78,8 @@ static cl::list<std::string>
                cl::desc("Layer norms RxD: R rows of D, with residual"));
 static cl::list<std::string>
     backends("backends", cl::CommaSeparated,
-             cl::desc("tfmc backends to compile each snippet with (default: "
-                      "llvm)"));
+             cl::desc("tfmc backends to compile each snippet with: llvm, onednn, "
+                      "auto (default: llvm)"));
 static cl::opt<bool> listBackends("list-backends",
                                   cl::desc("Print the backends and exit"));
 static cl::opt<bool> noOneDnn("no-onednn",
@@ -101,8 +102,8 @@ namespace {
   std::exit(1);
 }
 
-/// The backends this build can compile snippets with.
-const char *const kBackends[] = {"llvm"};
+/// The backends of tfmc's lowering (tfmc compile --backend).
+const char *const kBackends[] = {"llvm", "onednn", "auto"};
 
 bool knownBackend(StringRef name) {
   return llvm::is_contained(kBackends, name);
@@ -312,16 +313,13 @@ func.func @bench(%x: tensor<?x{0}xf32>, %r: tensor<?x{0}xf32>) -> tensor<?x{0}xf
   return b;
 }
 
-/// What the LLVM backend of tfmc does to the IR and the code, in the JIT:
-/// the lowering pipeline, then LLVM at -O3 for the host CPU with FP
-/// contraction (tfmc's TargetMachine has AllowFPOpFusion = Fast; here every
-/// FP instruction gets the `contract` flag, which lets the same FMAs form).
+/// A snippet compiled by the JIT: its packed entry point and the layout of
+/// the weights file it reads (tfm-layout-weights).
 class Compiled {
 public:
   std::unique_ptr<mlir::ExecutionEngine> engine;
   void (*function)(void **) = nullptr;
   bool hasWeights = false;
-  /// name -> (byte offset, elements, padded rows or 0, rows, columns)
   struct Weight {
     std::string name;
     int64_t offset, rows, columns, paddedRows;
@@ -342,6 +340,10 @@ std::unique_ptr<TargetMachine> hostMachine() {
   return std::move(*machine);
 }
 
+/// What tfmc does to the IR and the code, in the JIT: the lowering pipeline
+/// for `backend`, then LLVM at -O3 for the host CPU with FP contraction
+/// (tfmc's TargetMachine has AllowFPOpFusion = Fast; here every FP
+/// instruction gets the `contract` flag, which lets the same FMAs form).
 Compiled compile(mlir::ModuleOp module, StringRef backend,
                  TargetMachine *machine) {
   Compiled out;
@@ -350,10 +352,7 @@ Compiled compile(mlir::ModuleOp module, StringRef backend,
                         .getOps<mlir::tfm::WeightOp>()
                         .empty();
   mlir::PassManager pm(module.getContext());
-  if (backend == "llvm")
-    mlir::tfm::buildLoweringPipeline(pm);
-  else
-    fail("unknown backend '" + backend + "'");
+  mlir::tfm::buildLoweringPipeline(pm, backend);
   if (failed(pm.run(module)))
     fail("lowering with the " + backend + " backend failed");
   if (auto layout = module->getAttrOfType<mlir::ArrayAttr>("tfm.weights_layout"))
@@ -385,10 +384,21 @@ Compiled compile(mlir::ModuleOp module, StringRef backend,
   auto engine = mlir::ExecutionEngine::create(module, options);
   if (!engine)
     fail("JIT: " + toString(engine.takeError()));
+  // What the translator links: memrefCopy, the oneDNN backend's kernels.
   (*engine)->registerSymbols([](orc::MangleAndInterner interner) {
     orc::SymbolMap map;
-    map[interner("memrefCopy")] = {orc::ExecutorAddr::fromPtr(&memrefCopy),
-                                   JITSymbolFlags::Exported};
+    auto add = [&](const char *name, auto *fn) {
+      map[interner(name)] = {orc::ExecutorAddr::fromPtr(fn),
+                             JITSymbolFlags::Exported};
+    };
+    add("memrefCopy", &memrefCopy);
+    add("_mlir_ciface_tfm_onednn_linear", &_mlir_ciface_tfm_onednn_linear);
+    add("_mlir_ciface_tfm_onednn_matmul", &_mlir_ciface_tfm_onednn_matmul);
+    add("_mlir_ciface_tfm_onednn_layer_norm",
+        &_mlir_ciface_tfm_onednn_layer_norm);
+    add("_mlir_ciface_tfm_onednn_softmax", &_mlir_ciface_tfm_onednn_softmax);
+    add("_mlir_ciface_tfm_onednn_binary", &_mlir_ciface_tfm_onednn_binary);
+    add("_mlir_ciface_tfm_onednn_eltwise", &_mlir_ciface_tfm_onednn_eltwise);
     return map;
   });
   auto function = (*engine)->lookupPacked("_mlir_ciface_bench");
