@@ -31,6 +31,7 @@
 #include "runtime/src/ModelInfo.h"
 #include "runtime/src/OneDnnAbi.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/MLIRContext.h"
@@ -320,6 +321,7 @@ public:
   std::unique_ptr<mlir::ExecutionEngine> engine;
   void (*function)(void **) = nullptr;
   bool hasWeights = false;
+  unsigned numArguments = 0; // of the C interface
   struct Weight {
     std::string name;
     int64_t offset, rows, columns, paddedRows;
@@ -347,14 +349,19 @@ std::unique_ptr<TargetMachine> hostMachine() {
 Compiled compile(mlir::ModuleOp module, StringRef backend,
                  TargetMachine *machine) {
   Compiled out;
-  out.hasWeights = !module.lookupSymbol<mlir::func::FuncOp>("bench")
-                        .getBody()
-                        .getOps<mlir::tfm::WeightOp>()
-                        .empty();
   mlir::PassManager pm(module.getContext());
   mlir::tfm::buildLoweringPipeline(pm, backend);
   if (failed(pm.run(module)))
     fail("lowering with the " + backend + " backend failed");
+  // The C interface's arguments: the weights file first if the function
+  // reads weights (convert-tfm-to-linalg names it), then one descriptor per
+  // argument and result.
+  auto entry = module.lookupSymbol<mlir::LLVM::LLVMFuncOp>("_mlir_ciface_bench");
+  if (!entry)
+    fail("the " + backend + " lowering has no _mlir_ciface_bench");
+  auto name = entry.getArgAttrOfType<mlir::StringAttr>(0, "tfm.name");
+  out.hasWeights = name && name.getValue() == "weights";
+  out.numArguments = entry.getNumArguments();
   if (auto layout = module->getAttrOfType<mlir::ArrayAttr>("tfm.weights_layout"))
     for (auto entry : layout.getAsRange<mlir::DictionaryAttr>()) {
       Compiled::Weight w;
@@ -546,6 +553,10 @@ struct Instance {
       pointers.push_back(&a.descriptorPtr);
     for (Operand &r : results)
       pointers.push_back(&r.descriptorPtr);
+    if (pointers.size() != compiled.numArguments)
+      fail(b.name + ": the compiled function takes " +
+           Twine(compiled.numArguments) + " arguments, not " +
+           Twine(pointers.size()));
   }
   void call() { compiled.function(pointers.data()); }
 };
