@@ -15,15 +15,16 @@ all in one run.
 
 Writes results.json (every figure), results.md (the tables) and with --plot
 results.png (tokens/s per case and engine) to --out. End to end, per case
-and engine: target tokens/s (median of --runs runs), ratio to the reference,
+and engine (engines take turns, run by run): target tokens/s (median of
+--runs runs), ratio to the reference, translations identical to the reference's,
 peak RSS, model load time (reported by each engine, --timing), and per
 backend the compile time of `tfmc compile`. Backends that this tfmc does not
 list in `tfmc compile --help` are skipped with a note. Only ratios measured
 in the same run mean anything: these machines are shared and noisy.
 
 --quick: the tiny test model (test/models/make_test_model.py), 8 sentences,
-one run, small micro-benchmark shapes: under a minute; the test suite runs
-it (test/Bench/quick.test) so the harness cannot rot.
+one run, small micro-benchmark shapes: ~1.5 minutes with three backends;
+the test suite runs it (test/Bench/quick.test) so the harness cannot rot.
 """
 import argparse
 import json
@@ -149,25 +150,32 @@ def end_to_end(args, notes):
     env = micro.environment(args.threads)
     detected, core = micro.openblas_core()
     results["openblas_core"] = {"detected": detected, "used": core}
-    outputs = {}
-    for name, (command, sentences, info) in engines.items():
+    # Case by case, run by run, every engine in turn: a slow spell of the
+    # machine falls on all of them.
+    outputs, timings = {}, {}
+    for case, beam, batch in CASES:
+        for _ in range(args.runs):
+            for name, (command, sentences, _) in engines.items():
+                out_path = os.path.join(args.out, f"{name}-{case}.ids")
+                timings.setdefault((name, case), []).append(
+                    run(command(beam, batch, inputs[sentences]), out_path, env))
+                outputs[(name, case)] = read_tokens(out_path)
+        for name in engines:
+            seconds = statistics.median(r[1] for r in timings[(name, case)])
+            tokens = sum(len(t) for t in outputs[(name, case)])
+            print(f"{name:14s} {case:10s} {tokens / seconds:9.1f} tokens/s", file=sys.stderr)
+    for name, (_, sentences, info) in engines.items():
         engine = {"sentences": sentences, **info, "cases": {}}
-        loads = []
-        for case, beam, batch in CASES:
-            out_path = os.path.join(args.out, f"{name}-{case}.ids")
-            runs = [run(command(beam, batch, inputs[sentences]), out_path, env)
-                    for _ in range(args.runs)]
-            loads += [r[0] for r in runs]
+        for case, _, _ in CASES:
+            runs = timings[(name, case)]
             seconds = statistics.median(r[1] for r in runs)
-            translations = read_tokens(out_path)
-            outputs[(name, case)] = translations
-            tokens = sum(len(t) for t in translations)
+            tokens = sum(len(t) for t in outputs[(name, case)])
             engine["cases"][case] = {"seconds": seconds,
                                      "tokens": tokens,
                                      "tokens_per_second": tokens / seconds,
                                      "peak_rss_mib": max(r[2] for r in runs)}
-            print(f"{name:14s} {case:10s} {tokens / seconds:9.1f} tokens/s", file=sys.stderr)
-        engine["load_seconds"] = statistics.median(loads)
+        engine["load_seconds"] = statistics.median(
+            r[0] for case, _, _ in CASES for r in timings[(name, case)])
         results["engines"][name] = engine
 
     # Same work: every engine decodes TOKENS tokens a sentence; on the
