@@ -4,6 +4,8 @@
   evaluate.py [MODEL_DIR] [--src FILE] [--ref FILE] [--beam K ...]
               [--limit N] [--batch-size N] [--threads N] [--out DIR]
   evaluate.py [MODEL_DIR] --sentences "Open file" "Save the document" ...
+  evaluate.py [MODEL_DIR] --encode TEXT_FILE [--limit N]   text -> id lines
+  evaluate.py [MODEL_DIR] --decode IDS_FILE                id lines -> text
 
 MODEL_DIR (default examples/en-de) is a checkpoint in the Hugging Face
 MarianMT layout with source.spm, target.spm and vocab.json. Each source line
@@ -82,9 +84,22 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", help="write the translations to OUT/hyp.bK.de")
     ap.add_argument("--sentences", nargs="+", help="translate these and print them")
+    ap.add_argument("--encode", metavar="TEXT_FILE",
+                    help="print the source ids (EOS last) of each line, as the translator reads them")
+    ap.add_argument("--decode", metavar="IDS_FILE",
+                    help="print the detokenized text of each line of output ids")
     a = ap.parse_args()
 
     tok = Tokenizer(a.model)
+    if a.encode:
+        lines = metrics.read_lines(a.encode)
+        for line in lines[: a.limit] if a.limit else lines:
+            print(" ".join(map(str, tok.encode(line))))
+        return 0
+    if a.decode:
+        for line in metrics.read_lines(a.decode):
+            print(tok.decode([int(t) for t in line.split()]))
+        return 0
     if a.sentences:
         for beam in a.beam:
             hyps = translate(a.model, tok, a.sentences, beam, a.batch_size, a.threads)

@@ -2,6 +2,7 @@
 """Corpus BLEU and chrF of a translation against one reference.
 
   metrics.py HYP REF [--bleu-only | --chrf-only] [--score-only]
+             [--min-bleu B] [--min-chrf C]
   metrics.py --tokenize FILE     prints FILE in the 13a tokenization
 
 HYP and REF are text files of the same number of lines (detokenized text,
@@ -148,6 +149,8 @@ def main():
     ap.add_argument("--chrf-only", action="store_true")
     ap.add_argument("--score-only", action="store_true",
                     help="print the bare numbers, BLEU then chrF")
+    ap.add_argument("--min-bleu", type=float, help="exit 1 when BLEU is below this")
+    ap.add_argument("--min-chrf", type=float, help="exit 1 when chrF is below this")
     a = ap.parse_args()
     if a.tokenize:
         for line in read_lines(a.tokenize):
@@ -160,13 +163,20 @@ def main():
         print(f"metrics.py: {a.hyp} has {len(hyps)} lines, {a.ref} has {len(refs)}",
               file=sys.stderr)
         return 1
+    status = 0
     if not a.chrf_only:
         bleu = corpus_bleu(hyps, refs)
         print(f"{bleu.score:.2f}" if a.score_only else bleu)
+        if a.min_bleu is not None and bleu.score < a.min_bleu:
+            print(f"metrics.py: BLEU {bleu.score:.2f} is below {a.min_bleu}", file=sys.stderr)
+            status = 1
     if not a.bleu_only:
         chrf = corpus_chrf(hyps, refs)
         print(f"{chrf:.2f}" if a.score_only else f"chrF2 = {chrf:.2f}")
-    return 0
+        if a.min_chrf is not None and chrf < a.min_chrf:
+            print(f"metrics.py: chrF2 {chrf:.2f} is below {a.min_chrf}", file=sys.stderr)
+            status = 1
+    return status
 
 
 if __name__ == "__main__":
