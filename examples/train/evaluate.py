@@ -65,6 +65,7 @@ def translate(model_dir, tok, lines, beam, batch_size, threads, extra=()):
             for line in lines:
                 f.write(" ".join(map(str, tok.encode(line))) + "\n")
         cmd = [sys.executable, REFERENCE, model_dir, ids_path, "-b", str(beam),
+               "--input-format", "ids", "--output-format", "ids",
                "--batch-size", str(batch_size), "--threads", str(threads), *extra]
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     results = out.splitlines()
