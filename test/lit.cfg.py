@@ -22,11 +22,13 @@ config.substitutions.append(("%python", config.tfm_python))
 #   %corrupt_model MODEL_DIR MODE ...  one precise damage, for bad-input tests
 #   %reference MODEL_DIR INPUT [...]   the reference implementation
 #   %compare MODE EXPECTED ACTUAL      outputs compared with the reference's
+#   %metrics HYP REF                   corpus BLEU (13a) and chrF2
 #   %bench [options]                   the benchmark harness (bench/bench.py)
 for name, script in [("%make_model", "models/make_test_model.py"),
                      ("%corrupt_model", "models/corrupt_model.py"),
                      ("%reference", "reference/reference.py"),
-                     ("%compare", "reference/compare.py")]:
+                     ("%compare", "reference/compare.py"),
+                     ("%metrics", "reference/metrics.py")]:
     path = os.path.join(config.tfm_src_root, "test", *script.split("/"))
     config.substitutions.append((name, "%s %s" % (config.tfm_python, path)))
 config.substitutions.append(("%bench", "%s %s" % (
