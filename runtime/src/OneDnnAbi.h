@@ -88,4 +88,20 @@ void _mlir_ciface_tfm_onednn_eltwise(UnrankedMemRefType<float> *x,
                                      int64_t kind, float alpha);
 }
 
+namespace tfm_runtime {
+namespace onednn {
+/// Calls fn(symbol name, function) for each kernel: how a JIT (tfm-run,
+/// tfm-bench) resolves the calls of code compiled with the oneDNN backend.
+template <typename Fn> void forEachKernel(Fn fn) {
+  fn("_mlir_ciface_tfm_onednn_linear", &_mlir_ciface_tfm_onednn_linear);
+  fn("_mlir_ciface_tfm_onednn_matmul", &_mlir_ciface_tfm_onednn_matmul);
+  fn("_mlir_ciface_tfm_onednn_layer_norm",
+     &_mlir_ciface_tfm_onednn_layer_norm);
+  fn("_mlir_ciface_tfm_onednn_softmax", &_mlir_ciface_tfm_onednn_softmax);
+  fn("_mlir_ciface_tfm_onednn_binary", &_mlir_ciface_tfm_onednn_binary);
+  fn("_mlir_ciface_tfm_onednn_eltwise", &_mlir_ciface_tfm_onednn_eltwise);
+}
+} // namespace onednn
+} // namespace tfm_runtime
+
 #endif // TFM_RUNTIME_ONEDNNABI_H

@@ -145,13 +145,7 @@ std::unique_ptr<mlir::ExecutionEngine> compile(mlir::ModuleOp module,
                              llvm::JITSymbolFlags::Exported};
     };
     add("memrefCopy", &memrefCopy);
-    add("_mlir_ciface_tfm_onednn_linear", &_mlir_ciface_tfm_onednn_linear);
-    add("_mlir_ciface_tfm_onednn_matmul", &_mlir_ciface_tfm_onednn_matmul);
-    add("_mlir_ciface_tfm_onednn_layer_norm",
-        &_mlir_ciface_tfm_onednn_layer_norm);
-    add("_mlir_ciface_tfm_onednn_softmax", &_mlir_ciface_tfm_onednn_softmax);
-    add("_mlir_ciface_tfm_onednn_binary", &_mlir_ciface_tfm_onednn_binary);
-    add("_mlir_ciface_tfm_onednn_eltwise", &_mlir_ciface_tfm_onednn_eltwise);
+    tfm_runtime::onednn::forEachKernel(add);
     return map;
   });
   return std::move(*engine);
