@@ -31,13 +31,17 @@ using namespace mlir::tfm;
 //   encoder self-attention over 256 tokens 23 vs 1.4 GFLOP/s, a decoder step
 //   over a cache of 256 2.2 vs 0.7), and batch-32 decoding of the base model
 //   took 7.4 s of CPU against 8.8 s with the fused loop.
-// - Layer norm, softmax, elementwise: ours, with no call and no copy into a
+// - Layer norm: oneDNN's layer_normalization moves 2-4.5x the bytes per
+//   second of our lowering, which recomputes the row statistics per element
+//   (`tfm-bench`, quiet machine: 32x512 7.2 vs 3.3 GB/s, 1024x512 11.5 vs
+//   2.5).
+// - Softmax, masks, elementwise: ours, with no call and no copy into a
 //   primitive's layout; oneDNN's softmax in the spelled-out attention cost
 //   5% more CPU end to end (7.7 s against 7.4 s).
 constexpr int64_t kOneDnnMinRows = 8;
 
 static StringRef autoBackend(Operation *op) {
-  if (isa<LinearOp, FusedLinearOp, MatmulOp, AttentionOp>(op))
+  if (isa<LinearOp, FusedLinearOp, MatmulOp, AttentionOp, LayerNormOp>(op))
     return "onednn";
   // The scale of a product rides on oneDNN's matmul as a post-op.
   if (auto scale = dyn_cast<ScaleOp>(op)) {

@@ -43,7 +43,7 @@
 // AUTO-NEXT: tfm.attention tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32> -> decomposed, onednn (1 op)
 // AUTO-NEXT: tfm.fused_linear tensor<?x?x64xf32>, tensor<256x64xf32>, tensor<256xf32> -> onednn from 8 rows, llvm below (1 op)
 // AUTO-NEXT: tfm.fused_linear tensor<?x?x256xf32>, tensor<64x256xf32>, tensor<?x?x64xf32> -> onednn from 8 rows, llvm below (1 op)
-// AUTO-NEXT: tfm.layer_norm tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32> -> llvm (1 op)
+// AUTO-NEXT: tfm.layer_norm tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32> -> onednn (1 op)
 // AUTO-NEXT: tfm.matmul tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32> -> onednn (2 ops)
 // AUTO-NEXT: tfm.scale tensor<?x8x?x?xf32> -> onednn (2 ops)
 // AUTO: module attributes {tfm.backend_choice = "tfm.attention
