@@ -19,7 +19,7 @@ using namespace mlir;
 using namespace mlir::tfm;
 
 // What `auto` chooses, from measurements on this project's machines (2
-// threads, AVX-512; bench/README.md has the commands and tables):
+// threads, AVX-512; README.md, "Benchmarks", has the commands and tables):
 // - Linears: oneDNN's matmul (brgemm, weights packed once) runs 2-2.5x our
 //   vectorized linears at 32 and 1024 rows (`tfm-bench`: 512->2048 at 32
 //   rows 57 vs 26 GFLOP/s); at 1 row both stream the weights and ours has no
