@@ -10,6 +10,7 @@ all in one run.
 
   options: [--size base|small|tiny] [--backends llvm,onednn,auto]
            [--sentences 128] [--reference-sentences 16] [--runs 3]
+           [--cases greedy-b1,greedy-b32,beam4-b1,beam4-b32]
            [--no-micro | --micro-only] [--plot] [--build build]
            [--out bench-results]
 
@@ -153,7 +154,7 @@ def end_to_end(args, notes):
     # Case by case, run by run, every engine in turn: a slow spell of the
     # machine falls on all of them.
     outputs, timings = {}, {}
-    for case, beam, batch in CASES:
+    for case, beam, batch in args.cases:
         for _ in range(args.runs):
             for name, (command, sentences, _) in engines.items():
                 out_path = os.path.join(args.out, f"{name}-{case}.ids")
@@ -166,7 +167,7 @@ def end_to_end(args, notes):
             print(f"{name:14s} {case:10s} {tokens / seconds:9.1f} tokens/s", file=sys.stderr)
     for name, (_, sentences, info) in engines.items():
         engine = {"sentences": sentences, **info, "cases": {}}
-        for case, _, _ in CASES:
+        for case, _, _ in args.cases:
             runs = timings[(name, case)]
             seconds = statistics.median(r[1] for r in runs)
             tokens = sum(len(t) for t in outputs[(name, case)])
@@ -175,7 +176,7 @@ def end_to_end(args, notes):
                                      "tokens_per_second": tokens / seconds,
                                      "peak_rss_mib": max(r[2] for r in runs)}
         engine["load_seconds"] = statistics.median(
-            r[0] for case, _, _ in CASES for r in timings[(name, case)])
+            r[0] for case, _, _ in args.cases for r in timings[(name, case)])
         results["engines"][name] = engine
 
     # Same work: every engine decodes TOKENS tokens a sentence; on the
@@ -198,7 +199,7 @@ def e2e_table(results):
     ref = results["engines"]["reference"]
     rows = ["| case | engine | tokens/s | vs reference | identical to reference | peak RSS (MiB) |"
             " load (s) |", "|---|---|---|---|---|---|---|"]
-    for case, _, _ in CASES:
+    for case in next(iter(results["engines"].values()))["cases"]:
         for name, engine in results["engines"].items():
             r = engine["cases"][case]
             ratio = f"{r['ratio_to_reference']:.2f}x" if name != "reference" else "1"
@@ -229,7 +230,7 @@ def plot(results, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     names = list(results["engines"])
-    cases = [c for c, _, _ in CASES]
+    cases = list(next(iter(results["engines"].values()))["cases"])
     width = 0.8 / len(names)
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for i, name in enumerate(names):
@@ -256,6 +257,8 @@ def main():
     ap.add_argument("--reference-sentences", type=int, default=16)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--cases", default=",".join(c for c, _, _ in CASES),
+                    help="end-to-end cases, comma-separated")
     ap.add_argument("--quick", action="store_true",
                     help="tiny test model, 8 sentences, one run, small micro shapes")
     group = ap.add_mutually_exclusive_group()
@@ -265,6 +268,11 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--out", default="bench-results")
     args = ap.parse_args()
+    known = {c[0]: c for c in CASES}
+    unknown = [c for c in args.cases.split(",") if c not in known]
+    if unknown:
+        ap.error(f"unknown case(s) {', '.join(unknown)}: expected some of {', '.join(known)}")
+    args.cases = [known[c] for c in args.cases.split(",")]
     if args.quick:
         args.size, args.sentences, args.reference_sentences, args.runs = "tiny", 8, 8, 1
 

@@ -16,6 +16,7 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Linker/Linker.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/TargetSelect.h"
@@ -97,6 +98,47 @@ static llvm::Error codegenError(const Twine &message) {
                                  message.str());
 }
 
+/// The TargetMachine for `options`' CPU and features (the host's by
+/// default), optimizing, with mul + add contracted into FMAs.
+static llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(const CodegenOptions &options) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  std::string triple = llvm::sys::getDefaultTargetTriple();
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return codegenError("no LLVM target for " + triple + ": " + error);
+  std::string cpu = options.targetCpu.empty()
+                        ? llvm::sys::getHostCPUName().str()
+                        : options.targetCpu;
+  std::string features = options.targetFeatures;
+  if (features.empty() && options.targetCpu.empty()) {
+    SmallVector<std::string> enabled;
+    for (auto &feature : llvm::sys::getHostCPUFeatures())
+      enabled.push_back((feature.second ? "+" : "-") + feature.first().str());
+    features = llvm::join(enabled, ",");
+  }
+  llvm::TargetOptions targetOptions;
+  // mul + add become FMAs; reductions keep their order.
+  targetOptions.AllowFPOpFusion = llvm::FPOpFusion::Fast;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, cpu, features, targetOptions, llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+  if (!machine)
+    return codegenError("cannot create a target machine for " + cpu);
+  return machine;
+}
+
+llvm::Expected<int64_t>
+mlir::tfm::targetVectorWidth(const CodegenOptions &options) {
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine =
+      createTargetMachine(options);
+  if (!machine)
+    return machine.takeError();
+  return (*machine)->getMCSubtargetInfo()->checkFeatures("+avx512f") ? 16 : 8;
+}
+
 llvm::Error mlir::tfm::emitObjectFile(ModuleOp module, llvm::StringRef path,
                                       const CodegenOptions &options) {
   llvm::InitializeNativeTarget();
@@ -127,29 +169,12 @@ llvm::Error mlir::tfm::emitObjectFile(ModuleOp module, llvm::StringRef path,
     return codegenError("cannot add the model info");
   addPackedWrappers(*llvmModule);
 
-  std::string triple = llvm::sys::getDefaultTargetTriple();
-  std::string error;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target)
-    return codegenError("no LLVM target for " + triple + ": " + error);
-  std::string cpu = options.targetCpu.empty()
-                        ? llvm::sys::getHostCPUName().str()
-                        : options.targetCpu;
-  std::string features = options.targetFeatures;
-  if (features.empty() && options.targetCpu.empty()) {
-    SmallVector<std::string> enabled;
-    for (auto &feature : llvm::sys::getHostCPUFeatures())
-      enabled.push_back((feature.second ? "+" : "-") + feature.first().str());
-    features = llvm::join(enabled, ",");
-  }
-  llvm::TargetOptions targetOptions;
-  // mul + add become FMAs; reductions keep their order.
-  targetOptions.AllowFPOpFusion = llvm::FPOpFusion::Fast;
-  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      triple, cpu, features, targetOptions, llvm::Reloc::PIC_, std::nullopt,
-      llvm::CodeGenOptLevel::Aggressive));
-  if (!machine)
-    return codegenError("cannot create a target machine for " + cpu);
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machineOrError =
+      createTargetMachine(options);
+  if (!machineOrError)
+    return machineOrError.takeError();
+  std::unique_ptr<llvm::TargetMachine> machine = std::move(*machineOrError);
+  std::string triple = machine->getTargetTriple().str();
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(triple);
 

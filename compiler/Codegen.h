@@ -25,6 +25,9 @@ struct CodegenOptions {
   unsigned optLevel = 3;
 };
 
+/// Floats per SIMD register of the target: 16 with AVX-512, else 8.
+llvm::Expected<int64_t> targetVectorWidth(const CodegenOptions &options);
+
 /// Translates an LLVM-dialect module to LLVM IR, adds a packed wrapper
 /// `tfm_<name>(void **args)` per entry point (each element points at one
 /// argument: a memref descriptor or a scalar), optimizes at `optLevel` and

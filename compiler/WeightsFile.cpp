@@ -2,6 +2,7 @@
 
 #include "compiler/WeightsFile.h"
 
+#include "compiler/Panels.h"
 #include "runtime/src/ModelInfo.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -10,6 +11,7 @@
 #include "llvm/Support/xxhash.h"
 
 #include <cstring>
+#include <functional>
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -85,31 +87,56 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
     if (!tensor)
       return fail("tensor '" + name + "' is not in " + checkpoint.path());
     llvm::ArrayRef<char> bytes = checkpoint.bytes(*tensor);
-    int64_t n = tensor->numElements();
-    auto *dst = reinterpret_cast<float *>(data + offset);
+    // Element i of the tensor, as f32.
+    std::function<float(int64_t)> element;
     switch (tensor->dtype) {
     case DType::F32:
-      std::memcpy(dst, bytes.data(), n * 4);
+      element = [&](int64_t i) {
+        float f;
+        std::memcpy(&f, bytes.data() + 4 * i, 4);
+        return f;
+      };
       break;
     case DType::F16:
-      for (int64_t i = 0; i < n; ++i) {
+      element = [&](int64_t i) {
         uint16_t h;
         std::memcpy(&h, bytes.data() + 2 * i, 2);
-        dst[i] = halfToFloat(h);
-      }
+        return halfToFloat(h);
+      };
       break;
     case DType::BF16:
       // bfloat16 is the top half of a float32.
-      for (int64_t i = 0; i < n; ++i) {
+      element = [&](int64_t i) {
         uint32_t bits = 0;
         std::memcpy(reinterpret_cast<char *>(&bits) + 2, bytes.data() + 2 * i,
                     2);
-        std::memcpy(dst + i, &bits, 4);
-      }
+        float f;
+        std::memcpy(&f, &bits, 4);
+        return f;
+      };
       break;
     default:
       return fail("tensor '" + name + "' has dtype " +
                   dtypeName(tensor->dtype) + "; expected F32, F16 or BF16");
+    }
+    auto *dst = reinterpret_cast<float *>(data + offset);
+    if (auto panel = dyn_cast_or_null<IntegerAttr>(dict.get("panel_width"))) {
+      auto shape = cast<DenseI64ArrayAttr>(dict.get("shape")).asArrayRef();
+      int64_t rows = shape[0], cols = shape[1];
+      if (rows * cols != tensor->numElements())
+        return fail("tensor '" + name + "' has " +
+                    llvm::Twine(tensor->numElements()) +
+                    " elements; the compiled layout expects " +
+                    llvm::Twine(rows * cols));
+      packPanels(
+          rows, cols, panel.getInt(),
+          [&](int64_t row, int64_t col) { return element(row * cols + col); },
+          dst);
+    } else if (tensor->dtype == DType::F32) {
+      std::memcpy(dst, bytes.data(), tensor->numElements() * 4);
+    } else {
+      for (int64_t i = 0, n = tensor->numElements(); i < n; ++i)
+        dst[i] = element(i);
     }
   }
   if (llvm::Error err = (*file)->commit())

@@ -39,6 +39,7 @@
 #include "mlir/Dialect/Vector/Transforms/SubsetOpInterfaceImpl.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/TargetParser/Host.h"
 
 using namespace mlir;
 
@@ -96,18 +97,28 @@ struct InlineAllocaScopesPass
 };
 } // namespace
 
+int64_t tfm::hostVectorWidth() {
+  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+  return features.lookup("avx512f") ? 16 : 8;
+}
+
 void tfm::buildLoweringPipeline(OpPassManager &pm, StringRef backend,
-                                bool reportBackends) {
-  pm.addPass(createTfmLayoutWeightsPass());
+                                bool reportBackends, int64_t vectorWidth) {
   TfmSelectBackendPassOptions selection;
   selection.backend = backend.str();
   selection.report = reportBackends;
   pm.addPass(createTfmSelectBackendPass(selection));
   pm.addPass(createConvertTfmToOneDnnPass());
-  pm.addPass(createConvertTfmToLinalgPass());
+  // After the oneDNN calls: weights that only our linears read go in
+  // panels, those a call reads stay plain.
+  TfmLayoutWeightsPassOptions layout;
+  layout.panelWidth = 4 * vectorWidth;
+  pm.addPass(createTfmLayoutWeightsPass(layout));
+  ConvertTfmToLinalgPassOptions linalgOptions;
+  linalgOptions.vectorWidth = vectorWidth;
+  pm.addPass(createConvertTfmToLinalgPass(linalgOptions));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  pm.addPass(createTfmVectorizeLinearsPass());
 
   // Tensors -> buffers. Function arguments and results become memrefs with
   // identity layouts; results equivalent to an argument (the updated KV
@@ -200,6 +211,9 @@ struct LoweringPipelineOptions
   Option<std::string> backend{*this, "backend",
                               llvm::cl::desc("llvm, onednn or auto"),
                               llvm::cl::init("llvm")};
+  Option<int64_t> vectorWidth{*this, "vector-width",
+                              llvm::cl::desc("Floats per SIMD register"),
+                              llvm::cl::init(16)};
 };
 } // namespace
 
@@ -214,6 +228,7 @@ void tfm::registerAllTfmPasses() {
       "Lower fused tfm IR to the LLVM dialect (linalg or oneDNN calls, "
       "bufferization, loops)",
       [](OpPassManager &pm, const LoweringPipelineOptions &options) {
-        buildLoweringPipeline(pm, options.backend);
+        buildLoweringPipeline(pm, options.backend, /*reportBackends=*/false,
+                              options.vectorWidth);
       });
 }

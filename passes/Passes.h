@@ -26,7 +26,13 @@ void populateFuseAttentionPatterns(RewritePatternSet &patterns);
 void populateFuseLayerNormPatterns(RewritePatternSet &patterns);
 void populateFuseLinearEpiloguePatterns(RewritePatternSet &patterns);
 void populateTfmToLinalgPatterns(RewritePatternSet &patterns,
-                                 int64_t queryBlock, int64_t keyBlock);
+                                 int64_t queryBlock, int64_t keyBlock,
+                                 int64_t vectorWidth);
+
+/// On a tfm.weight that linears read: the weights file holds the matrix
+/// [N, K] as panels [ceil(N / P), K, P] of P output features with K
+/// contiguous, zero-padded: panels[p, k, j] = W[p·P + j, k].
+constexpr llvm::StringLiteral kPanelWidthAttr = "tfm.panel_width";
 
 /// The attribute tfm-select-backend sets on ops: "llvm" or "onednn".
 constexpr llvm::StringLiteral kBackendAttr = "tfm.backend";
@@ -42,13 +48,19 @@ bool isOneDnnCandidate(Operation *op);
 /// adds fold into the norm, not into the linear before it.
 void buildFusionPipeline(OpPassManager &pm);
 
-/// fused tfm -> LLVM dialect: weight layout, convert-tfm-to-linalg,
+/// fused tfm -> LLVM dialect: backend choice, oneDNN calls, weight layout
+/// (linears' weights in panels of 4 vectors of `vectorWidth` floats),
+/// convert-tfm-to-linalg,
 /// one-shot bufferization with the entry points' results as out-params and
 /// caches updated in place, loops, and the LLVM conversions. Entry points get
 /// `llvm.emit_c_interface`. `backend` (llvm, onednn, auto) chooses who runs
 /// the ops oneDNN can run (tfm-select-backend, convert-tfm-to-onednn).
 void buildLoweringPipeline(OpPassManager &pm, StringRef backend = "llvm",
-                           bool reportBackends = false);
+                           bool reportBackends = false,
+                           int64_t vectorWidth = 16);
+
+/// Floats per SIMD register on this host: 16 with AVX-512, 8 without.
+int64_t hostVectorWidth();
 
 /// Dialects and interface implementations (bufferization, LLVM conversion)
 /// that the lowering pipeline needs in the context.

@@ -76,13 +76,20 @@ def TfmLayoutWeightsPass : Pass<"tfm-layout-weights", "::mlir::ModuleOp"> {
     use, as f32, each aligned to `alignment` bytes, sets each `tfm.weight`'s
     `offset`, and records the layout on the module as `tfm.weights_layout`
     (name, offset, shape per tensor) for the compiler to write the file by.
-    Matrices whose row count is not a multiple of 16 (a vocabulary of 58101)
-    get zero rows up to one (`padded_rows`, `tfm.padded_rows` on the op), so
-    linears over them vectorize in whole tiles.
+
+    Weights that linears run by our code read are stored in the layout
+    their kernel reads: panels of `panel-width` output features with K
+    contiguous, `[ceil(N / P), K, P]`, zero rows padding N to whole panels
+    (`panel_width` in the layout, `tfm.panel_width` on the op). A weight
+    that other ops read too (a tied embedding table, a oneDNN call) is
+    stored twice: plain for them, in panels for the linears.
   }];
   let options = [
     Option<"alignment", "alignment", "int64_t", "64",
-           "Byte alignment of each tensor in the weights file">
+           "Byte alignment of each tensor in the weights file">,
+    Option<"panelWidth", "panel-width", "int64_t", "64",
+           "Output features per panel of a linear's weight (4 vectors; 0: "
+           "no panels)">
   ];
 }
 
@@ -90,7 +97,8 @@ def ConvertTfmToLinalgPass : Pass<"convert-tfm-to-linalg", "::mlir::ModuleOp"> {
   let summary = "Lower tfm ops to linalg, tensor, arith, math and scf";
   let description = [{
     Elementwise ops, reductions and masks become `linalg.generic`s, linears
-    `linalg.matmul_transpose_b` plus an epilogue, layer norm one statistics
+    a register-tiled kernel over their weight's panels (vector FMAs,
+    parallel over panels, the epilogue applied before the store), layer norm one statistics
     pass and one normalizing pass over each row, and `tfm.attention` a tiled
     online-softmax loop nest (FlashAttention): for each batch row and block
     of queries, key/value blocks are visited in turn keeping a running max
@@ -105,13 +113,17 @@ def ConvertTfmToLinalgPass : Pass<"convert-tfm-to-linalg", "::mlir::ModuleOp"> {
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
     "::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect",
-    "::mlir::bufferization::BufferizationDialect"
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::vector::VectorDialect"
   ];
   let options = [
     Option<"queryBlock", "query-block", "int64_t", "64",
            "Queries per attention tile">,
     Option<"keyBlock", "key-block", "int64_t", "64",
-           "Keys per attention tile">
+           "Keys per attention tile">,
+    Option<"vectorWidth", "vector-width", "int64_t", "16",
+           "Floats per SIMD register; linears whose weight is not packed "
+           "(arguments, constants) are packed in panels of 4 such vectors">
   ];
 }
 
@@ -158,19 +170,6 @@ def ConvertTfmToOneDnnPass : Pass<"convert-tfm-to-onednn", "::mlir::ModuleOp"> {
     "::mlir::func::FuncDialect", "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect"
   ];
-}
-
-def TfmVectorizeLinearsPass : Pass<"tfm-vectorize-linears", "::mlir::ModuleOp"> {
-  let summary = "Tile and vectorize the linear layers' matmuls";
-  let description = [{
-    Applies a transform-dialect script to each `linalg.matmul_transpose_b`
-    (x·Wᵀ with W in the checkpoint's [N, K] layout): tiles of one row by 16
-    output features, the feature tiles outermost so a weight tile stays in
-    cache for every row, and K split in chunks of 16 accumulated in a
-    vector<1x16x16> (16 AVX-512 registers) that is reduced once per tile.
-    Then vectorizes, and hoists the accumulators out of the K loop. On tensors,
-    before bufferization.
-  }];
 }
 
 def TfmLowerVectorsPass : Pass<"tfm-lower-vectors", "::mlir::ModuleOp"> {

@@ -27,6 +27,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "bench/micro/peers/Peers.h"
+#include "compiler/Panels.h"
 #include "passes/Passes.h"
 #include "runtime/src/ModelInfo.h"
 #include "runtime/src/OneDnnAbi.h"
@@ -56,6 +57,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -324,7 +326,8 @@ public:
   unsigned numArguments = 0; // of the C interface
   struct Weight {
     std::string name;
-    int64_t offset, rows, columns, paddedRows;
+    int64_t offset, rows, columns;
+    int64_t panelWidth; // 0: row-major; else panels (compiler/Panels.h)
   };
   std::vector<Weight> weights;
   int64_t weightsSize = 0;
@@ -350,7 +353,8 @@ Compiled compile(mlir::ModuleOp module, StringRef backend,
                  TargetMachine *machine) {
   Compiled out;
   mlir::PassManager pm(module.getContext());
-  mlir::tfm::buildLoweringPipeline(pm, backend);
+  mlir::tfm::buildLoweringPipeline(pm, backend, /*reportBackends=*/false,
+                                   mlir::tfm::hostVectorWidth());
   if (failed(pm.run(module)))
     fail("lowering with the " + backend + " backend failed");
   // The C interface's arguments: the weights file first if the function
@@ -370,8 +374,8 @@ Compiled compile(mlir::ModuleOp module, StringRef backend,
       auto shape = cast<mlir::DenseI64ArrayAttr>(entry.get("shape")).asArrayRef();
       w.rows = shape[0];
       w.columns = shape.size() > 1 ? shape[1] : 1;
-      auto padded = dyn_cast_or_null<mlir::IntegerAttr>(entry.get("padded_rows"));
-      w.paddedRows = padded ? padded.getInt() : w.rows;
+      auto panel = dyn_cast_or_null<mlir::IntegerAttr>(entry.get("panel_width"));
+      w.panelWidth = panel ? panel.getInt() : 0;
       out.weights.push_back(w);
     }
   if (auto size = module->getAttrOfType<mlir::IntegerAttr>("tfm.weights_size"))
@@ -411,29 +415,40 @@ Compiled compile(mlir::ModuleOp module, StringRef backend,
 }
 
 /// The weights file of a compiled snippet: each weight's values (seeded by
-/// its name) at its offset, zero rows after a padded matrix.
+/// its name) at its offset, in its layout (row-major or panels), as tfmc
+/// writes them; the row-major values are kept for the peers.
 struct Weights {
   std::unique_ptr<char, decltype(&std::free)> data{nullptr, &std::free};
   std::vector<int64_t> descriptor;
   void *descriptorPtr = nullptr;
+  std::map<std::string, std::vector<float>> rowMajor;
 
   void build(const Compiled &compiled) {
     size_t bytes = (std::max<int64_t>(compiled.weightsSize, 64) + 63) / 64 * 64;
     data.reset(static_cast<char *>(std::aligned_alloc(64, bytes)));
     std::fill(data.get(), data.get() + bytes, 0);
     for (const Compiled::Weight &w : compiled.weights) {
+      std::vector<float> &values = rowMajor[w.name];
+      values.resize(w.rows * w.columns);
       Random random(std::hash<std::string>()(w.name) | 1);
-      random.fill(reinterpret_cast<float *>(data.get() + w.offset),
-                  w.rows * w.columns);
+      random.fill(values.data(), values.size());
+      auto *dst = reinterpret_cast<float *>(data.get() + w.offset);
+      if (w.panelWidth)
+        mlir::tfm::packPanels(
+            w.rows, w.columns, w.panelWidth,
+            [&](int64_t r, int64_t c) { return values[r * w.columns + c]; },
+            dst);
+      else
+        std::copy(values.begin(), values.end(), dst);
     }
     descriptor = tfm_runtime::memrefDescriptor(data.get(), {int64_t(bytes)});
     descriptorPtr = descriptor.data();
   }
-  const float *tensor(const Compiled &compiled, StringRef name) const {
-    for (const Compiled::Weight &w : compiled.weights)
-      if (w.name == name)
-        return reinterpret_cast<const float *>(data.get() + w.offset);
-    fail("no weight '" + name + "' in the compiled snippet");
+  const float *tensor(StringRef name) const {
+    auto it = rowMajor.find(name.str());
+    if (it == rowMajor.end())
+      fail("no weight '" + name + "' in the compiled snippet");
+    return it->second.data();
   }
 };
 
@@ -601,7 +616,7 @@ json::Value runBenchmark(Benchmark &b, mlir::MLIRContext &context,
             k = b.shape.getInteger("K").value(),
             n = b.shape.getInteger("N").value();
     const Instance &ours = *instances.front();
-    const float *w = ours.weights.tensor(ours.compiled, "w");
+    const float *w = ours.weights.tensor("w");
     const float *x = b.args[0].f32.get();
     outputs.push_back(std::make_unique<Buffer>(m * n));
     float *y = outputs.back()->get();

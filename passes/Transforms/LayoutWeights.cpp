@@ -1,10 +1,10 @@
-//===- LayoutWeights.cpp - Offsets of weights in the weights file --*- C++ -*-===//
+//===- LayoutWeights.cpp - Offsets and layouts in the weights file -*- C++ -*-===//
 
 #include "passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
-#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace mlir {
 namespace tfm {
@@ -15,6 +15,16 @@ namespace tfm {
 
 using namespace mlir;
 using namespace mlir::tfm;
+
+/// Whether `use` is the weight operand of a linear that our code runs (the
+/// oneDNN ones are calls by now) over a static matrix.
+static bool readsPanels(OpOperand &use) {
+  Operation *user = use.getOwner();
+  if (!isa<LinearOp, FusedLinearOp>(user) || use.getOperandNumber() != 1)
+    return false;
+  auto type = cast<RankedTensorType>(use.get().getType());
+  return type.getRank() == 2 && type.hasStaticShape();
+}
 
 namespace {
 struct TfmLayoutWeightsPass
@@ -28,48 +38,80 @@ struct TfmLayoutWeightsPass
                          << alignment;
       return signalPassFailure();
     }
+    if (panelWidth < 0 || (panelWidth && panelWidth % 4)) {
+      module.emitError() << "panel-width must be 0 or a multiple of 4, found "
+                         << int64_t(panelWidth);
+      return signalPassFailure();
+    }
     Builder b(&getContext());
-    llvm::StringMap<int64_t> offsets;
+    SmallVector<WeightOp> weights;
+    module.walk([&](WeightOp weight) { weights.push_back(weight); });
+    for (WeightOp weight : weights) {
+      if (!weight.getType().getElementType().isF32()) {
+        weight.emitOpError("weights files hold f32 tensors, found ")
+            << weight.getType().getElementType();
+        return signalPassFailure();
+      }
+      if (panelWidth)
+        splitPanelUses(weight);
+    }
+
+    // One entry per tensor and layout, in order of first use.
+    llvm::MapVector<std::pair<StringRef, int64_t>, int64_t> offsets;
     SmallVector<Attribute> layout;
     int64_t end = 0;
-    WalkResult result = module.walk([&](WeightOp weight) {
+    module.walk([&](WeightOp weight) {
       RankedTensorType type = weight.getType();
-      if (!type.getElementType().isF32()) {
-        weight.emitOpError("weights files hold f32 tensors, found ")
-            << type.getElementType();
-        return WalkResult::interrupt();
-      }
-      // Matrices get zero rows up to a multiple of 16, so that a linear
-      // reading them as [N, K] tiles into whole vectorized 16-row tiles.
-      int64_t rows = type.getRank() == 2 ? type.getDimSize(0) : 0;
-      int64_t paddedRows = (rows + 15) / 16 * 16;
-      auto [it, inserted] = offsets.try_emplace(weight.getName(), 0);
+      auto width = weight->getAttrOfType<IntegerAttr>(kPanelWidthAttr);
+      int64_t panel = width ? width.getInt() : 0;
+      auto [it, inserted] =
+          offsets.insert({{weight.getName(), panel}, int64_t(0)});
       if (inserted) {
         // offset = end rounded up to the alignment
         it->second = (end + alignment - 1) / alignment * alignment;
         int64_t elements = type.getNumElements();
-        if (paddedRows != rows)
-          elements = elements / rows * paddedRows;
+        if (panel)
+          elements = llvm::divideCeil(type.getDimSize(0), panel) * panel *
+                     type.getDimSize(1);
         end = it->second + elements * 4;
         SmallVector<NamedAttribute> entry = {
             b.getNamedAttr("name", weight.getNameAttr()),
             b.getNamedAttr("offset", b.getI64IntegerAttr(it->second)),
             b.getNamedAttr("shape", b.getDenseI64ArrayAttr(type.getShape())),
         };
-        if (paddedRows != rows)
-          entry.push_back(
-              b.getNamedAttr("padded_rows", b.getI64IntegerAttr(paddedRows)));
+        if (panel)
+          entry.push_back(b.getNamedAttr("panel_width", width));
         layout.push_back(b.getDictionaryAttr(entry));
       }
       weight.setOffsetAttr(b.getI64IntegerAttr(it->second));
-      if (paddedRows != rows)
-        weight->setAttr("tfm.padded_rows", b.getI64IntegerAttr(paddedRows));
-      return WalkResult::advance();
     });
-    if (result.wasInterrupted())
-      return signalPassFailure();
     module->setAttr("tfm.weights_layout", b.getArrayAttr(layout));
     module->setAttr("tfm.weights_size", b.getI64IntegerAttr(end));
+  }
+
+  /// Marks `weight` as stored in panels if only linears read it; if other
+  /// ops read it too, the linears get a packed twin and it stays plain.
+  void splitPanelUses(WeightOp weight) {
+    SmallVector<OpOperand *> panelUses;
+    bool otherUses = false;
+    for (OpOperand &use : weight->getUses()) {
+      if (readsPanels(use))
+        panelUses.push_back(&use);
+      else
+        otherUses = true;
+    }
+    if (panelUses.empty())
+      return;
+    Builder b(&getContext());
+    WeightOp packed = weight;
+    if (otherUses) {
+      OpBuilder builder(weight);
+      builder.setInsertionPointAfter(weight);
+      packed = cast<WeightOp>(builder.clone(*weight));
+      for (OpOperand *use : panelUses)
+        use->set(packed.getResult());
+    }
+    packed->setAttr(kPanelWidthAttr, b.getI64IntegerAttr(panelWidth));
   }
 };
 } // namespace

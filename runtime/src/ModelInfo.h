@@ -15,11 +15,13 @@
 
 namespace tfm_runtime {
 
-/// Bumped whenever the entry points' arguments or this struct change.
-constexpr uint64_t kAbiVersion = 1;
+/// Bumped whenever the entry points' arguments, this struct or the weights
+/// file's format change. 2: linears' weights stored as panels.
+constexpr uint64_t kAbiVersion = 2;
 
 /// Weights files start with this header (little-endian, kHeaderSize bytes,
-/// then the tensors: f32, row-major, at the offsets compiled into the code).
+/// then the tensors: f32, at the offsets compiled into the code, row-major
+/// or, for linears, as panels; see compiler/Panels.h).
 constexpr char kWeightsMagic[8] = {'T', 'F', 'M', 'W', 'G', 'T', '0', '1'};
 constexpr uint64_t kWeightsHeaderSize = 4096;
 struct WeightsHeader {

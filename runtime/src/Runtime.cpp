@@ -150,8 +150,13 @@ extern "C" tfm_status tfm_model_open(const char *path, tfm_model **out_model) {
   if (std::memcmp(header.magic, tfm_runtime::kWeightsMagic, 8) != 0)
     return makeError(name + ": not a tfm weights file (bad magic)");
   const tfm_model_info &info = tfm_model_info_data;
-  if (header.abiVersion != tfm_runtime::kAbiVersion ||
-      int64_t(header.fingerprint) != info.fingerprint)
+  if (header.abiVersion != tfm_runtime::kAbiVersion)
+    return makeError(name + ": weights file format version " +
+                     std::to_string(header.abiVersion) +
+                     ", this translator reads version " +
+                     std::to_string(tfm_runtime::kAbiVersion) +
+                     " (compile the model again with this tfmc)");
+  if (int64_t(header.fingerprint) != info.fingerprint)
     return makeError(name + ": these weights were written for another "
                             "compiled model (layout fingerprint mismatch)");
   if (int64_t(header.dataSize) != info.weightsSize ||

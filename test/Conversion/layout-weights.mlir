@@ -1,20 +1,56 @@
 // RUN: tfm-opt %s -tfm-layout-weights | FileCheck %s --check-prefix=LAYOUT
+// RUN: tfm-opt %s -tfm-layout-weights="panel-width=32" | FileCheck %s --check-prefix=PANEL32
+// RUN: tfm-opt %s -tfm-layout-weights="panel-width=0" | FileCheck %s --check-prefix=PLAIN
 // RUN: tfm-opt %s -tfm-layout-weights -convert-tfm-to-linalg | FileCheck %s --check-prefix=LOWER
+// RUN: not tfm-opt %s -tfm-layout-weights="panel-width=6" 2>&1 | FileCheck %s --check-prefix=BAD
 
-// Weights are laid end to end in order of first use, 64-byte aligned; a
-// matrix of 50 rows is stored with 14 zero rows (64), so linears over it
-// tile into whole 16-row tiles; the same tensor used twice is stored once.
-// LAYOUT: module attributes {tfm.weights_layout = [{name = "table", offset = 0 : i64, padded_rows = 64 : i64, shape = array<i64: 50, 16>}, {name = "bias", offset = 4096 : i64, shape = array<i64: 50>}], tfm.weights_size = 4296 : i64}
-// LAYOUT: tfm.weight "table" at 0 {tfm.padded_rows = 64 : i64} : tensor<50x16xf32>
+// Weights are laid end to end in order of first use, 64-byte aligned. The
+// matrix a linear reads is stored as panels of 64 output features with K
+// contiguous: ceil(50 / 64) = 1 panel of 16 x 64 floats (4096 bytes), zero
+// beyond row 50. The embedding reads the same tensor row by row: it gets a
+// plain copy of its own. The same tensor read twice alike is stored once.
+// LAYOUT: module attributes {tfm.weights_layout = [{name = "table", offset = 0 : i64, panel_width = 64 : i64, shape = array<i64: 50, 16>}, {name = "bias", offset = 4096 : i64, shape = array<i64: 50>}, {name = "table", offset = 4352 : i64, shape = array<i64: 50, 16>}], tfm.weights_size = 7552 : i64}
+// LAYOUT-LABEL: func.func @logits
+// LAYOUT: %[[W:.+]] = tfm.weight "table" at 0 {tfm.panel_width = 64 : i64} : tensor<50x16xf32>
 // LAYOUT: tfm.weight "bias" at 4096 : tensor<50xf32>
+// LAYOUT: tfm.linear %{{.+}}, %[[W]], %{{.+}} :
+// LAYOUT-LABEL: func.func @again
+// LAYOUT: tfm.weight "table" at 4352 : tensor<50x16xf32>
+// LAYOUT-LABEL: func.func @shared
+// LAYOUT: %[[ROWS:.+]] = tfm.weight "table" at 4352 : tensor<50x16xf32>
+// LAYOUT: %[[PACKED:.+]] = tfm.weight "table" at 0 {tfm.panel_width = 64 : i64} : tensor<50x16xf32>
+// LAYOUT: tfm.embedding %[[ROWS]]
+// LAYOUT: tfm.linear %{{.+}}, %[[PACKED]] :
 
-// The lowered linear multiplies by all 64 rows and keeps the first 50
-// results; the function takes the weights file as its first argument.
+// Panels of 32: two of them, 2 x 16 x 32 floats (4096 bytes).
+// PANEL32: tfm.weights_layout = [{name = "table", offset = 0 : i64, panel_width = 32 : i64, shape = array<i64: 50, 16>}, {name = "bias", offset = 4096 : i64
+
+// Without panels, one plain copy serves every reader.
+// PLAIN: module attributes {tfm.weights_layout = [{name = "table", offset = 0 : i64, shape = array<i64: 50, 16>}, {name = "bias", offset = 3200 : i64, shape = array<i64: 50>}], tfm.weights_size = 3400 : i64}
+
+// BAD: error: panel-width must be 0 or a multiple of 4, found 6
+
+// The lowered linear reads the panels [1, 16, 64] through a view of the
+// weights argument; in parallel over panels, 4 rows at a time (then one),
+// 4 vectors of 16 accumulate x[m, k] · panel[p, k, :] over K by FMAs; the
+// bias is added to the registers (reads past 50 padded) before the store;
+// the product's [M, 64] is cut to [M, 50].
 // LOWER-LABEL: func.func @logits(
-// LOWER-SAME: %[[W:.+]]: memref<?xi8> {tfm.name = "weights"}
-// LOWER: %[[VIEW:.+]] = memref.view %[[W]][%{{.+}}][] : memref<?xi8> to memref<64x16xf32>
-// LOWER: %[[T:.+]] = bufferization.to_tensor %[[VIEW]] restrict : memref<64x16xf32>
-// LOWER: linalg.matmul_transpose_b ins(%{{.+}}, %[[T]] : tensor<?x16xf32>, tensor<64x16xf32>)
+// LOWER-SAME: %[[WEIGHTS:.+]]: memref<?xi8> {tfm.name = "weights"}
+// LOWER: %[[VIEW:.+]] = memref.view %[[WEIGHTS]][%{{.+}}][] : memref<?xi8> to memref<1x16x64xf32>
+// LOWER: %[[PANELS:.+]] = bufferization.to_tensor %[[VIEW]] restrict : memref<1x16x64xf32>
+// LOWER: scf.forall (%[[P:.+]]) in (1) shared_outs(%{{.+}} = %{{.+}}) -> (tensor<?x64xf32>)
+// LOWER: scf.for %{{.+}} step %c4{{.*}} iter_args(%{{.+}}) -> (tensor<?x64xf32>)
+// LOWER: scf.for %[[K:.+]] = %{{.+}} to %c16{{.*}} step %c1{{.*}} iter_args({{.+}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// LOWER: %[[V0:.+]] = vector.transfer_read %[[PANELS]][%[[P]], %[[K]], %{{.+}}], %{{.+}} {in_bounds = [true]} : tensor<1x16x64xf32>, vector<16xf32>
+// LOWER: %[[XS:.+]] = tensor.extract %{{.+}}[%{{.+}}, %[[K]]] : tensor<?x16xf32>
+// LOWER: %[[XB:.+]] = vector.broadcast %[[XS]] : f32 to vector<16xf32>
+// LOWER: vector.fma %[[XB]], %[[V0]], %{{.+}} : vector<16xf32>
+// LOWER: %[[BIAS:.+]] = vector.transfer_read %{{.+}}[%{{.+}}], %{{.+}} : tensor<50xf32>, vector<16xf32>
+// LOWER: %[[SUM:.+]] = arith.addf %{{.+}}, %[[BIAS]] : vector<16xf32>
+// LOWER: vector.transfer_write %[[SUM]], %{{.+}} {in_bounds = [true]} : vector<16xf32>, tensor<?x64xf32>
+// LOWER: scf.forall.in_parallel
+// LOWER: tensor.parallel_insert_slice
 // LOWER: tensor.extract_slice %{{.+}}[0, 0] [%{{.+}}, 50] [1, 1] : tensor<?x64xf32> to tensor<?x50xf32>
 func.func @logits(%x: tensor<?x?x16xf32>) -> tensor<?x?x50xf32> {
   %w = tfm.weight "table" : tensor<50x16xf32>
@@ -23,11 +59,21 @@ func.func @logits(%x: tensor<?x?x16xf32>) -> tensor<?x?x50xf32> {
   return %y : tensor<?x?x50xf32>
 }
 
-// LAYOUT-LABEL: func.func @again
-// LAYOUT: tfm.weight "table" at 0 {tfm.padded_rows = 64 : i64} : tensor<50x16xf32>
 // LOWER-LABEL: func.func @again
 func.func @again(%ids: tensor<?x?xi32>) -> tensor<?x?x16xf32> {
   %w = tfm.weight "table" : tensor<50x16xf32>
   %e = tfm.embedding %w[%ids] : tensor<50x16xf32>, tensor<?x?xi32> -> tensor<?x?x16xf32>
   return %e : tensor<?x?x16xf32>
+}
+
+// A tied table: one tfm.weight read by the embedding and the output
+// projection.
+// LOWER-LABEL: func.func @shared
+// LOWER: memref.view %{{.+}} : memref<?xi8> to memref<50x16xf32>
+// LOWER: memref.view %{{.+}} : memref<?xi8> to memref<1x16x64xf32>
+func.func @shared(%ids: tensor<?x?xi32>) -> tensor<?x?x50xf32> {
+  %w = tfm.weight "table" : tensor<50x16xf32>
+  %e = tfm.embedding %w[%ids] : tensor<50x16xf32>, tensor<?x?xi32> -> tensor<?x?x16xf32>
+  %y = tfm.linear %e, %w : (tensor<?x?x16xf32>, tensor<50x16xf32>) -> tensor<?x?x50xf32>
+  return %y : tensor<?x?x50xf32>
 }

@@ -129,7 +129,8 @@ struct Tensor {
 std::unique_ptr<mlir::ExecutionEngine> compile(mlir::ModuleOp module,
                                                StringRef backendName) {
   mlir::PassManager pm(module.getContext());
-  mlir::tfm::buildLoweringPipeline(pm, backendName);
+  mlir::tfm::buildLoweringPipeline(pm, backendName, /*reportBackends=*/false,
+                                   mlir::tfm::hostVectorWidth());
   if (failed(pm.run(module)))
     fail("lowering failed");
   auto transformer = mlir::makeOptimizingTransformer(3, 0, nullptr);

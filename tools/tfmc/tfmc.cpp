@@ -262,8 +262,16 @@ static int run(StringRef command) {
       return reportError("invalid pass manager options");
     pm.enableTiming(timingScope);
     mlir::tfm::buildFusionPipeline(pm);
-    if (compileTo == Phase::LLVM || compileTo == Phase::Translator)
-      mlir::tfm::buildLoweringPipeline(pm, backend, printBackends);
+    if (compileTo == Phase::LLVM || compileTo == Phase::Translator) {
+      mlir::tfm::CodegenOptions target;
+      target.targetCpu = targetCpu;
+      target.targetFeatures = targetFeatures;
+      Expected<int64_t> vectorWidth = mlir::tfm::targetVectorWidth(target);
+      if (!vectorWidth)
+        return reportError(toString(vectorWidth.takeError()));
+      mlir::tfm::buildLoweringPipeline(pm, backend, printBackends,
+                                       *vectorWidth);
+    }
     if (failed(pm.run(**module)))
       return reportError("compiling " + modelDir + " failed");
   }

@@ -16,6 +16,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -65,8 +66,13 @@ static Value emptyTensor(OpBuilder &b, Location loc,
   return b.create<tensor::EmptyOp>(loc, sizes, elt);
 }
 
-static Value floatConstant(OpBuilder &b, Location loc, Type elt, double v) {
-  return b.create<arith::ConstantOp>(loc, b.getFloatAttr(elt, v));
+/// A float constant of type `t`: a scalar, or a splat vector.
+static Value floatConstant(OpBuilder &b, Location loc, Type t, double v) {
+  if (auto vector = dyn_cast<VectorType>(t))
+    return b.create<arith::ConstantOp>(
+        loc, DenseElementsAttr::get(
+                 vector, b.getFloatAttr(vector.getElementType(), v)));
+  return b.create<arith::ConstantOp>(loc, b.getFloatAttr(t, v));
 }
 
 static Value indexConstant(OpBuilder &b, Location loc, int64_t v) {
@@ -382,33 +388,33 @@ struct WeightLowering : public OpConversionPattern<WeightOp> {
     Location loc = op.getLoc();
     Value weights = func.getArgument(0);
     RankedTensorType type = op.getType();
-    auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
     Value offset = indexConstant(rewriter, loc, *op.getOffset());
-    // A matrix stored with zero rows after its own (tfm-layout-weights) is
-    // viewed whole and sliced: linears take the whole one (lowerLinear).
-    auto padded = op->getAttrOfType<IntegerAttr>("tfm.padded_rows");
-    if (padded) {
-      SmallVector<int64_t> shape(type.getShape());
-      shape[0] = padded.getInt();
-      memrefType = MemRefType::get(shape, type.getElementType());
-    }
+    auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
     Value view = rewriter.create<memref::ViewOp>(loc, memrefType, weights,
                                                  offset, ValueRange{});
-    Value tensor = rewriter.create<bufferization::ToTensorOp>(
-        loc, RankedTensorType::get(memrefType.getShape(), type.getElementType()),
-        view, /*restrict=*/true, /*writable=*/false);
-    if (padded)
-      tensor = rewriter.create<tensor::ExtractSliceOp>(
-          loc, type, tensor,
-          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0),
-                                 rewriter.getIndexAttr(0)},
-          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(type.getDimSize(0)),
-                                 rewriter.getIndexAttr(type.getDimSize(1))},
-          unitStrides(rewriter, 2));
-    rewriter.replaceOp(op, tensor);
+    rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(
+        op, type, view, /*restrict=*/true, /*writable=*/false);
     return success();
   }
 };
+
+/// The panels [Np, K, P] of a weight stored packed for linears
+/// (tfm-layout-weights), as a view of the weights argument.
+static Value panelsOf(OpBuilder &b, WeightOp op) {
+  Location loc = op.getLoc();
+  RankedTensorType type = op.getType();
+  int64_t p = op->getAttrOfType<IntegerAttr>(kPanelWidthAttr).getInt();
+  auto panelsType = MemRefType::get(
+      {int64_t(llvm::divideCeil(type.getDimSize(0), p)), type.getDimSize(1), p},
+      type.getElementType());
+  Value weights = op->getParentOfType<FunctionOpInterface>().getArgument(0);
+  Value view = b.create<memref::ViewOp>(
+      loc, panelsType, weights, indexConstant(b, loc, *op.getOffset()),
+      ValueRange{});
+  return b.create<bufferization::ToTensorOp>(
+      loc, RankedTensorType::get(panelsType.getShape(), type.getElementType()),
+      view, /*restrict=*/true, /*writable=*/false);
+}
 
 /// result[.., d] = table[ids[..], d]
 struct EmbeddingLowering : public OpConversionPattern<EmbeddingOp> {
@@ -573,58 +579,249 @@ struct MatmulLowering : public OpConversionPattern<MatmulOp> {
   }
 };
 
-/// act(x·Wᵀ + b) + r: [.., K] collapses to [M, K]; matmul_transpose_b with
-/// the checkpoint's [N, K] weight; one epilogue generic; expand back.
-static Value lowerLinear(OpBuilder &b, Location loc, RankedTensorType type,
-                         Value input, Value weight, Value bias,
-                         Activation act, Value residual) {
-  Type elt = type.getElementType();
-  Value x = collapseLeading(b, loc, input, 1);
-  // A weight stored with zero rows (see WeightLowering): multiply by all of
-  // them, so every tile is whole, and keep the first N results.
-  Value matrix = weight;
-  auto slice = weight.getDefiningOp<tensor::ExtractSliceOp>();
-  if (slice && slice.getSource().getDefiningOp<bufferization::ToTensorOp>())
-    matrix = slice.getSource();
+/// y = act(x + b) + r, the epilogue of a linear, on scalars or vectors.
+static Value linearEpilogue(OpBuilder &b, Location loc, Value y, Value bias,
+                            Activation act, Value residual) {
+  if (bias)
+    y = b.create<arith::AddFOp>(loc, y, bias);
+  y = applyActivation(b, loc, act, y);
+  if (residual)
+    y = b.create<arith::AddFOp>(loc, y, residual);
+  return y;
+}
+
+/// act(x·Wᵀ + b) + r for a weight of dynamic shape: matmul_transpose_b and
+/// one epilogue generic over [M, N] (not vectorized; the checkpoints' linears
+/// all have static weights and take the panel kernel below).
+static Value linearOfDynamicWeight(OpBuilder &b, Location loc, Value x,
+                                   Value weight, Value bias, Activation act,
+                                   Value residual) {
+  Type elt = tensorTypeOf(x).getElementType();
   SmallVector<OpFoldResult> sizes = {dimOf(b, loc, x, 0),
-                                     dimOf(b, loc, matrix, 0)};
+                                     dimOf(b, loc, weight, 0)};
   Value acc = filled(b, loc, sizes, elt, 0.0);
-  Value y = b.create<linalg::MatmulTransposeBOp>(loc, ValueRange{x, matrix},
+  Value y = b.create<linalg::MatmulTransposeBOp>(loc, ValueRange{x, weight},
                                                  ValueRange{acc})
                 .getResult(0);
-  if (matrix != weight)
+  if (!bias && act == Activation::none && !residual)
+    return y;
+  SmallVector<Value> inputs = {y};
+  if (bias)
+    inputs.push_back(bias);
+  if (residual)
+    inputs.push_back(residual);
+  return elementwise(b, loc, tensorTypeOf(y), inputs,
+                     [&](OpBuilder &nb, Location nl, ValueRange args) {
+                       unsigned next = 1;
+                       Value biasValue = bias ? args[next++] : Value();
+                       Value residualValue = residual ? args[next++] : Value();
+                       return linearEpilogue(nb, nl, args[0], biasValue, act,
+                                             residualValue);
+                     });
+}
+
+/// Wp[p, k, j] = W[p·P + j, k], and 0 where p·P + j >= N: the panels of a
+/// weight that is not in the weights file (an argument, a constant), packed
+/// in the function. tfm-layout-weights packs the checkpoint's weights alike
+/// at compile time.
+static Value packPanels(OpBuilder &b, Location loc, Value weight,
+                        int64_t panel) {
+  RankedTensorType type = tensorTypeOf(weight);
+  int64_t n = type.getDimSize(0), k = type.getDimSize(1);
+  int64_t panels = llvm::divideCeil(n, panel);
+  Type elt = type.getElementType();
+  Value init = emptyTensor(
+      b, loc,
+      {b.getIndexAttr(panels), b.getIndexAttr(k), b.getIndexAttr(panel)}, elt);
+  MLIRContext *ctx = b.getContext();
+  return b
+      .create<linalg::GenericOp>(
+          loc, init.getType(), ValueRange{}, ValueRange{init},
+          ArrayRef<AffineMap>{AffineMap::getMultiDimIdentityMap(3, ctx)},
+          parallel(3),
+          [&](OpBuilder &nb, Location nl, ValueRange) {
+            Value p = nb.create<linalg::IndexOp>(nl, 0);
+            Value kk = nb.create<linalg::IndexOp>(nl, 1);
+            Value j = nb.create<linalg::IndexOp>(nl, 2);
+            Value row = nb.create<arith::AddIOp>(
+                nl, nb.create<arith::MulIOp>(nl, p, indexConstant(nb, nl, panel)),
+                j);
+            Value last = indexConstant(nb, nl, n - 1);
+            Value inside = nb.create<arith::CmpIOp>(
+                nl, arith::CmpIPredicate::ule, row, last);
+            Value clamped = nb.create<arith::MinUIOp>(nl, row, last);
+            Value w = nb.create<tensor::ExtractOp>(nl, weight,
+                                                   ValueRange{clamped, kk});
+            nb.create<linalg::YieldOp>(
+                nl, ValueRange{nb.create<arith::SelectOp>(
+                        nl, inside, w, floatConstant(nb, nl, elt, 0.0))});
+          })
+      .getResult(0);
+}
+
+/// y[M, N] = act(x·Wᵀ + b) + r with W as panels Wp[Np, K, P] (P = 4 vectors
+/// of L lanes). In parallel over panels p, for each tile of R rows (then
+/// single rows), 4R vector accumulators stay in registers over all of K:
+///   acc[r][c] += broadcast(x[m0 + r, k]) · Wp[p, k, c·L : (c + 1)·L]
+/// and the epilogue (bias, activation, residual) is applied to them before
+/// the one store of y[m0 + r, p·P + c·L : ...]. Each panel is read front to
+/// back: a contiguous stream, and re-read from cache by later row tiles.
+static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
+                         int64_t n, Value bias, Activation act,
+                         Value residual) {
+  RankedTensorType panelType = tensorTypeOf(panels);
+  int64_t numPanels = panelType.getDimSize(0), k = panelType.getDimSize(1);
+  int64_t width = panelType.getDimSize(2), lanes = width / 4;
+  // 4R accumulators, the broadcast and 4 weight vectors fit the registers:
+  // 32 with AVX-512 (L = 16, R = 4), 16 with AVX2 (L = 8, R = 2).
+  int64_t rowTile = lanes >= 16 ? 4 : 2;
+  Type elt = panelType.getElementType();
+  auto vecType = VectorType::get({lanes}, elt);
+  // Columns past N (the last panel's zero rows) are computed and dropped;
+  // reads of the bias and residual there are padded.
+  bool whole = numPanels * width == n;
+  Value m = getValueOrCreateConstantIndexOp(b, loc, dimOf(b, loc, x, 0));
+  Value zero = indexConstant(b, loc, 0);
+  Value fzero = floatConstant(b, loc, elt, 0.0);
+  Value out = emptyTensor(b, loc, {m, b.getIndexAttr(numPanels * width)}, elt);
+
+  auto forall = b.create<scf::ForallOp>(
+      loc, ArrayRef<OpFoldResult>{b.getIndexAttr(numPanels)}, ValueRange{out},
+      std::nullopt);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block *body = forall.getBody();
+    b.setInsertionPointToStart(body);
+    Value p = body->getArgument(0);
+    Value n0 = b.create<arith::MulIOp>(loc, p, indexConstant(b, loc, width));
+    SmallVector<OpFoldResult> tileOffsets = {b.getIndexAttr(0), n0};
+    SmallVector<OpFoldResult> tileSizes = {m, b.getIndexAttr(width)};
+    Value tile = b.create<tensor::ExtractSliceOp>(
+        loc, body->getArguments().back(), tileOffsets, tileSizes,
+        unitStrides(b, 2));
+
+    // Rows [lo, hi) in tiles of `rows`.
+    auto rowLoop = [&](Value lo, Value hi, int64_t rows, Value init) {
+      auto loop = b.create<scf::ForOp>(
+          loc, lo, hi, indexConstant(b, loc, rows), ValueRange{init},
+          [&](OpBuilder &lb, Location ll, Value m0, ValueRange tileIter) {
+            SmallVector<Value> rowIndex;
+            for (int64_t r = 0; r < rows; ++r)
+              rowIndex.push_back(
+                  lb.create<arith::AddIOp>(ll, m0, indexConstant(lb, ll, r)));
+            // acc[r][c] += x[m0 + r, k] · Wp[p, k, c·L ...] over k
+            SmallVector<Value> acc0(rows * 4,
+                                    floatConstant(lb, ll, vecType, 0.0));
+            auto kLoop = lb.create<scf::ForOp>(
+                ll, indexConstant(lb, ll, 0), indexConstant(lb, ll, k),
+                indexConstant(lb, ll, 1), acc0,
+                [&](OpBuilder &kb, Location kl, Value kk, ValueRange acc) {
+                  SmallVector<Value> w;
+                  for (int64_t c = 0; c < 4; ++c)
+                    w.push_back(kb.create<vector::TransferReadOp>(
+                        kl, vecType, panels,
+                        ValueRange{p, kk, indexConstant(kb, kl, c * lanes)},
+                        fzero, ArrayRef<bool>{true}));
+                  SmallVector<Value> next;
+                  for (int64_t r = 0; r < rows; ++r) {
+                    Value xs = kb.create<tensor::ExtractOp>(
+                        kl, x, ValueRange{rowIndex[r], kk});
+                    Value xb = kb.create<vector::BroadcastOp>(kl, vecType, xs);
+                    for (int64_t c = 0; c < 4; ++c)
+                      next.push_back(kb.create<vector::FMAOp>(
+                          kl, xb, w[c], acc[r * 4 + c]));
+                  }
+                  kb.create<scf::YieldOp>(kl, next);
+                });
+            // The epilogue on the registers, then one store per vector.
+            Value t = tileIter[0];
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t c = 0; c < 4; ++c) {
+                Value col = lb.create<arith::AddIOp>(
+                    ll, n0, indexConstant(lb, ll, c * lanes));
+                Value biasVec, residualVec;
+                if (bias)
+                  biasVec = lb.create<vector::TransferReadOp>(
+                      ll, vecType, bias, ValueRange{col}, fzero,
+                      ArrayRef<bool>{whole});
+                if (residual)
+                  residualVec = lb.create<vector::TransferReadOp>(
+                      ll, vecType, residual, ValueRange{rowIndex[r], col},
+                      fzero, ArrayRef<bool>{whole});
+                Value y = linearEpilogue(lb, ll, kLoop.getResult(r * 4 + c),
+                                         biasVec, act, residualVec);
+                t = lb.create<vector::TransferWriteOp>(
+                          ll, y, t,
+                          ValueRange{rowIndex[r],
+                                     indexConstant(lb, ll, c * lanes)},
+                          ArrayRef<bool>{true})
+                        .getResult();
+              }
+            lb.create<scf::YieldOp>(ll, t);
+          });
+      return loop.getResult(0);
+    };
+    // Whole tiles of rowTile rows, then the rest one row at a time.
+    Value full = b.create<arith::MulIOp>(
+        loc,
+        b.create<arith::DivUIOp>(loc, m, indexConstant(b, loc, rowTile)),
+        indexConstant(b, loc, rowTile));
+    tile = rowLoop(zero, full, rowTile, tile);
+    tile = rowLoop(full, m, 1, tile);
+
+    b.setInsertionPointToStart(forall.getTerminator().getBody());
+    b.create<tensor::ParallelInsertSliceOp>(loc, tile,
+                                            body->getArguments().back(),
+                                            tileOffsets, tileSizes,
+                                            unitStrides(b, 2));
+  }
+  Value y = forall.getResult(0);
+  if (!whole)
     y = b.create<tensor::ExtractSliceOp>(
         loc, y, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{dimOf(b, loc, x, 0), dimOf(b, loc, weight, 0)},
-        unitStrides(b, 2));
-  if (bias || act != Activation::none || residual) {
-    auto flatType = cast<RankedTensorType>(y.getType());
-    SmallVector<Value> inputs = {y};
-    if (bias)
-      inputs.push_back(bias);
-    Value flatResidual =
-        residual ? collapseLeading(b, loc, residual, 1) : Value();
-    if (flatResidual)
-      inputs.push_back(flatResidual);
-    y = elementwise(b, loc, flatType, inputs,
-                    [&](OpBuilder &nb, Location nl, ValueRange args) {
-                      Value v = args[0];
-                      unsigned next = 1;
-                      if (bias)
-                        v = nb.create<arith::AddFOp>(nl, v, args[next++]);
-                      v = applyActivation(nb, nl, act, v);
-                      if (flatResidual)
-                        v = nb.create<arith::AddFOp>(nl, v, args[next++]);
-                      return v;
-                    });
+        ArrayRef<OpFoldResult>{m, b.getIndexAttr(n)}, unitStrides(b, 2));
+  return y;
+}
+
+/// act(x·Wᵀ + b) + r: [.., K] collapses to [M, K], the product runs on the
+/// weight's panels (packed in the weights file, or here), expand back.
+static Value lowerLinear(OpBuilder &b, Location loc, RankedTensorType type,
+                         Value input, Value weight, Value bias,
+                         Activation act, Value residual, int64_t lanes) {
+  Value x = collapseLeading(b, loc, input, 1);
+  Value flatResidual =
+      residual ? collapseLeading(b, loc, residual, 1) : Value();
+  RankedTensorType weightType = tensorTypeOf(weight);
+  Value y;
+  // A weight stored in panels: the tfm.weight stays (legal) until here.
+  auto packed = weight.getDefiningOp<WeightOp>();
+  if (packed && packed->hasAttr(kPanelWidthAttr)) {
+    Value panels = panelsOf(b, packed);
+    y = panelLinear(b, loc, x, panels, weightType.getDimSize(0), bias, act,
+                    flatResidual);
+  } else if (weightType.hasStaticShape()) {
+    Value panels = packPanels(b, loc, weight, 4 * lanes);
+    y = panelLinear(b, loc, x, panels, weightType.getDimSize(0), bias, act,
+                    flatResidual);
+  } else {
+    y = linearOfDynamicWeight(b, loc, x, weight, bias, act, flatResidual);
   }
   Value result = expandLeading(b, loc, y, type, input);
   return result.getType() == type ? result
                                   : b.create<tensor::CastOp>(loc, type, result);
 }
 
-struct LinearLowering : public OpConversionPattern<LinearOp> {
-  using OpConversionPattern::OpConversionPattern;
+/// Linears and fused linears; `lanes`: floats per vector of the target, so
+/// weights packed here get panels of 4 vectors.
+template <typename OpTy>
+struct LinearLoweringBase : public OpConversionPattern<OpTy> {
+  LinearLoweringBase(MLIRContext *ctx, int64_t lanes)
+      : OpConversionPattern<OpTy>(ctx), lanes(lanes) {}
+  int64_t lanes;
+};
+
+struct LinearLowering : public LinearLoweringBase<LinearOp> {
+  using LinearLoweringBase::LinearLoweringBase;
 
   LogicalResult
   matchAndRewrite(LinearOp op, OpAdaptor adaptor,
@@ -632,13 +829,13 @@ struct LinearLowering : public OpConversionPattern<LinearOp> {
     rewriter.replaceOp(op, lowerLinear(rewriter, op.getLoc(), op.getType(),
                                        adaptor.getInput(), adaptor.getWeight(),
                                        adaptor.getBias(), Activation::none,
-                                       Value()));
+                                       Value(), lanes));
     return success();
   }
 };
 
-struct FusedLinearLowering : public OpConversionPattern<FusedLinearOp> {
-  using OpConversionPattern::OpConversionPattern;
+struct FusedLinearLowering : public LinearLoweringBase<FusedLinearOp> {
+  using LinearLoweringBase::LinearLoweringBase;
 
   LogicalResult
   matchAndRewrite(FusedLinearOp op, OpAdaptor adaptor,
@@ -646,7 +843,7 @@ struct FusedLinearLowering : public OpConversionPattern<FusedLinearOp> {
     rewriter.replaceOp(op, lowerLinear(rewriter, op.getLoc(), op.getType(),
                                        adaptor.getInput(), adaptor.getWeight(),
                                        adaptor.getBias(), op.getActivation(),
-                                       adaptor.getResidual()));
+                                       adaptor.getResidual(), lanes));
     return success();
   }
 };
@@ -1241,14 +1438,33 @@ struct ConvertTfmToLinalgPass
 
     ConversionTarget target(*ctx);
     target.addIllegalDialect<TfmDialect>();
+    // Weights in panels are read by the linears' lowering, then erased.
+    target.addDynamicallyLegalOp<WeightOp>(
+        [](WeightOp op) { return op->hasAttr(kPanelWidthAttr); });
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                            arith::ArithDialect, math::MathDialect,
                            scf::SCFDialect, memref::MemRefDialect,
                            bufferization::BufferizationDialect,
-                           func::FuncDialect>();
+                           func::FuncDialect, vector::VectorDialect>();
     RewritePatternSet patterns(ctx);
-    populateTfmToLinalgPatterns(patterns, queryBlock, keyBlock);
+    if (vectorWidth < 1 || (vectorWidth & (vectorWidth - 1))) {
+      module.emitError() << "vector-width must be a power of two, found "
+                         << int64_t(vectorWidth);
+      return signalPassFailure();
+    }
+    populateTfmToLinalgPatterns(patterns, queryBlock, keyBlock, vectorWidth);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
+      return signalPassFailure();
+    WalkResult unread = module.walk([](WeightOp op) {
+      if (!op->use_empty()) {
+        op.emitOpError("is stored in panels for linears but read by ")
+            << (*op->user_begin())->getName();
+        return WalkResult::interrupt();
+      }
+      op.erase();
+      return WalkResult::advance();
+    });
+    if (unread.wasInterrupted())
       signalPassFailure();
   }
 };
@@ -1257,15 +1473,17 @@ struct ConvertTfmToLinalgPass
 
 void mlir::tfm::populateTfmToLinalgPatterns(RewritePatternSet &patterns,
                                             int64_t queryBlock,
-                                            int64_t keyBlock) {
+                                            int64_t keyBlock,
+                                            int64_t vectorWidth) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<AddOpLowering, SubOpLowering, MulOpLowering, DivOpLowering,
                RsqrtOpLowering, SqrtOpLowering, ReluOpLowering, GeluOpLowering,
                SiluOpLowering, SelectOpLowering, ScaleOpLowering,
                WeightLowering, EmbeddingLowering, PositionEncodingLowering,
-               MatmulLowering, LinearLowering, FusedLinearLowering,
+               MatmulLowering,
                SoftmaxLowering, MeanLowering, LayerNormLowering,
                CausalMaskLowering, KeyPaddingMaskLowering, SplitHeadsLowering,
                MergeHeadsLowering, CacheUpdateLowering, SliceLowering>(ctx);
   patterns.add<AttentionLowering>(ctx, queryBlock, keyBlock);
+  patterns.add<LinearLowering, FusedLinearLowering>(ctx, vectorWidth);
 }
