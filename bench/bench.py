@@ -80,6 +80,28 @@ def make_model(size, out, quick):
                        stdout=subprocess.DEVNULL)
 
 
+def step_weight_bytes(model):
+    """Bytes of weights a batch-1 decoder step reads once per target token
+    (f32): each decoder layer's self-attention Q, K, V, O, cross-attention
+    Q and O (cross K and V are computed once per sentence) and FFN, with
+    their biases, then the output projection and its bias."""
+    with open(os.path.join(model, "config.json")) as f:
+        c = json.load(f)
+    d, ffn, layers = c["d_model"], c["decoder_ffn_dim"], c["decoder_layers"]
+    vocab = c.get("decoder_vocab_size") or c["vocab_size"]
+    per_layer = 6 * d * d + 2 * d * ffn + 6 * d + ffn + d
+    return 4 * (layers * per_layer + vocab * d + vocab)
+
+
+def read_bandwidth(build, threads, env):
+    """The machine's read bandwidth now (GB/s), as tfm-bench measures it."""
+    tool = os.path.join(build, "bin", "tfm-bench")
+    out = subprocess.run([tool, f"--num-threads={threads}"], check=True, env=env,
+                         capture_output=True, text=True).stdout
+    measured = json.loads(out)["read_bandwidth_gbs"]
+    return sum(measured) / len(measured)
+
+
 def tfmc_backends(tfmc, wanted, notes):
     """The wanted backends that `tfmc compile --help` lists, and whether it has
     a --backend flag at all (without one, its only backend is llvm)."""
@@ -151,6 +173,10 @@ def end_to_end(args, notes):
     env = micro.environment(args.threads)
     detected, core = micro.openblas_core()
     results["openblas_core"] = {"detected": detected, "used": core}
+    # The memory bound of batch-1 decoding: each target token reads the
+    # decoder's weights once, at the read bandwidth measured before and
+    # after the cases.
+    bandwidths = [read_bandwidth(args.build, args.threads, env)]
     # Case by case, run by run, every engine in turn: a slow spell of the
     # machine falls on all of them.
     outputs, timings = {}, {}
@@ -165,6 +191,12 @@ def end_to_end(args, notes):
             seconds = statistics.median(r[1] for r in timings[(name, case)])
             tokens = sum(len(t) for t in outputs[(name, case)])
             print(f"{name:14s} {case:10s} {tokens / seconds:9.1f} tokens/s", file=sys.stderr)
+    bandwidths.append(read_bandwidth(args.build, args.threads, env))
+    step_bytes = step_weight_bytes(model)
+    bandwidth = sum(bandwidths) / len(bandwidths)
+    results["read_bandwidth_gbs"] = bandwidths
+    results["step_weight_bytes"] = step_bytes
+    results["memory_bound_tokens_per_second"] = bandwidth * 1e9 / step_bytes
     for name, (_, sentences, info) in engines.items():
         engine = {"sentences": sentences, **info, "cases": {}}
         for case, _, _ in args.cases:
@@ -192,20 +224,24 @@ def end_to_end(args, notes):
             r["identical_to_reference"] = sum(a == b for a, b in zip(ours[:n], ref[:n]))
             r["ratio_to_reference"] = (r["tokens_per_second"]
                                        / results["engines"]["reference"]["cases"][case]["tokens_per_second"])
+            if case.endswith("-b1"):
+                r["of_memory_bound"] = (r["tokens_per_second"]
+                                        / results["memory_bound_tokens_per_second"])
     return results
 
 
 def e2e_table(results):
     ref = results["engines"]["reference"]
-    rows = ["| case | engine | tokens/s | vs reference | identical to reference | peak RSS (MiB) |"
-            " load (s) |", "|---|---|---|---|---|---|---|"]
+    rows = ["| case | engine | tokens/s | vs reference | of memory bound | identical to reference |"
+            " peak RSS (MiB) | load (s) |", "|---|---|---|---|---|---|---|---|"]
     for case in next(iter(results["engines"].values()))["cases"]:
         for name, engine in results["engines"].items():
             r = engine["cases"][case]
             ratio = f"{r['ratio_to_reference']:.2f}x" if name != "reference" else "1"
             same = (f"{r['identical_to_reference']}/{r['compared_sentences']}"
                     if name != "reference" else "-")
-            rows.append(f"| {case} | {name} | {r['tokens_per_second']:.1f} | {ratio} | {same} | "
+            bound = f"{r['of_memory_bound']:.0%}" if "of_memory_bound" in r else "-"
+            rows.append(f"| {case} | {name} | {r['tokens_per_second']:.1f} | {ratio} | {bound} | {same} | "
                         f"{r['peak_rss_mib']:.0f} | {engine['load_seconds']:.2f} |")
     compile_rows = ["| backend | compile (s) | translator (MB) | weights (MB) |", "|---|---|---|---|"]
     for name, engine in results["engines"].items():
@@ -217,7 +253,12 @@ def e2e_table(results):
     summary = (f"{results['size']} model: tfmc on {tfmc_sentences} sentences, reference on "
                f"{ref['sentences']}, {TOKENS} tokens each (EOS suppressed), {results['threads']} "
                f"threads, median of {results['runs']} run(s); load time reported by each engine, "
-               f"not in tokens/s.")
+               f"not in tokens/s. Memory bound of batch-1 decoding: "
+               f"{results['step_weight_bytes'] / 1e6:.0f} MB of weights per target token at the "
+               f"read bandwidth measured before and after the cases ("
+               + ", ".join(f"{b:.1f}" for b in results["read_bandwidth_gbs"])
+               + f" GB/s, {results['threads']} threads) = "
+               f"{results['memory_bound_tokens_per_second']:.0f} tokens/s.")
     core = results.get("openblas_core") or {}
     if core.get("used") and core["used"] != core["detected"]:
         summary += (f" The reference's OpenBLAS ran its {core['used']} kernels "
@@ -286,7 +327,9 @@ def main():
     if not args.no_micro:
         results["micro"] = micro.run(args.build, args.backends.split(","), args.quick,
                                      args.threads)
-        sections.append(micro.summary(results["micro"]) + "\n\n" + micro.tables(results["micro"]))
+        sections.append("\n\n".join(
+            t for t in (micro.summary(results["micro"]), micro.roofline(results["micro"]),
+                        micro.tables(results["micro"])) if t))
     results["notes"] = notes
     if notes:
         sections.append("\n".join(f"Note: {n}." for n in notes))

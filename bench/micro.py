@@ -9,8 +9,11 @@ Each shape is timed for every engine in the same process, one engine after
 the other, and reported as a ratio against its peers:
 
   linear      tfmc's compiled tfm.linear (per backend) vs OpenBLAS
-              cblas_sgemm and a oneDNN matmul primitive, M = 1, 32, 1024 rows
-              x (K -> N) 512->2048, 2048->512, 512->512, 512->32000
+              cblas_sgemm and a oneDNN matmul primitive, M = 1, 4, 32, 1024
+              rows x (K -> N) 512->2048, 2048->512, 512->512, 512->32000;
+              with M <= 8 also "-streamed": ours cycling through copies of
+              its weights larger than the caches, as a decoder step reads
+              them (weights from DRAM)
   attention   fused tfm.attention vs the tfm-decompose'd graph: encoder
               self-attention at 32 and 256 tokens (batch 1, 8 heads of 64),
               a decoder step (one query) against K/V caches of 32 and 256
@@ -18,7 +21,11 @@ the other, and reported as a ratio against its peers:
               1024 rows of 512
 
 Every engine's output is first checked against the peer (max abs diff);
-tfm-bench fails if one differs beyond 1e-4 of the largest value.
+tfm-bench fails if one differs beyond 1e-4 of the largest value. The
+machine's read bandwidth (2 threads summing a 1 GiB array) is measured
+before and after the kernels; the roofline table sets the bandwidth-bound
+kernels of a decoder step (streamed linears, attention over a cache, layer
+norm) against it.
 bench/bench.py runs this too, with the end-to-end cases.
 """
 import argparse
@@ -30,7 +37,9 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-LINEARS = [(m, k, n) for m in (1, 32, 1024)
+# M = 1 and 4: a batch-1 decoder step in greedy and beam-4 search; 32 and
+# 1024: batched decoding and the encoder.
+LINEARS = [(m, k, n) for m in (1, 4, 32, 1024)
            for k, n in ((512, 2048), (2048, 512), (512, 512), (512, 32000))]
 ATTENTION = ["encoder:32", "encoder:256", "decoder:32", "decoder:256"]
 LAYER_NORMS = [(32, 512), (1024, 512)]
@@ -146,6 +155,8 @@ def tables(results):
         if not rows:
             continue
         engines = rows[0].get("engine_order") or list(rows[0]["engines"])
+        # Streamed runs (only some shapes have them) go to the roofline.
+        engines = [e for e in engines if not e.endswith("-streamed")]
         ours = [e for e in engines if rows[0]["engines"][e]["role"] == "tfmc"]
         peers = [e for e in engines if rows[0]["engines"][e]["role"] == "peer"]
         unit = rows[0]["unit"]
@@ -169,6 +180,50 @@ def tables(results):
             lines.append("| " + " | ".join(cells) + " |")
         out.append("\n".join(lines))
     return "\n\n".join(out)
+
+
+def read_bandwidth(results):
+    """The mean of the read bandwidths tfm-bench measured, GB/s (or None)."""
+    bw = results.get("read_bandwidth_gbs") or []
+    return sum(bw) / len(bw) if bw else None
+
+
+def roofline(results):
+    """Markdown: the memory-bound kernels of a batch-1 decoder step, the
+    bytes each reads per call, its GB/s and that against the read
+    bandwidth measured in the same run."""
+    bw = read_bandwidth(results)
+    if not bw:
+        return ""
+    rows = []
+    for b in results["benchmarks"]:
+        engines = b["engines"]
+        if b["kind"] == "linear":
+            streamed = [e for e in engines if e.endswith("-streamed")]
+            if not streamed:
+                continue
+            name, shape = streamed[0], b["shape"]
+            nbytes = 4.0 * (shape["N"] * shape["K"] + shape["M"] * (shape["K"] + shape["N"]))
+            what = f"{b['name']} (weights from DRAM)"
+        elif b["kind"] == "attention" and b["shape"]["queries"] == 1:
+            name = next(e for e in b.get("engine_order", engines) if engines[e]["role"] == "tfmc")
+            nbytes, what = b["bytes"], f"{b['name']} ({name}, cache in L2)"
+        elif b["kind"] == "layer_norm":
+            name = next(e for e in b.get("engine_order", engines) if engines[e]["role"] == "tfmc")
+            nbytes, what = b["bytes"], f"{b['name']} ({name})"
+        else:
+            continue
+        gbs = nbytes / engines[name]["seconds"] * 1e-9
+        rows.append(f"| {what} | {nbytes / 1e6:.3g} | {engines[name]['seconds'] * 1e6:.1f} | "
+                    f"{gbs:.1f} | {gbs / bw:.0%} |")
+    if not rows:
+        return ""
+    measured = ", ".join(f"{x:.1f}" for x in results["read_bandwidth_gbs"])
+    return (f"**Roofline of a batch-1 decoder step** (read bandwidth, {results['threads']} "
+            f"threads, measured in this run before and after the kernels: {measured} GB/s; "
+            f"the table uses their mean, {bw:.1f})\n\n"
+            "| kernel | MB read per call | us | GB/s | of read bandwidth |\n|---|---|---|---|---|\n"
+            + "\n".join(rows))
 
 
 def summary(results):
@@ -199,7 +254,7 @@ def main():
     ap.add_argument("--out", default="bench-results")
     args = ap.parse_args()
     results = run(args.build, args.backends.split(","), args.quick, args.threads)
-    text = summary(results) + "\n\n" + tables(results)
+    text = "\n\n".join(t for t in (summary(results), roofline(results), tables(results)) if t)
     print(text)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "micro.json"), "w") as f:

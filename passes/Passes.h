@@ -36,9 +36,6 @@ constexpr llvm::StringLiteral kPanelWidthAttr = "tfm.panel_width";
 
 /// The attribute tfm-select-backend sets on ops: "llvm" or "onednn".
 constexpr llvm::StringLiteral kBackendAttr = "tfm.backend";
-/// With "onednn" on a linear: oneDNN from this many input rows on, our code
-/// below (a run-time branch; the row count is dynamic).
-constexpr llvm::StringLiteral kMinRowsAttr = "tfm.onednn_min_rows";
 
 /// Whether oneDNN can run `op` (convert-tfm-to-onednn lowers it).
 bool isOneDnnCandidate(Operation *op);

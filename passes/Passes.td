@@ -136,9 +136,9 @@ def TfmSelectBackendPass : Pass<"tfm-select-backend", "::mlir::ModuleOp"> {
     elementwise ops; not `tfm.attention`: oneDNN 2.6 has no fused attention).
     `backend=llvm` and `backend=onednn` give every such op that backend;
     `backend=auto` picks per op kind and shape from a table of measurements
-    (bench/micro), see `autoBackend` in SelectBackend.cpp: linears go to
-    oneDNN from a number of rows on (`tfm.onednn_min_rows`, a run-time
-    branch) and attention blocks are spelled out for oneDNN's matmuls. The choice is
+    (bench/micro), see `autoBackend` in SelectBackend.cpp: linears stay
+    ours (the panel kernel), attention blocks are spelled out for oneDNN's
+    matmuls, layer norms go to oneDNN. The choice is
     recorded on the module as `tfm.backend_choice`, one line per op kind and
     shape, and printed to stderr with `report=true`.
   }];
@@ -161,9 +161,7 @@ def ConvertTfmToOneDnnPass : Pass<"convert-tfm-to-onednn", "::mlir::ModuleOp"> {
     cross as `memref<*xf32>` (`bufferization.to_memref`, read only); the
     result is a new buffer (`bufferization.to_tensor ... restrict
     writable`). The kernels cache primitives per shape and reorder each
-    weight matrix once into oneDNN's preferred layout. A linear with
-    `tfm.onednn_min_rows = R` becomes an `scf.if` on its row count: the call
-    from R rows on, the linear (for convert-tfm-to-linalg) below.
+    weight matrix once into oneDNN's preferred layout.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",

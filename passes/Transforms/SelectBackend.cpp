@@ -20,12 +20,12 @@ using namespace mlir::tfm;
 
 // What `auto` chooses, from measurements on this project's machines (2
 // threads, AVX-512; README.md, "Benchmarks", has the commands and tables):
-// - Linears: oneDNN's matmul (brgemm, weights packed once) runs 2-2.5x our
-//   vectorized linears at 32 and 1024 rows (`tfm-bench`: 512->2048 at 32
-//   rows 57 vs 26 GFLOP/s); at 1 row both stream the weights and ours has no
-//   call and no bookkeeping: the base model's batch-1 decoding used 5.7 s of
-//   CPU with ours and 7.1 s with oneDNN's (one thread). So: oneDNN from
-//   kOneDnnMinRows rows on, ours below, decided at run time.
+// - Linears: ours, the register-tiled kernel over weights packed in panels
+//   at compile time (`tfm-bench`, AMD Zen 3, 2 threads, GFLOP/s ours vs
+//   oneDNN 2.6's matmul: 1x512->2048 46.7 vs 40.8, 4x512->2048 93.9 vs
+//   47.6, 32x512->2048 114 vs 65, 32x2048->512 112 vs 82, 128x512->32000
+//   113 vs 112, 1024x512->2048 114 vs 127). One layout then serves every
+//   row count, and the weights file holds one copy of each matrix.
 // - Attention: our FlashAttention loop is scalar; spelled out, oneDNN's
 //   batched matmuls (the scale as their post-op) beat it (`tfm-bench`:
 //   encoder self-attention over 256 tokens 23 vs 1.4 GFLOP/s, a decoder step
@@ -38,10 +38,8 @@ using namespace mlir::tfm;
 // - Softmax, masks, elementwise: ours, with no call and no copy into a
 //   primitive's layout; oneDNN's softmax in the spelled-out attention cost
 //   5% more CPU end to end (7.7 s against 7.4 s).
-constexpr int64_t kOneDnnMinRows = 8;
-
 static StringRef autoBackend(Operation *op) {
-  if (isa<LinearOp, FusedLinearOp, MatmulOp, AttentionOp, LayerNormOp>(op))
+  if (isa<MatmulOp, AttentionOp, LayerNormOp>(op))
     return "onednn";
   // The scale of a product rides on oneDNN's matmul as a post-op.
   if (auto scale = dyn_cast<ScaleOp>(op)) {
@@ -105,15 +103,6 @@ struct TfmSelectBackendPass
         return;
       StringRef chosen = backend == "auto" ? autoBackend(op) : StringRef(backend);
       op->setAttr(kBackendAttr, StringAttr::get(op->getContext(), chosen));
-      if (backend == "auto" && chosen == "onednn" &&
-          isa<LinearOp, FusedLinearOp>(op)) {
-        op->setAttr(kMinRowsAttr,
-                    IntegerAttr::get(IntegerType::get(op->getContext(), 64),
-                                     kOneDnnMinRows));
-        record(op, "onednn from " + std::to_string(kOneDnnMinRows) +
-                       " rows, llvm below");
-        return;
-      }
       record(op, chosen);
     });
     std::string text;

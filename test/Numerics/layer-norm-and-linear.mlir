@@ -1,8 +1,6 @@
-// Layer norm (one-pass shifted statistics) and linears (vectorized 1x16
-// tiles, split-K 16; remainders when N or K are not multiples of 16) against
-// their decomposed graphs.
-// Each also with the oneDNN backend and with auto (whose linears take
-// oneDNN from 8 rows on and our code below: both sides are run).
+// Layer norm (one-pass shifted statistics) and linears (the panel kernel:
+// row tiles and single rows, N not a multiple of the panel) against their
+// decomposed graphs. Each also with the oneDNN backend and with auto.
 
 // RUN: tfm-run %s --entry=layer_norm --shapes="2x3x7,2x3x7,7,7 -> 2x3x7" --compare-decomposed | FileCheck %s
 // RUN: tfm-run %s --entry=layer_norm --shapes="2x3x7,2x3x7,7,7 -> 2x3x7" --compare-decomposed --backend=onednn | FileCheck %s
@@ -47,3 +45,28 @@ func.func @linear_silu_odd(%x: tensor<?x17xf32>, %w: tensor<33x17xf32>) -> tenso
 }
 
 // CHECK: result 0: {{[0-9]+}} values, fused vs decomposed max difference {{.+}} relative (rtol 1e-05): ok
+
+// The panel kernel, its epilogue fused, against oneDNN's matmul, GELU and
+// add on odd sizes: K = 37 (no multiple of a vector), N = 70 (a partial
+// panel), 1 to 9 rows (whole row tiles and single rows).
+// RUN: for m in 1 2 3 4 5 7 8 9; do tfm-run %s --entry=panels_odd --shapes="${m}x37,${m}x70 -> ${m}x70" --compare-decomposed --reference-backend=onednn; done | FileCheck %s --check-prefix=PANELS
+// PANELS-COUNT-8: result 0: {{[0-9]+}} values, fused vs decomposed max difference {{.+}} relative (rtol 1e-05): ok
+func.func @panels_odd(%x: tensor<?x37xf32>, %r: tensor<?x70xf32>) -> tensor<?x70xf32> {
+  %w = arith.constant dense<[[0.25, -0.5, 0.125, 0.75, -0.0625, 0.5, -0.25, 1.0, -0.75, 0.375, 0.0, -0.125, 0.625, -0.375, 0.875, -1.0, 0.1875, -0.6875, 0.3125, 0.9375, -0.8125, 0.4375, -0.5625, 0.0625, 0.6875, -0.9375, 0.8125, -0.3125, 0.5625, -0.4375, 0.15625, -0.84375, 0.71875, -0.28125, 0.46875, -0.96875, 0.03125]]> : tensor<1x37xf32>
+  %wide = tensor.collapse_shape %w [[0, 1]] : tensor<1x37xf32> into tensor<37xf32>
+  %init = tensor.empty() : tensor<70x37xf32>
+  %rows = linalg.generic {indexing_maps = [affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%wide : tensor<37xf32>) outs(%init : tensor<70x37xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %i = linalg.index 0 : index
+    %i32 = arith.index_cast %i : index to i32
+    %f = arith.sitofp %i32 : i32 to f32
+    %s = arith.constant 0.03125 : f32
+    %d = arith.mulf %f, %s : f32
+    %y = arith.subf %v, %d : f32
+    linalg.yield %y : f32
+  } -> tensor<70x37xf32>
+  %b = arith.constant dense<0.5> : tensor<70xf32>
+  %y = tfm.fused_linear gelu %x, %rows bias(%b : tensor<70xf32>) residual(%r : tensor<?x70xf32>)
+      : tensor<?x37xf32>, tensor<70x37xf32> -> tensor<?x70xf32>
+  return %y : tensor<?x70xf32>
+}

@@ -3,7 +3,7 @@
 //   tfm-run FILE.mlir --entry=NAME --shapes="2x4x1x16,2x4x7x16 -> 2x4x1x16"
 //           [--compare-decomposed] [--rtol=1e-5] [--print]
 //           [--int-max=N] [--index-value=V] [--seed=S] [--backend=B]
-//           [--decompose]
+//           [--decompose] [--reference-backend=B]
 //
 // Compiles the function with the backend B (llvm, onednn, auto; the same
 // lowering pipeline as tfmc), JIT-runs it on deterministic pseudo-random inputs of the given
@@ -52,6 +52,10 @@ static cl::opt<std::string>
 static cl::opt<bool> compareDecomposed(
     "compare-decomposed",
     cl::desc("Also run the function after tfm-decompose and compare"));
+static cl::opt<std::string> referenceBackend(
+    "reference-backend", cl::init("llvm"),
+    cl::desc("Backend of the decomposed graph that --compare-decomposed "
+             "checks against: llvm or onednn"));
 static cl::opt<double> rtol("rtol", cl::init(1e-5),
                             cl::desc("Largest difference allowed, relative "
                                      "to the largest magnitude"));
@@ -263,9 +267,11 @@ int main(int argc, char **argv) {
     }
   if (!compareDecomposed)
     return 0;
-  // The reference is always our own code: a oneDNN kernel is checked
-  // against the LLVM lowering of the graph it replaces.
-  auto spelled = compile(*decomposed, "llvm");
+  // The reference is our own code by default (a oneDNN kernel is checked
+  // against the LLVM lowering of the graph it replaces); with
+  // --reference-backend=onednn our fused kernels are checked against
+  // oneDNN's primitives.
+  auto spelled = compile(*decomposed, referenceBackend);
   std::vector<Tensor> expected = run(*spelled, inputs, resultShapes);
   bool ok = true;
   for (size_t r = 0; r < results.size(); ++r) {

@@ -342,37 +342,6 @@ void lower(IRRewriter &rewriter, ModuleOp module, Operation *op,
           });
 }
 
-/// A linear that runs on oneDNN from `minRows` rows of input on and on our
-/// code below: scf.if over the row count, the call in one branch, the op
-/// (given to LLVM) in the other.
-void lowerByRows(IRRewriter &rewriter, ModuleOp module, Operation *op,
-                 int64_t minRows) {
-  Location loc = op->getLoc();
-  rewriter.setInsertionPoint(op);
-  Value input = op->getOperand(0);
-  Value rows = rewriter.create<arith::ConstantIndexOp>(loc, 1);
-  for (int64_t d = 0; d + 1 < rankOf(input); ++d)
-    rows = rewriter.create<arith::MulIOp>(
-        loc, rows, rewriter.create<tensor::DimOp>(loc, input, d));
-  Value many = rewriter.create<arith::CmpIOp>(
-      loc, arith::CmpIPredicate::sge, rows,
-      rewriter.create<arith::ConstantIndexOp>(loc, minRows));
-  auto dispatch = rewriter.create<scf::IfOp>(loc, op->getResultTypes(), many,
-                                             /*withElseRegion=*/true);
-  op->removeAttr(kMinRowsAttr);
-  // Few rows: our code.
-  rewriter.setInsertionPointToStart(&dispatch.getElseRegion().front());
-  Operation *ours = rewriter.clone(*op);
-  ours->setAttr(kBackendAttr, rewriter.getStringAttr("llvm"));
-  rewriter.create<scf::YieldOp>(loc, ours->getResults());
-  // Many rows: oneDNN.
-  rewriter.setInsertionPointToStart(&dispatch.getThenRegion().front());
-  Operation *theirs = rewriter.clone(*op);
-  rewriter.create<scf::YieldOp>(loc, theirs->getResults());
-  lower(rewriter, module, theirs, nullptr);
-  rewriter.replaceOp(op, dispatch.getResults());
-}
-
 struct ConvertTfmToOneDnnPass
     : public tfm::impl::ConvertTfmToOneDnnPassBase<ConvertTfmToOneDnnPass> {
   void runOnOperation() override {
@@ -389,10 +358,6 @@ struct ConvertTfmToOneDnnPass
     for (Operation *op : ops) {
       if (folded.contains(op))
         continue;
-      if (auto minRows = op->getAttrOfType<IntegerAttr>(kMinRowsAttr)) {
-        lowerByRows(rewriter, module, op, minRows.getInt());
-        continue;
-      }
       ScaleOp scale = scaleOfProduct(op);
       if (scale)
         folded.insert(scale);
