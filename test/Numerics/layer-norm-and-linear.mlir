@@ -51,6 +51,15 @@ func.func @linear_silu_odd(%x: tensor<?x17xf32>, %w: tensor<33x17xf32>) -> tenso
 // panel), 1 to 9 rows (whole row tiles and single rows).
 // RUN: for m in 1 2 3 4 5 7 8 9; do tfm-run %s --entry=panels_odd --shapes="${m}x37,${m}x70 -> ${m}x70" --compare-decomposed --reference-backend=onednn; done | FileCheck %s --check-prefix=PANELS
 // PANELS-COUNT-8: result 0: {{[0-9]+}} values, fused vs decomposed max difference {{.+}} relative (rtol 1e-05): ok
+// K = 150: three blocks of K (64, 64, 22), the epilogue after the last.
+// RUN: for m in 1 4 7; do tfm-run %s --entry=panels_long --shapes="${m}x150,70x150,${m}x70 -> ${m}x70" --compare-decomposed --reference-backend=onednn; done | FileCheck %s --check-prefix=LONG
+// LONG-COUNT-3: result 0: {{[0-9]+}} values, fused vs decomposed max difference {{.+}} relative (rtol 1e-05): ok
+func.func @panels_long(%x: tensor<?x150xf32>, %w: tensor<70x150xf32>, %r: tensor<?x70xf32>) -> tensor<?x70xf32> {
+  %b = arith.constant dense<-0.25> : tensor<70xf32>
+  %y = tfm.fused_linear relu %x, %w bias(%b : tensor<70xf32>) residual(%r : tensor<?x70xf32>)
+      : tensor<?x150xf32>, tensor<70x150xf32> -> tensor<?x70xf32>
+  return %y : tensor<?x70xf32>
+}
 func.func @panels_odd(%x: tensor<?x37xf32>, %r: tensor<?x70xf32>) -> tensor<?x70xf32> {
   %w = arith.constant dense<[[0.25, -0.5, 0.125, 0.75, -0.0625, 0.5, -0.25, 1.0, -0.75, 0.375, 0.0, -0.125, 0.625, -0.375, 0.875, -1.0, 0.1875, -0.6875, 0.3125, 0.9375, -0.8125, 0.4375, -0.5625, 0.0625, 0.6875, -0.9375, 0.8125, -0.3125, 0.5625, -0.4375, 0.15625, -0.84375, 0.71875, -0.28125, 0.46875, -0.96875, 0.03125]]> : tensor<1x37xf32>
   %wide = tensor.collapse_shape %w [[0, 1]] : tensor<1x37xf32> into tensor<37xf32>
