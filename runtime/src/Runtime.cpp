@@ -243,6 +243,34 @@ bool before(const Candidate &x, const Candidate &y) {
   return x.score > y.score || (x.score == y.score && x.flat < y.flat);
 }
 
+/// The `want` best extensions of a hypothesis scored `score` by the tokens
+/// of its logits row (`flat` = base + token), skipping `pad` and `banned`
+/// (-1: none), best first. Only the kept tokens' log-probabilities are
+/// formed: log p(t) = x[t] - max - log sum exp(x - max).
+std::vector<Candidate> bestExtensions(const float *row, int64_t vocab,
+                                      float score, int64_t base, size_t want,
+                                      int64_t pad, int64_t banned) {
+  auto [max, logSum] = logSoftmaxTerms(row, vocab);
+  // A heap whose top is the worst kept; the logits' order is the scores'.
+  std::vector<Candidate> best;
+  best.reserve(want + 1);
+  for (int64_t t = 0; t < vocab; ++t) {
+    if (t == pad || t == banned)
+      continue;
+    Candidate c{score + (row[t] - max - logSum), base + t};
+    if (best.size() < want) {
+      best.push_back(c);
+      std::push_heap(best.begin(), best.end(), before);
+    } else if (before(c, best.front())) {
+      std::pop_heap(best.begin(), best.end(), before);
+      best.back() = c;
+      std::push_heap(best.begin(), best.end(), before);
+    }
+  }
+  std::sort(best.begin(), best.end(), before);
+  return best;
+}
+
 class Translator {
 public:
   Translator(tfm_model &model, const tfm_search_options &options)
@@ -388,6 +416,7 @@ void Translator::run(const int32_t *const *sources, const int32_t *lengths,
   std::vector<bool> done(batch, false);
   std::vector<int32_t> tokens(rows, int32_t(cfg.decoder_start_token_id));
   const float ninf = -std::numeric_limits<float>::infinity();
+  std::vector<std::vector<Candidate>> rowBest(rows);
 
   for (int64_t step = 0; step < capacity; ++step) {
     decodeStep(step, tokens);
@@ -395,6 +424,18 @@ void Translator::run(const int32_t *const *sources, const int32_t *lengths,
       for (int64_t b = 0; b < batch; ++b)
         results.firstLogits[b].assign(logits.data + b * beam * vocab,
                                       logits.data + (b * beam + 1) * vocab);
+    // Each live row's best 2k extensions, rows in parallel: a row's
+    // log-softmax normalizer sums the exponentials of all its logits.
+    bool eosAllowed = !opts.suppress_eos && step + 1 > opts.min_length;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      rowBest[r].clear();
+      if (done[r / beam] || scores[r] == ninf)
+        continue;
+      rowBest[r] = bestExtensions(logits.data + r * vocab, vocab, scores[r],
+                                  (r % beam) * vocab, 2 * beam, pad,
+                                  eosAllowed ? -1 : eos);
+    }
     std::vector<int64_t> parents(rows);
     std::iota(parents.begin(), parents.end(), 0);
     std::vector<std::vector<int32_t>> nextPrefixes(prefixes);
@@ -404,33 +445,17 @@ void Translator::run(const int32_t *const *sources, const int32_t *lengths,
       if (done[b])
         continue;
       bool last = step + 1 >= maxLen[b];
-      bool eosAllowed = !opts.suppress_eos && step + 1 > opts.min_length;
       // The best 2k of (beam score + log p(token)) over live beams and
-      // tokens, kept in a heap whose top is the worst of them.
+      // tokens: the best of the rows' own best 2k (rowBest).
       size_t want = 2 * beam;
       std::vector<Candidate> best;
-      best.reserve(want + 1);
       for (int64_t j = 0; j < beam; ++j) {
-        int64_t r = b * beam + j;
-        if (scores[r] == ninf)
-          continue;
-        const float *row = logits.data + r * vocab;
-        auto [max, logSum] = logSoftmaxTerms(row, vocab);
-        for (int64_t t = 0; t < vocab; ++t) {
-          if (t == pad || (t == eos && !eosAllowed))
-            continue;
-          Candidate c{scores[r] + (row[t] - max - logSum), j * vocab + t};
-          if (best.size() < want) {
-            best.push_back(c);
-            std::push_heap(best.begin(), best.end(), before);
-          } else if (before(c, best.front())) {
-            std::pop_heap(best.begin(), best.end(), before);
-            best.back() = c;
-            std::push_heap(best.begin(), best.end(), before);
-          }
-        }
+        const std::vector<Candidate> &row = rowBest[b * beam + j];
+        best.insert(best.end(), row.begin(), row.end());
       }
       std::sort(best.begin(), best.end(), before);
+      if (best.size() > want)
+        best.resize(want);
       size_t keep = best.size();
       const std::vector<Candidate> &candidates = best;
       int64_t next = 0;
