@@ -672,13 +672,16 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
   RankedTensorType panelType = tensorTypeOf(panels);
   int64_t numPanels = panelType.getDimSize(0), k = panelType.getDimSize(1);
   int64_t width = panelType.getDimSize(2), lanes = width / 4;
-  // Tiles of R rows by the whole panel, the rest one row at a time. The
+  // Tiles of R rows by C vectors, the rest one row at a time. The
   // accumulators, a broadcast and the weight vectors fit the registers:
-  // 4 x 4 of 32 zmm with AVX-512 (a beam of 4 reads each weight once), 2 x 4
-  // of 16 ymm with AVX2. (Measured on AVX2, Zen 3, 4 rows x 512->32000 from
-  // DRAM: 4.7 ms with 2 x 4, 6.9 ms with 4 x 2 over two column groups,
-  // whose strided reads the prefetchers follow worse.)
-  const int64_t rowTile = lanes >= 16 ? 4 : 2, tileVectors = 4;
+  // 4 x 4 of 32 zmm with AVX-512 (a beam of 4 reads each weight once). With
+  // 16 ymm (AVX2), 2 x 4 for few rows, whose reads of the panel are
+  // contiguous, and 4 x 2 (two column groups) for many, which reads each
+  // weight vector for 4 rows. (Zen 3, 2 threads: 4 rows x 512->32000 from
+  // DRAM 4.7 ms with 2 x 4, 6.9 ms with 4 x 2; 32 rows x 512->2048 at 117
+  // GFLOP/s with 4 x 2, 107 with 2 x 4.)
+  const int64_t fewTile[2] = {lanes >= 16 ? 4 : 2, 4};
+  const int64_t manyTile[2] = {4, lanes >= 16 ? 4 : 2};
   // Rows of a panel per K block when there are at most kFewRows rows: 8 KiB
   // (AVX2) or 16 KiB (AVX-512), in L1. (4 rows from DRAM, Zen 3: 4 x
   // 512->2048 in 333 us with blocks against 386 without, 4 x 512->32000
@@ -714,7 +717,7 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
     // far, and after the last block (`last`) get the epilogue.
     auto emitTile = [&](OpBuilder &lb, Location ll, Value m0, int64_t rows,
                         int64_t c0, int64_t vectors, Value t, Value kStart,
-                        Value kEnd, Value last) {
+                        Value kEnd, Value last, bool fromZero) {
       SmallVector<Value> rowIndex;
       for (int64_t r = 0; r < rows; ++r)
         rowIndex.push_back(
@@ -722,7 +725,7 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
       SmallVector<Value> acc0;
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < vectors; ++c)
-          acc0.push_back(lb.create<vector::TransferReadOp>(
+          acc0.push_back(fromZero ? floatConstant(lb, ll, vecType, 0.0) : lb.create<vector::TransferReadOp>(
               ll, vecType, t,
               ValueRange{rowIndex[r], indexConstant(lb, ll, c0 + c * lanes)},
               fzero, ArrayRef<bool>{true}));
@@ -781,46 +784,71 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
     // Rows [lo, hi) in tiles of `rows` rows and `vectors` vectors.
     auto rowLoop = [&](OpBuilder &bb, Location bl, Value lo, Value hi,
                        int64_t rows, int64_t vectors, Value init,
-                       Value kStart, Value kEnd, Value last) {
+                       Value kStart, Value kEnd, Value last, bool fromZero) {
       auto loop = bb.create<scf::ForOp>(
           bl, lo, hi, indexConstant(bb, bl, rows), ValueRange{init},
           [&](OpBuilder &lb, Location ll, Value m0, ValueRange tileIter) {
             Value t = tileIter[0];
             for (int64_t c0 = 0; c0 < width; c0 += vectors * lanes)
               t = emitTile(lb, ll, m0, rows, c0, vectors, t, kStart, kEnd,
-                           last);
+                           last, fromZero);
             lb.create<scf::YieldOp>(ll, t);
           });
       return loop.getResult(0);
     };
+    // All rows, in tiles of R x C then single rows, over K in blocks of
+    // `block` rows of the panel.
+    auto allRows = [&](OpBuilder &bb, Location bl, Value t, int64_t block,
+                       int64_t rows, int64_t vectors) {
+      Value full = bb.create<arith::MulIOp>(
+          bl, bb.create<arith::DivUIOp>(bl, m, indexConstant(bb, bl, rows)),
+          indexConstant(bb, bl, rows));
+      Value kTotal = indexConstant(bb, bl, k);
+      if (block >= k) {
+        // One block: the sums start at zero and end in the epilogue.
+        Value yes = bb.create<arith::ConstantIntOp>(bl, 1, 1);
+        t = rowLoop(bb, bl, indexConstant(bb, bl, 0), full, rows, vectors, t,
+                    indexConstant(bb, bl, 0), kTotal, yes, true);
+        return rowLoop(bb, bl, full, m, 1, 4, t, indexConstant(bb, bl, 0),
+                       kTotal, yes, true);
+      }
+      t = bb.create<linalg::FillOp>(bl, fzero, t).getResult(0);
+      auto blocks = bb.create<scf::ForOp>(
+          bl, indexConstant(bb, bl, 0), kTotal, indexConstant(bb, bl, block),
+          ValueRange{t},
+          [&](OpBuilder &kb, Location kl, Value kStart, ValueRange iter) {
+            Value kEnd = kb.create<arith::MinUIOp>(
+                kl,
+                kb.create<arith::AddIOp>(kl, kStart,
+                                         indexConstant(kb, kl, block)),
+                kTotal);
+            Value last = kb.create<arith::CmpIOp>(
+                kl, arith::CmpIPredicate::eq, kEnd, kTotal);
+            Value u = rowLoop(kb, kl, indexConstant(kb, kl, 0), full, rows,
+                              vectors, iter[0], kStart, kEnd, last, false);
+            u = rowLoop(kb, kl, full, m, 1, 4, u, kStart, kEnd, last, false);
+            kb.create<scf::YieldOp>(kl, u);
+          });
+      return blocks.getResult(0);
+    };
     // With few rows (decoding), blocks of K: a block of the panel (kBlock
     // rows of P floats) is read from memory by the first row tile and from
-    // L1 by the others, so the stream of weights pauses only briefly. With
-    // many, one block: the accumulators stay in registers over all of K
-    // (blocks would send each row tile's sums through L2 K / kBlock times).
+    // L1 by the others, so the stream of weights pauses only briefly; tiles
+    // over the whole panel, whose reads are contiguous. With many, one
+    // block: the sums stay in registers over all of K.
     Value few = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ule, m,
                                         indexConstant(b, loc, kFewRows));
-    Value full = b.create<arith::MulIOp>(
-        loc,
-        b.create<arith::DivUIOp>(loc, m, indexConstant(b, loc, rowTile)),
-        indexConstant(b, loc, rowTile));
-    tile = b.create<linalg::FillOp>(loc, fzero, tile).getResult(0);
-    Value kTotal = indexConstant(b, loc, k);
-    Value blockSize = b.create<arith::SelectOp>(
-        loc, few, indexConstant(b, loc, std::min(kBlock, k)), kTotal);
-    auto blocks = b.create<scf::ForOp>(
-        loc, zero, kTotal, blockSize, ValueRange{tile},
-        [&](OpBuilder &bb, Location bl, Value kStart, ValueRange blockIter) {
-          Value kEnd = bb.create<arith::MinUIOp>(
-              bl, bb.create<arith::AddIOp>(bl, kStart, blockSize), kTotal);
-          Value last = bb.create<arith::CmpIOp>(bl, arith::CmpIPredicate::eq,
-                                                kEnd, kTotal);
-          Value t = rowLoop(bb, bl, indexConstant(bb, bl, 0), full, rowTile,
-                            tileVectors, blockIter[0], kStart, kEnd, last);
-          t = rowLoop(bb, bl, full, m, 1, 4, t, kStart, kEnd, last);
-          bb.create<scf::YieldOp>(bl, t);
+    auto choice = b.create<scf::IfOp>(
+        loc, few,
+        [&](OpBuilder &bb, Location bl) {
+          bb.create<scf::YieldOp>(
+              bl, allRows(bb, bl, tile, kBlock, fewTile[0], fewTile[1]));
+        },
+        [&](OpBuilder &bb, Location bl) {
+          bb.create<scf::YieldOp>(
+              bl, allRows(bb, bl, tile, k, manyTile[0], manyTile[1]));
         });
-    tile = blocks.getResult(0);
+    tile = choice.getResult(0);
 
     b.setInsertionPointToStart(forall.getTerminator().getBody());
     b.create<tensor::ParallelInsertSliceOp>(loc, tile,

@@ -1,0 +1,40 @@
+// RUN: tfm-opt %s -tfm-layout-weights="panel-width=32" -convert-tfm-to-linalg="vector-width=8" -canonicalize | FileCheck %s
+
+// The panel kernel for AVX2 (vectors of 8, panels of 32): K = 150, N = 70
+// (3 panels, the last part padding). With at most 8 rows, K goes in blocks
+// of 64 (64, 64, 22) over sums zeroed first: tiles of 2 rows by the whole
+// panel (8 accumulators), then single rows, the epilogue after the last
+// block. With more rows, one block over K, tiles of 4 rows by 2 vectors (8
+// accumulators) in two column groups, sums from zero.
+// CHECK-LABEL: func.func @ffn(
+// CHECK: memref.view %{{.+}} to memref<3x150x32xf32>
+// CHECK: scf.forall (%[[P:.+]]) in (3)
+// CHECK: %[[FEW:.+]] = arith.cmpi ule, %{{.+}}, %c8
+// CHECK: scf.if %[[FEW]] -> (tensor<?x32xf32>) {
+// CHECK: %[[ZEROS:.+]] = linalg.fill
+// CHECK: scf.for %[[K0:.+]] = %c0 to %c150 step %c64 iter_args(%{{.+}} = %[[ZEROS]])
+// CHECK: %[[K1:.+]] = arith.minui %{{.+}}, %c150
+// CHECK: %[[LAST:.+]] = arith.cmpi eq, %[[K1]], %c150
+// CHECK: scf.for %{{.+}} step %c2
+// CHECK: scf.for %{{.+}} = %[[K0]] to %[[K1]] step %c1 iter_args({{[^)]+}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: vector.fma
+// CHECK: %[[RELU:.+]] = arith.maximumf
+// CHECK: %[[WITH:.+]] = arith.addf %[[RELU]], %{{.+}} : vector<8xf32>
+// CHECK: arith.select %[[LAST]], %[[WITH]], %{{.+}} : vector<8xf32>
+// CHECK: } else {
+// CHECK-NOT: linalg.fill
+// CHECK: scf.for %{{.+}} step %c4
+// CHECK: scf.for %{{.+}} = %c0 to %c150 step %c1 iter_args(%{{.+}} = %cst{{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: vector.transfer_read %{{.+}}[%[[P]], %{{.+}}, %c0], {{.+}} : tensor<3x150x32xf32>, vector<8xf32>
+// CHECK: vector.transfer_read %{{.+}}[%[[P]], %{{.+}}, %c8], {{.+}} : tensor<3x150x32xf32>, vector<8xf32>
+// CHECK: scf.for %{{.+}} = %c0 to %c150 step %c1 iter_args(%{{.+}} = %cst{{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: vector.transfer_read %{{.+}}[%[[P]], %{{.+}}, %c16], {{.+}} : tensor<3x150x32xf32>, vector<8xf32>
+// CHECK: vector.transfer_read %{{.+}}[%[[P]], %{{.+}}, %c24], {{.+}} : tensor<3x150x32xf32>, vector<8xf32>
+// CHECK: tensor.extract_slice %{{.+}}[0, 0] [%{{.+}}, 70] [1, 1] : tensor<?x96xf32> to tensor<?x70xf32>
+func.func @ffn(%x: tensor<?x150xf32>, %r: tensor<?x70xf32>) -> tensor<?x70xf32> {
+  %w = tfm.weight "fc.weight" : tensor<70x150xf32>
+  %b = tfm.weight "fc.bias" : tensor<70xf32>
+  %y = tfm.fused_linear relu %x, %w bias(%b : tensor<70xf32>) residual(%r : tensor<?x70xf32>)
+      : tensor<?x150xf32>, tensor<70x150xf32> -> tensor<?x70xf32>
+  return %y : tensor<?x70xf32>
+}
