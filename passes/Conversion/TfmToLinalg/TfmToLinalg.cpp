@@ -693,7 +693,6 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
   // reads of the bias and residual there are padded.
   bool whole = numPanels * width == n;
   Value m = getValueOrCreateConstantIndexOp(b, loc, dimOf(b, loc, x, 0));
-  Value zero = indexConstant(b, loc, 0);
   Value fzero = floatConstant(b, loc, elt, 0.0);
   Value out = emptyTensor(b, loc, {m, b.getIndexAttr(numPanels * width)}, elt);
 
@@ -725,10 +724,14 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
       SmallVector<Value> acc0;
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = 0; c < vectors; ++c)
-          acc0.push_back(fromZero ? floatConstant(lb, ll, vecType, 0.0) : lb.create<vector::TransferReadOp>(
-              ll, vecType, t,
-              ValueRange{rowIndex[r], indexConstant(lb, ll, c0 + c * lanes)},
-              fzero, ArrayRef<bool>{true}));
+          acc0.push_back(
+              fromZero
+                  ? floatConstant(lb, ll, vecType, 0.0)
+                  : lb.create<vector::TransferReadOp>(
+                        ll, vecType, t,
+                        ValueRange{rowIndex[r],
+                                   indexConstant(lb, ll, c0 + c * lanes)},
+                        fzero, ArrayRef<bool>{true}));
       // acc[r][c] += x[m0 + r, k] · Wp[p, k, c0 + c·L ...] over the block
       auto kLoop = lb.create<scf::ForOp>(
           ll, kStart, kEnd, indexConstant(lb, ll, 1), acc0,
