@@ -1,0 +1,461 @@
+//===- Linear.cpp - Lower tfm.matmul and linears ----------------*- C++ -*-===//
+//
+// tfm.matmul as one linalg.generic; linears as the panel kernel (scf +
+// vector ops over weights packed in panels, epilogue in registers).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Conversion/TfmToLinalg/Common.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tfm;
+using namespace mlir::tfm::lowering;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Products
+//===----------------------------------------------------------------------===//
+
+/// C[.., i, j] = sum_k A[.., i, k] B[.., k, j] as one linalg.generic; the
+/// transposes only permute the indexing maps.
+struct MatmulLowering : public OpConversionPattern<MatmulOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(MatmulOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    int64_t rank = type.getRank();
+    Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
+    MLIRContext *ctx = rewriter.getContext();
+    // Iteration space: batch dims, i, j, k.
+    auto d = [&](int64_t n) { return getAffineDimExpr(n, ctx); };
+    SmallVector<AffineExpr> batch, a, bm, c;
+    for (int64_t n = 0; n < rank - 2; ++n)
+      batch.push_back(d(n));
+    AffineExpr i = d(rank - 2), j = d(rank - 1), k = d(rank);
+    a = batch;
+    a.append(op.getTransposeLhs() ? SmallVector<AffineExpr>{k, i}
+                                  : SmallVector<AffineExpr>{i, k});
+    bm = batch;
+    bm.append(op.getTransposeRhs() ? SmallVector<AffineExpr>{j, k}
+                                   : SmallVector<AffineExpr>{k, j});
+    c = batch;
+    c.append({i, j});
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t n = 0; n < rank - 2; ++n)
+      sizes.push_back(dimOf(rewriter, loc, lhs, n));
+    sizes.push_back(dimOf(rewriter, loc, lhs, op.getTransposeLhs() ? rank - 1
+                                                                   : rank - 2));
+    sizes.push_back(dimOf(rewriter, loc, rhs, op.getTransposeRhs() ? rank - 2
+                                                                   : rank - 1));
+    Value init = filled(rewriter, loc, sizes, type.getElementType(), 0.0);
+    SmallVector<IteratorType> iters = parallel(rank + 1);
+    iters.back() = IteratorType::reduction;
+    SmallVector<AffineMap> maps = {AffineMap::get(rank + 1, 0, a, ctx),
+                                   AffineMap::get(rank + 1, 0, bm, ctx),
+                                   AffineMap::get(rank + 1, 0, c, ctx)};
+    Value result =
+        rewriter
+            .create<linalg::GenericOp>(
+                loc, TypeRange{init.getType()}, ValueRange{lhs, rhs},
+                ValueRange{init}, maps, iters,
+                [&](OpBuilder &b, Location l, ValueRange args) {
+                  Value p = b.create<arith::MulFOp>(l, args[0], args[1]);
+                  b.create<linalg::YieldOp>(
+                      l, b.create<arith::AddFOp>(l, args[2], p).getResult());
+                })
+            .getResult(0);
+    rewriter.replaceOpWithNewOp<tensor::CastOp>(op, type, result);
+    return success();
+  }
+};
+
+/// The panels [Np, K, P] of a weight stored packed for linears
+/// (tfm-layout-weights), as a view of the weights argument.
+static Value panelsOf(OpBuilder &b, WeightOp op) {
+  Location loc = op.getLoc();
+  RankedTensorType type = op.getType();
+  int64_t p = op->getAttrOfType<IntegerAttr>(kPanelWidthAttr).getInt();
+  auto panelsType = MemRefType::get(
+      {int64_t(llvm::divideCeil(type.getDimSize(0), p)), type.getDimSize(1), p},
+      type.getElementType());
+  Value weights = op->getParentOfType<FunctionOpInterface>().getArgument(0);
+  Value view = b.create<memref::ViewOp>(
+      loc, panelsType, weights, indexConstant(b, loc, *op.getOffset()),
+      ValueRange{});
+  return view;
+}
+
+/// y = act(x + b) + r, the epilogue of a linear, on scalars or vectors.
+static Value linearEpilogue(OpBuilder &b, Location loc, Value y, Value bias,
+                            Activation act, Value residual) {
+  if (bias)
+    y = b.create<arith::AddFOp>(loc, y, bias);
+  y = applyActivation(b, loc, act, y);
+  if (residual)
+    y = b.create<arith::AddFOp>(loc, y, residual);
+  return y;
+}
+
+/// act(x·Wᵀ + b) + r for a weight of dynamic shape: matmul_transpose_b and
+/// one epilogue generic over [M, N] (not vectorized; the checkpoints' linears
+/// all have static weights and take the panel kernel below).
+static Value linearOfDynamicWeight(OpBuilder &b, Location loc, Value x,
+                                   Value weight, Value bias, Activation act,
+                                   Value residual) {
+  Type elt = tensorTypeOf(x).getElementType();
+  SmallVector<OpFoldResult> sizes = {dimOf(b, loc, x, 0),
+                                     dimOf(b, loc, weight, 0)};
+  Value acc = filled(b, loc, sizes, elt, 0.0);
+  Value y = b.create<linalg::MatmulTransposeBOp>(loc, ValueRange{x, weight},
+                                                 ValueRange{acc})
+                .getResult(0);
+  if (!bias && act == Activation::none && !residual)
+    return y;
+  SmallVector<Value> inputs = {y};
+  if (bias)
+    inputs.push_back(bias);
+  if (residual)
+    inputs.push_back(residual);
+  return elementwise(b, loc, tensorTypeOf(y), inputs,
+                     [&](OpBuilder &nb, Location nl, ValueRange args) {
+                       unsigned next = 1;
+                       Value biasValue = bias ? args[next++] : Value();
+                       Value residualValue = residual ? args[next++] : Value();
+                       return linearEpilogue(nb, nl, args[0], biasValue, act,
+                                             residualValue);
+                     });
+}
+
+/// Wp[p, k, j] = W[p·P + j, k], and 0 where p·P + j >= N: the panels of a
+/// weight that is not in the weights file (an argument, a constant), packed
+/// in the function. tfm-layout-weights packs the checkpoint's weights alike
+/// at compile time.
+static Value packPanels(OpBuilder &b, Location loc, Value weight,
+                        int64_t panel) {
+  RankedTensorType type = tensorTypeOf(weight);
+  int64_t n = type.getDimSize(0), k = type.getDimSize(1);
+  int64_t panels = llvm::divideCeil(n, panel);
+  Type elt = type.getElementType();
+  Value init = emptyTensor(
+      b, loc,
+      {b.getIndexAttr(panels), b.getIndexAttr(k), b.getIndexAttr(panel)}, elt);
+  MLIRContext *ctx = b.getContext();
+  return b
+      .create<linalg::GenericOp>(
+          loc, init.getType(), ValueRange{}, ValueRange{init},
+          ArrayRef<AffineMap>{AffineMap::getMultiDimIdentityMap(3, ctx)},
+          parallel(3),
+          [&](OpBuilder &nb, Location nl, ValueRange) {
+            Value p = nb.create<linalg::IndexOp>(nl, 0);
+            Value kk = nb.create<linalg::IndexOp>(nl, 1);
+            Value j = nb.create<linalg::IndexOp>(nl, 2);
+            Value row = nb.create<arith::AddIOp>(
+                nl, nb.create<arith::MulIOp>(nl, p, indexConstant(nb, nl, panel)),
+                j);
+            Value last = indexConstant(nb, nl, n - 1);
+            Value inside = nb.create<arith::CmpIOp>(
+                nl, arith::CmpIPredicate::ule, row, last);
+            Value clamped = nb.create<arith::MinUIOp>(nl, row, last);
+            Value w = nb.create<tensor::ExtractOp>(nl, weight,
+                                                   ValueRange{clamped, kk});
+            nb.create<linalg::YieldOp>(
+                nl, ValueRange{nb.create<arith::SelectOp>(
+                        nl, inside, w, floatConstant(nb, nl, elt, 0.0))});
+          })
+      .getResult(0);
+}
+
+/// y[M, N] = act(x·Wᵀ + b) + r with W as panels Wp[Np, K, P] (P = 4 vectors
+/// of L lanes). In parallel over panels p; in a panel, for each tile of R
+/// rows and C vectors of columns (C·L floats from column c0), R·C vector
+/// accumulators stay in registers over all of K:
+///   acc[r][c] += broadcast(x[m0 + r, k]) · Wp[p, k, c0 + c·L : ... + L]
+/// and the epilogue (bias, activation, residual) is applied to them before
+/// the one store of y[m0 + r, p·P + c0 + c·L : ...]. Each panel is a
+/// contiguous stream; the column groups of a tile read disjoint cache lines
+/// of it, and later row tiles re-read it from cache.
+static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
+                         int64_t n, Value bias, Activation act,
+                         Value residual) {
+  RankedTensorType panelType = tensorTypeOf(panels);
+  int64_t numPanels = panelType.getDimSize(0), k = panelType.getDimSize(1);
+  int64_t width = panelType.getDimSize(2), lanes = width / 4;
+  // Tiles of R rows by C vectors, the rest one row at a time. The
+  // accumulators, a broadcast and the weight vectors fit the registers:
+  // 4 x 4 of 32 zmm with AVX-512 (a beam of 4 reads each weight once). With
+  // 16 ymm (AVX2), 2 x 4 for few rows, whose reads of the panel are
+  // contiguous, and 4 x 2 (two column groups) for many, which reads each
+  // weight vector for 4 rows. (Zen 3, 2 threads: 4 rows x 512->32000 from
+  // DRAM 4.7 ms with 2 x 4, 6.9 ms with 4 x 2; 32 rows x 512->2048 at 117
+  // GFLOP/s with 4 x 2, 107 with 2 x 4.)
+  const int64_t fewTile[2] = {lanes >= 16 ? 4 : 2, 4};
+  const int64_t manyTile[2] = {4, lanes >= 16 ? 4 : 2};
+  // Rows of a panel per K block when there are at most kFewRows rows: 8 KiB
+  // (AVX2) or 16 KiB (AVX-512), in L1. (4 rows from DRAM, Zen 3: 4 x
+  // 512->2048 in 333 us with blocks against 386 without, 4 x 512->32000
+  // in 5.0 ms against 5.5.)
+  const int64_t kBlock = 64, kFewRows = 8;
+  Type elt = panelType.getElementType();
+  auto vecType = VectorType::get({lanes}, elt);
+  // Columns past N (the last panel's zero rows) are computed and dropped;
+  // reads of the bias and residual there are padded.
+  bool whole = numPanels * width == n;
+  Value m = getValueOrCreateConstantIndexOp(b, loc, dimOf(b, loc, x, 0));
+  Value fzero = floatConstant(b, loc, elt, 0.0);
+  Value out = emptyTensor(b, loc, {m, b.getIndexAttr(numPanels * width)}, elt);
+
+  auto forall = b.create<scf::ForallOp>(
+      loc, ArrayRef<OpFoldResult>{b.getIndexAttr(numPanels)}, ValueRange{out},
+      std::nullopt);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block *body = forall.getBody();
+    b.setInsertionPointToStart(body);
+    Value p = body->getArgument(0);
+    Value n0 = b.create<arith::MulIOp>(loc, p, indexConstant(b, loc, width));
+    SmallVector<OpFoldResult> tileOffsets = {b.getIndexAttr(0), n0};
+    SmallVector<OpFoldResult> tileSizes = {m, b.getIndexAttr(width)};
+    Value tile = b.create<tensor::ExtractSliceOp>(
+        loc, body->getArguments().back(), tileOffsets, tileSizes,
+        unitStrides(b, 2));
+
+    // The R x C tile at rows m0.., columns c0.. of the panel over the K
+    // block [kStart, kEnd): its accumulators start from the tile's sums so
+    // far, and after the last block (`last`) get the epilogue.
+    auto emitTile = [&](OpBuilder &lb, Location ll, Value m0, int64_t rows,
+                        int64_t c0, int64_t vectors, Value t, Value kStart,
+                        Value kEnd, Value last, bool fromZero) {
+      SmallVector<Value> rowIndex;
+      for (int64_t r = 0; r < rows; ++r)
+        rowIndex.push_back(
+            lb.create<arith::AddIOp>(ll, m0, indexConstant(lb, ll, r)));
+      SmallVector<Value> acc0;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < vectors; ++c)
+          acc0.push_back(
+              fromZero
+                  ? floatConstant(lb, ll, vecType, 0.0)
+                  : lb.create<vector::TransferReadOp>(
+                        ll, vecType, t,
+                        ValueRange{rowIndex[r],
+                                   indexConstant(lb, ll, c0 + c * lanes)},
+                        fzero, ArrayRef<bool>{true}));
+      // acc[r][c] += x[m0 + r, k] · Wp[p, k, c0 + c·L ...] over the block
+      auto kLoop = lb.create<scf::ForOp>(
+          ll, kStart, kEnd, indexConstant(lb, ll, 1), acc0,
+          [&](OpBuilder &kb, Location kl, Value kk, ValueRange acc) {
+            SmallVector<Value> w;
+            for (int64_t c = 0; c < vectors; ++c)
+              w.push_back(kb.create<vector::TransferReadOp>(
+                  kl, vecType, panels,
+                  ValueRange{p, kk, indexConstant(kb, kl, c0 + c * lanes)},
+                  fzero, ArrayRef<bool>{true}));
+            SmallVector<Value> next;
+            for (int64_t r = 0; r < rows; ++r) {
+              Value xs = kb.create<tensor::ExtractOp>(
+                  kl, x, ValueRange{rowIndex[r], kk});
+              Value xb = kb.create<vector::BroadcastOp>(kl, vecType, xs);
+              for (int64_t c = 0; c < vectors; ++c)
+                next.push_back(kb.create<vector::FMAOp>(
+                    kl, xb, w[c], acc[r * vectors + c]));
+            }
+            kb.create<scf::YieldOp>(kl, next);
+          });
+      // After the last block, the epilogue on the registers; one store per
+      // vector.
+      bool epilogue = bias || act != Activation::none || residual;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < vectors; ++c) {
+          int64_t column = c0 + c * lanes;
+          Value y = kLoop.getResult(r * vectors + c);
+          if (epilogue) {
+            Value col = lb.create<arith::AddIOp>(
+                ll, n0, indexConstant(lb, ll, column));
+            Value biasVec, residualVec;
+            if (bias)
+              biasVec = lb.create<vector::TransferReadOp>(
+                  ll, vecType, bias, ValueRange{col}, fzero,
+                  ArrayRef<bool>{whole});
+            if (residual)
+              residualVec = lb.create<vector::TransferReadOp>(
+                  ll, vecType, residual, ValueRange{rowIndex[r], col}, fzero,
+                  ArrayRef<bool>{whole});
+            y = lb.create<arith::SelectOp>(
+                ll, last,
+                linearEpilogue(lb, ll, y, biasVec, act, residualVec), y);
+          }
+          t = lb.create<vector::TransferWriteOp>(
+                    ll, y, t,
+                    ValueRange{rowIndex[r], indexConstant(lb, ll, column)},
+                    ArrayRef<bool>{true})
+                  .getResult();
+        }
+      return t;
+    };
+    // Rows [lo, hi) in tiles of `rows` rows and `vectors` vectors.
+    auto rowLoop = [&](OpBuilder &bb, Location bl, Value lo, Value hi,
+                       int64_t rows, int64_t vectors, Value init,
+                       Value kStart, Value kEnd, Value last, bool fromZero) {
+      auto loop = bb.create<scf::ForOp>(
+          bl, lo, hi, indexConstant(bb, bl, rows), ValueRange{init},
+          [&](OpBuilder &lb, Location ll, Value m0, ValueRange tileIter) {
+            Value t = tileIter[0];
+            for (int64_t c0 = 0; c0 < width; c0 += vectors * lanes)
+              t = emitTile(lb, ll, m0, rows, c0, vectors, t, kStart, kEnd,
+                           last, fromZero);
+            lb.create<scf::YieldOp>(ll, t);
+          });
+      return loop.getResult(0);
+    };
+    // All rows, in tiles of R x C then single rows, over K in blocks of
+    // `block` rows of the panel.
+    auto allRows = [&](OpBuilder &bb, Location bl, Value t, int64_t block,
+                       int64_t rows, int64_t vectors) {
+      Value full = bb.create<arith::MulIOp>(
+          bl, bb.create<arith::DivUIOp>(bl, m, indexConstant(bb, bl, rows)),
+          indexConstant(bb, bl, rows));
+      Value kTotal = indexConstant(bb, bl, k);
+      if (block >= k) {
+        // One block: the sums start at zero and end in the epilogue.
+        Value yes = bb.create<arith::ConstantIntOp>(bl, 1, 1);
+        t = rowLoop(bb, bl, indexConstant(bb, bl, 0), full, rows, vectors, t,
+                    indexConstant(bb, bl, 0), kTotal, yes, true);
+        return rowLoop(bb, bl, full, m, 1, 4, t, indexConstant(bb, bl, 0),
+                       kTotal, yes, true);
+      }
+      t = bb.create<linalg::FillOp>(bl, fzero, t).getResult(0);
+      auto blocks = bb.create<scf::ForOp>(
+          bl, indexConstant(bb, bl, 0), kTotal, indexConstant(bb, bl, block),
+          ValueRange{t},
+          [&](OpBuilder &kb, Location kl, Value kStart, ValueRange iter) {
+            Value kEnd = kb.create<arith::MinUIOp>(
+                kl,
+                kb.create<arith::AddIOp>(kl, kStart,
+                                         indexConstant(kb, kl, block)),
+                kTotal);
+            Value last = kb.create<arith::CmpIOp>(
+                kl, arith::CmpIPredicate::eq, kEnd, kTotal);
+            Value u = rowLoop(kb, kl, indexConstant(kb, kl, 0), full, rows,
+                              vectors, iter[0], kStart, kEnd, last, false);
+            u = rowLoop(kb, kl, full, m, 1, 4, u, kStart, kEnd, last, false);
+            kb.create<scf::YieldOp>(kl, u);
+          });
+      return blocks.getResult(0);
+    };
+    // With few rows (decoding), blocks of K: a block of the panel (kBlock
+    // rows of P floats) is read from memory by the first row tile and from
+    // L1 by the others, so the stream of weights pauses only briefly; tiles
+    // over the whole panel, whose reads are contiguous. With many, one
+    // block: the sums stay in registers over all of K.
+    Value few = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ule, m,
+                                        indexConstant(b, loc, kFewRows));
+    auto choice = b.create<scf::IfOp>(
+        loc, few,
+        [&](OpBuilder &bb, Location bl) {
+          bb.create<scf::YieldOp>(
+              bl, allRows(bb, bl, tile, kBlock, fewTile[0], fewTile[1]));
+        },
+        [&](OpBuilder &bb, Location bl) {
+          bb.create<scf::YieldOp>(
+              bl, allRows(bb, bl, tile, k, manyTile[0], manyTile[1]));
+        });
+    tile = choice.getResult(0);
+
+    b.setInsertionPointToStart(forall.getTerminator().getBody());
+    b.create<tensor::ParallelInsertSliceOp>(loc, tile,
+                                            body->getArguments().back(),
+                                            tileOffsets, tileSizes,
+                                            unitStrides(b, 2));
+  }
+  Value y = forall.getResult(0);
+  if (!whole)
+    y = b.create<tensor::ExtractSliceOp>(
+        loc, y, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{m, b.getIndexAttr(n)}, unitStrides(b, 2));
+  return y;
+}
+
+/// act(x·Wᵀ + b) + r: [.., K] collapses to [M, K], the product runs on the
+/// weight's panels (packed in the weights file, or here), expand back.
+static Value lowerLinear(OpBuilder &b, Location loc, RankedTensorType type,
+                         Value input, Value weight, Value bias,
+                         Activation act, Value residual, int64_t lanes) {
+  Value x = collapseLeading(b, loc, input, 1);
+  Value flatResidual =
+      residual ? collapseLeading(b, loc, residual, 1) : Value();
+  RankedTensorType weightType = tensorTypeOf(weight);
+  Value y;
+  // A weight stored in panels: the tfm.weight stays (legal) until here.
+  auto packed = weight.getDefiningOp<WeightOp>();
+  if (packed && packed->hasAttr(kPanelWidthAttr)) {
+    Value view = panelsOf(b, packed);
+    Value panels = b.create<bufferization::ToTensorOp>(
+        loc,
+        RankedTensorType::get(cast<MemRefType>(view.getType()).getShape(),
+                              weightType.getElementType()),
+        view, /*restrict=*/true, /*writable=*/false);
+    y = panelLinear(b, loc, x, panels, weightType.getDimSize(0), bias, act,
+                    flatResidual);
+  } else if (weightType.hasStaticShape()) {
+    Value panels = packPanels(b, loc, weight, 4 * lanes);
+    y = panelLinear(b, loc, x, panels, weightType.getDimSize(0), bias, act,
+                    flatResidual);
+  } else {
+    y = linearOfDynamicWeight(b, loc, x, weight, bias, act, flatResidual);
+  }
+  Value result = expandLeading(b, loc, y, type, input);
+  return result.getType() == type ? result
+                                  : b.create<tensor::CastOp>(loc, type, result);
+}
+
+/// Linears and fused linears; `lanes`: floats per vector of the target, so
+/// weights packed here get panels of 4 vectors.
+template <typename OpTy>
+struct LinearLoweringBase : public OpConversionPattern<OpTy> {
+  LinearLoweringBase(MLIRContext *ctx, int64_t lanes)
+      : OpConversionPattern<OpTy>(ctx), lanes(lanes) {}
+  int64_t lanes;
+};
+
+struct LinearLowering : public LinearLoweringBase<LinearOp> {
+  using LinearLoweringBase::LinearLoweringBase;
+
+  LogicalResult
+  matchAndRewrite(LinearOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, lowerLinear(rewriter, op.getLoc(), op.getType(),
+                                       adaptor.getInput(), adaptor.getWeight(),
+                                       adaptor.getBias(), Activation::none,
+                                       Value(), lanes));
+    return success();
+  }
+};
+
+struct FusedLinearLowering : public LinearLoweringBase<FusedLinearOp> {
+  using LinearLoweringBase::LinearLoweringBase;
+
+  LogicalResult
+  matchAndRewrite(FusedLinearOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, lowerLinear(rewriter, op.getLoc(), op.getType(),
+                                       adaptor.getInput(), adaptor.getWeight(),
+                                       adaptor.getBias(), op.getActivation(),
+                                       adaptor.getResidual(), lanes));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::tfm::lowering::populateLinearLoweringPatterns(
+    RewritePatternSet &patterns, int64_t vectorWidth) {
+  patterns.add<MatmulLowering>(patterns.getContext());
+  patterns.add<LinearLowering, FusedLinearLowering>(patterns.getContext(),
+                                                    vectorWidth);
+}
