@@ -147,6 +147,7 @@ void tfm::buildLoweringPipeline(OpPassManager &pm, StringRef backend,
 
   // To the LLVM dialect.
   pm.addPass(createTfmLowerVectorsPass());
+  pm.addPass(createTfmApproximateVectorMathPass());
   // Unrolled: the loop form stages each vector in a stack slot per
   // iteration.
   pm.addPass(createConvertVectorToSCFPass(

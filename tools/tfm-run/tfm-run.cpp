@@ -73,6 +73,11 @@ static cl::opt<int> intMax("int-max", cl::init(1),
 static cl::opt<int64_t> indexValue("index-value", cl::init(0),
                                    cl::desc("Value of index arguments"));
 static cl::opt<unsigned> seed("seed", cl::init(1), cl::desc("Input seed"));
+static cl::opt<int64_t> vectorWidth(
+    "vector-width", cl::init(0),
+    cl::desc("Floats per vector of the generated kernels (0: the host's); "
+             "wider than the host's runs split in halves, so tests cover "
+             "AVX-512 kernels on AVX2 machines too"));
 
 namespace {
 [[noreturn]] void fail(const Twine &message) {
@@ -133,8 +138,9 @@ struct Tensor {
 std::unique_ptr<mlir::ExecutionEngine> compile(mlir::ModuleOp module,
                                                StringRef backendName) {
   mlir::PassManager pm(module.getContext());
-  mlir::tfm::buildLoweringPipeline(pm, backendName, /*reportBackends=*/false,
-                                   mlir::tfm::hostVectorWidth());
+  mlir::tfm::buildLoweringPipeline(
+      pm, backendName, /*reportBackends=*/false,
+      vectorWidth ? int64_t(vectorWidth) : mlir::tfm::hostVectorWidth());
   if (failed(pm.run(module)))
     fail("lowering failed");
   auto transformer = mlir::makeOptimizingTransformer(3, 0, nullptr);

@@ -34,6 +34,269 @@ static Value rowTile(OpBuilder &b, Location loc, Value source, Value row,
       unitStrides(b, 3));
 }
 
+/// sums[j] = Σ over lanes of accs[j], for L vectors of L lanes, as one
+/// vector: log2(L) levels, each adding the two halves of every pair of
+/// vectors after a shuffle, so that the vectors halve and the lanes of what
+/// is left hold partial sums of more keys (lane x of level s: key x mod 2s).
+/// 7 shuffle pairs and adds for 8 keys instead of 8 horizontal reductions.
+static Value transposeSum(OpBuilder &b, Location loc, SmallVector<Value> accs,
+                          int64_t lanes) {
+  for (int64_t s = 1; s < lanes; s *= 2) {
+    // Lane x takes, from the first vector of the pair (x / s even) or the
+    // second, the lanes at g·2s + x mod s (lo) and g·2s + s + x mod s (hi)
+    // of its group g = x / 2s: two partials of the same key.
+    SmallVector<int64_t> lo, hi;
+    for (int64_t x = 0; x < lanes; ++x) {
+      int64_t from = (x / s) % 2 ? lanes : 0;
+      int64_t base = from + (x / (2 * s)) * 2 * s + x % s;
+      lo.push_back(base);
+      hi.push_back(base + s);
+    }
+    SmallVector<Value> next;
+    for (size_t i = 0; i + 1 < accs.size(); i += 2)
+      next.push_back(b.create<arith::AddFOp>(
+          loc, b.create<vector::ShuffleOp>(loc, accs[i], accs[i + 1], lo),
+          b.create<vector::ShuffleOp>(loc, accs[i], accs[i + 1], hi)));
+    accs = std::move(next);
+  }
+  return accs.front();
+}
+
+/// Keys per block of the vector kernel: a block of K and V rows of 64
+/// floats is 16 KiB, which stays in L1 while the block's queries visit it,
+/// and its 32 scores give the exp, the max and the products enough
+/// independent work to hide their latencies.
+constexpr int64_t kVectorKeyBlock = 32;
+
+/// The vector form of one block of queries q0 .. q0 + qs of flattened batch
+/// row `row`, with D and Dv static, written to `tile` [qs, Dv] (the block's
+/// rows of the output). Keys go in blocks of B = kVectorKeyBlock, each
+/// visited by every query of the block in turn; between key blocks a
+/// query's running state lives in the output tile (O), `rowMax` (m) and
+/// `rowSum` (l, one vector per query). For query i and key block k0:
+///   s[j] = scale · Σ_c q_i[c]·K[k0 + j][c]      (dot products of D in
+///          vectors; L of them summed at once by transposeSum, L = the
+///          vector width, so s is B / L vectors)
+///   s[j] = -inf where k0 + j >= end_i           (padding and causality: end_i
+///          = min(len, i + Sk - Sq + 1); blocks past it are skipped)
+///   m' = max(m, max_j s);  p = exp(s - m');  c = exp(m - m')
+///   l' = l·c + Σ p  (vectors: their lanes are summed once, at the end)
+///   O' = O·c + Σ_j p[j]·V[k0 + j]                (Dv/L vector accumulators)
+/// and finally O / Σ l. Reads past a query's last key are clamped to it;
+/// their weights are 0.
+static Value vectorQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
+                              Value v, Value row, Value q0, Value qs,
+                              Value keyEnd, Value shift, bool causal,
+                              double scale, int64_t lanes, Value tile) {
+  int64_t d = tensorTypeOf(q).getDimSize(2), dv = tensorTypeOf(v).getDimSize(2);
+  Type elt = tensorTypeOf(q).getElementType();
+  auto vecType = VectorType::get({lanes}, elt);
+  auto i32Vec = VectorType::get({lanes}, b.getI32Type());
+  int64_t chunks = llvm::divideCeil(d, lanes);
+  int64_t outChunks = llvm::divideCeil(dv, lanes);
+  int64_t groups = std::max<int64_t>(1, kVectorKeyBlock / lanes);
+  int64_t keyBlock = groups * lanes;
+  Value fzero = floatConstant(b, loc, elt, 0.0);
+  Value zero = indexConstant(b, loc, 0), one = indexConstant(b, loc, 1);
+  // A vector of row `pos` of `t` [N, S, W] at column chunk c; the last
+  // chunk of a width that L does not divide is masked (zeros past W).
+  auto readChunk = [&](OpBuilder &rb, Location rl, Value t, Value pos,
+                       int64_t c, int64_t width) -> Value {
+    return rb.create<vector::TransferReadOp>(
+        rl, vecType, t, ValueRange{row, pos, indexConstant(rb, rl, c * lanes)},
+        fzero, ArrayRef<bool>{(c + 1) * lanes <= width});
+  };
+  // The same for the 2-D tiles [qs, W] at query i.
+  auto readRow = [&](OpBuilder &rb, Location rl, Value t, Value i, int64_t c,
+                     int64_t width) -> Value {
+    return rb.create<vector::TransferReadOp>(
+        rl, vecType, t, ValueRange{i, indexConstant(rb, rl, c * lanes)}, fzero,
+        ArrayRef<bool>{(c + 1) * lanes <= width});
+  };
+  auto writeRow = [&](OpBuilder &rb, Location rl, Value value, Value t,
+                      Value i, int64_t c, int64_t width) -> Value {
+    return rb
+        .create<vector::TransferWriteOp>(
+            rl, value, t, ValueRange{i, indexConstant(rb, rl, c * lanes)},
+            ArrayRef<bool>{(c + 1) * lanes <= width})
+        .getResult();
+  };
+  auto toI32 = [&](OpBuilder &ib, Location il, Value index) -> Value {
+    return ib.create<arith::IndexCastOp>(il, ib.getI32Type(), index);
+  };
+  // end_i = min(len, i + Sk - Sq + 1) with causality, else len
+  auto endOf = [&](OpBuilder &eb, Location el, Value query) -> Value {
+    if (!causal)
+      return keyEnd;
+    Value visible = eb.create<arith::AddIOp>(
+        el, eb.create<arith::AddIOp>(el, query, shift), one);
+    visible = eb.create<arith::MaxSIOp>(el, visible, zero);
+    return eb.create<arith::MinSIOp>(el, keyEnd, visible);
+  };
+  SmallVector<int32_t> laneIds;
+  for (int64_t j = 0; j < lanes; ++j)
+    laneIds.push_back(int32_t(j));
+  Value laneIndex = b.create<arith::ConstantOp>(
+      loc, DenseElementsAttr::get(i32Vec, ArrayRef<int32_t>(laneIds)));
+  Value scaleVec = floatConstant(b, loc, vecType, scale);
+  Value ninfVec = floatConstant(b, loc, vecType, -INFINITY);
+  Value zeroVec = floatConstant(b, loc, vecType, 0.0);
+
+  // One key block for query i at position `query`, its state in registers:
+  // {m, l, O...} -> {m', l', O'...}.
+  auto visitBlock = [&](OpBuilder &kb, Location kl, Value k0, Value query,
+                        Value end, ValueRange state) {
+    Value lastKey = kb.create<arith::SubIOp>(kl, end, one);
+    Value endVec =
+        kb.create<vector::BroadcastOp>(kl, i32Vec, toI32(kb, kl, end));
+    SmallVector<Value> qv;
+    for (int64_t c = 0; c < chunks; ++c)
+      qv.push_back(readChunk(kb, kl, q, query, c, d));
+    // s = scale · q_i·K[k0 + j]ᵀ, masked; keys[j] = the row read for key j
+    SmallVector<Value> keys, s, seen;
+    for (int64_t g = 0; g < groups; ++g) {
+      SmallVector<Value> dots;
+      for (int64_t j = 0; j < lanes; ++j) {
+        Value key = kb.create<arith::MinSIOp>(
+            kl,
+            kb.create<arith::AddIOp>(kl, k0,
+                                     indexConstant(kb, kl, g * lanes + j)),
+            lastKey);
+        keys.push_back(key);
+        Value acc;
+        for (int64_t c = 0; c < chunks; ++c) {
+          Value kc = readChunk(kb, kl, k, key, c, d);
+          acc = acc ? kb.create<vector::FMAOp>(kl, qv[c], kc, acc).getResult()
+                    : kb.create<arith::MulFOp>(kl, qv[c], kc).getResult();
+        }
+        dots.push_back(acc);
+      }
+      Value ids = kb.create<arith::AddIOp>(
+          kl,
+          kb.create<vector::BroadcastOp>(
+              kl, i32Vec,
+              toI32(kb, kl,
+                    kb.create<arith::AddIOp>(
+                        kl, k0, indexConstant(kb, kl, g * lanes)))),
+          laneIndex);
+      seen.push_back(kb.create<arith::CmpIOp>(kl, arith::CmpIPredicate::slt,
+                                              ids, endVec));
+      Value scores = kb.create<arith::MulFOp>(
+          kl, transposeSum(kb, kl, dots, lanes), scaleVec);
+      s.push_back(kb.create<arith::SelectOp>(kl, seen[g], scores, ninfVec));
+    }
+    // m' = max(m, max_j s)
+    Value blockMax = s[0];
+    for (int64_t g = 1; g < groups; ++g)
+      blockMax = kb.create<arith::MaximumFOp>(kl, blockMax, s[g]);
+    Value m = state[0];
+    Value mNew = kb.create<arith::MaximumFOp>(
+        kl, m,
+        kb.create<vector::ReductionOp>(kl, vector::CombiningKind::MAXIMUMF,
+                                       blockMax));
+    Value mNewVec = kb.create<vector::BroadcastOp>(kl, vecType, mNew);
+    // p = exp(s - m'), exactly 0 for hidden keys; c = exp(m - m')
+    SmallVector<Value> p;
+    for (int64_t g = 0; g < groups; ++g)
+      p.push_back(kb.create<arith::SelectOp>(
+          kl, seen[g],
+          kb.create<math::ExpOp>(kl,
+                                 kb.create<arith::SubFOp>(kl, s[g], mNewVec)),
+          zeroVec));
+    Value corr = kb.create<math::ExpOp>(
+        kl, kb.create<arith::SubFOp>(
+                kl, kb.create<vector::BroadcastOp>(kl, vecType, m), mNewVec));
+    // l' = l·c + Σ p
+    Value l = kb.create<arith::MulFOp>(kl, state[1], corr);
+    for (Value pg : p)
+      l = kb.create<arith::AddFOp>(kl, l, pg);
+    // O' = O·c + Σ_j p[j]·V[k0 + j]
+    SmallVector<Value> out;
+    for (int64_t c = 0; c < outChunks; ++c)
+      out.push_back(kb.create<arith::MulFOp>(kl, state[2 + c], corr));
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t j = 0; j < lanes; ++j) {
+        Value pj = kb.create<vector::BroadcastOp>(
+            kl, vecType, kb.create<vector::ExtractOp>(kl, p[g], j));
+        for (int64_t c = 0; c < outChunks; ++c)
+          out[c] = kb.create<vector::FMAOp>(
+              kl, pj, readChunk(kb, kl, v, keys[g * lanes + j], c, dv),
+              out[c]);
+      }
+    SmallVector<Value> next = {mNew, l};
+    next.append(out);
+    return next;
+  };
+
+  // O = 0, m = -inf, l = 0
+  tile = b.create<linalg::FillOp>(loc, fzero, tile).getResult(0);
+  Value rowMax = filled(b, loc, {qs}, elt, -INFINITY);
+  Value rowSum = filled(b, loc, {qs, b.getIndexAttr(lanes)}, elt, 0.0);
+  // The block's last query sees the most keys.
+  Value blockEnd = endOf(
+      b, loc,
+      b.create<arith::SubIOp>(loc, b.create<arith::AddIOp>(loc, q0, qs), one));
+  auto keyBlocks = b.create<scf::ForOp>(
+      loc, zero, blockEnd, indexConstant(b, loc, keyBlock),
+      ValueRange{tile, rowMax, rowSum},
+      [&](OpBuilder &bb, Location bl, Value k0, ValueRange blockIter) {
+        auto queries = bb.create<scf::ForOp>(
+            bl, zero, qs, one, blockIter,
+            [&](OpBuilder &rb, Location rl, Value i, ValueRange rowIter) {
+              Value t = rowIter[0], mT = rowIter[1], lT = rowIter[2];
+              Value query = rb.create<arith::AddIOp>(rl, q0, i);
+              Value end = endOf(rb, rl, query);
+              // Queries that see no key of the block keep their state.
+              Value visits = rb.create<arith::CmpIOp>(
+                  rl, arith::CmpIPredicate::slt, k0, end);
+              auto visit = rb.create<scf::IfOp>(
+                  rl, visits,
+                  [&](OpBuilder &vb, Location vl) {
+                    SmallVector<Value> state = {
+                        vb.create<tensor::ExtractOp>(vl, mT, ValueRange{i}),
+                        readRow(vb, vl, lT, i, 0, lanes)};
+                    for (int64_t c = 0; c < outChunks; ++c)
+                      state.push_back(readRow(vb, vl, t, i, c, dv));
+                    SmallVector<Value> next =
+                        visitBlock(vb, vl, k0, query, end, state);
+                    Value nt = t;
+                    for (int64_t c = 0; c < outChunks; ++c)
+                      nt = writeRow(vb, vl, next[2 + c], nt, i, c, dv);
+                    Value nm = vb.create<tensor::InsertOp>(vl, next[0], mT,
+                                                           ValueRange{i});
+                    Value nl = writeRow(vb, vl, next[1], lT, i, 0, lanes);
+                    vb.create<scf::YieldOp>(vl, ValueRange{nt, nm, nl});
+                  },
+                  [&](OpBuilder &vb, Location vl) {
+                    vb.create<scf::YieldOp>(vl, ValueRange{t, mT, lT});
+                  });
+              rb.create<scf::YieldOp>(rl, visit.getResults());
+            });
+        bb.create<scf::YieldOp>(bl, queries.getResults());
+      });
+
+  // O / Σ l, query by query
+  Value sums = keyBlocks.getResult(2);
+  auto normalize = b.create<scf::ForOp>(
+      loc, zero, qs, one, ValueRange{keyBlocks.getResult(0)},
+      [&](OpBuilder &rb, Location rl, Value i, ValueRange iter) {
+        Value sum = rb.create<vector::ReductionOp>(
+            rl, vector::CombiningKind::ADD, readRow(rb, rl, sums, i, 0, lanes));
+        Value inv = rb.create<vector::BroadcastOp>(
+            rl, vecType,
+            rb.create<arith::DivFOp>(rl, floatConstant(rb, rl, elt, 1.0),
+                                     sum));
+        Value t = iter[0];
+        for (int64_t c = 0; c < outChunks; ++c)
+          t = writeRow(rb, rl,
+                       rb.create<arith::MulFOp>(rl, readRow(rb, rl, t, i, c, dv),
+                                                inv),
+                       t, i, c, dv);
+        rb.create<scf::YieldOp>(rl, t);
+      });
+  return normalize.getResult(0);
+}
+
 /// FlashAttention on [N, Sq, D] x [N, Sk, D] x [N, Sk, Dv]: for each batch
 /// row n and block of queries, visit key blocks [k0, k0 + bk) in turn:
 ///   S = scale · Q_blk·K_blkᵀ (causal: -inf where k0 + j > q0 + i + Sk - Sq)
@@ -42,8 +305,10 @@ static Value rowTile(OpBuilder &b, Location loc, Value source, Value row,
 /// and finally O / l. Key padding ends the key loop at lengths[b]; causal
 /// attention ends it after the block's last visible key.
 struct AttentionLowering : public OpConversionPattern<AttentionOp> {
-  AttentionLowering(MLIRContext *ctx, int64_t queryBlock, int64_t keyBlock)
-      : OpConversionPattern(ctx), queryBlock(queryBlock), keyBlock(keyBlock) {}
+  AttentionLowering(MLIRContext *ctx, int64_t queryBlock, int64_t keyBlock,
+                    int64_t lanes)
+      : OpConversionPattern(ctx), queryBlock(queryBlock), keyBlock(keyBlock),
+        lanes(lanes) {}
 
   LogicalResult
   matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
@@ -89,6 +354,10 @@ struct AttentionLowering : public OpConversionPattern<AttentionOp> {
     Value bk = indexConstant(rewriter, loc, keyBlock);
     Value zero = indexConstant(rewriter, loc, 0);
     Value queryBlocks = rewriter.create<arith::CeilDivUIOp>(loc, sq, bq);
+    // Static head sizes take the vector kernel; others the linalg tiles.
+    bool vectorized = elt.isF32() && lanes > 1 &&
+                      !ShapedType::isDynamic(tensorTypeOf(q).getDimSize(2)) &&
+                      !ShapedType::isDynamic(tensorTypeOf(v).getDimSize(2));
 
     Value out = emptyTensor(rewriter, loc,
                             {n, sq, dv}, elt);
@@ -112,75 +381,84 @@ struct AttentionLowering : public OpConversionPattern<AttentionOp> {
             rewriter.create<tensor::ExtractOp>(loc, lengths, ValueRange{b}));
         kEnd = rewriter.create<arith::MinUIOp>(loc, kEnd, len);
       }
-      if (causal) {
-        // last query of the block sees keys up to q0 + qs - 1 + Sk - Sq
-        Value lastVisible = rewriter.create<arith::AddIOp>(
-            loc, rewriter.create<arith::AddIOp>(loc, q0, qs), shift);
-        kEnd = rewriter.create<arith::MinUIOp>(loc, kEnd, lastVisible);
+      Value tile;
+      if (vectorized) {
+        // Written in place: the rows of the shared output.
+        Value init = rowTile(rewriter, loc, body->getArguments().back(), row,
+                             q0, qs, dv);
+        tile = vectorQueryBlock(rewriter, loc, q, k, v, row, q0, qs, kEnd,
+                                shift, causal, scale, lanes, init);
+      } else {
+        if (causal) {
+          // last query of the block sees keys up to q0 + qs - 1 + Sk - Sq
+          Value lastVisible = rewriter.create<arith::AddIOp>(
+              loc, rewriter.create<arith::AddIOp>(loc, q0, qs), shift);
+          kEnd = rewriter.create<arith::MinUIOp>(loc, kEnd, lastVisible);
+        }
+        Value qTile = rowTile(rewriter, loc, q, row, q0, qs, d);
+        Value m0 = filled(rewriter, loc, {qs}, elt, -INFINITY);
+        Value l0 = filled(rewriter, loc, {qs}, elt, 0.0);
+        Value acc0 = filled(rewriter, loc, {qs, dv}, elt, 0.0);
+        auto loop = rewriter.create<scf::ForOp>(
+            loc, zero, kEnd, bk, ValueRange{m0, l0, acc0},
+            [&](OpBuilder &b, Location l, Value k0, ValueRange iter) {
+              Value ks = b.create<arith::MinUIOp>(
+                  l, bk, b.create<arith::SubIOp>(l, kEnd, k0));
+              Value kTile = rowTile(b, l, k, row, k0, ks, d);
+              Value vTile = rowTile(b, l, v, row, k0, ks, dv);
+              // S = Q·Kᵀ, then scale and the causal mask
+              Value s0 = filled(b, l, {qs, ks}, elt, 0.0);
+              Value s = b.create<linalg::MatmulTransposeBOp>(
+                             l, ValueRange{qTile, kTile}, ValueRange{s0})
+                            .getResult(0);
+              Value scaleV = floatConstant(b, l, elt, scale);
+              Value ninf = floatConstant(b, l, elt, -INFINITY);
+              s = elementwise(
+                  b, l, cast<RankedTensorType>(s.getType()), ValueRange{s},
+                  [&](OpBuilder &nb, Location nl, ValueRange args) {
+                    Value x = nb.create<arith::MulFOp>(nl, args[0], scaleV);
+                    if (!causal)
+                      return x;
+                    Value i = nb.create<arith::AddIOp>(
+                        nl, q0, nb.create<linalg::IndexOp>(nl, 0));
+                    Value j = nb.create<arith::AddIOp>(
+                        nl, k0, nb.create<linalg::IndexOp>(nl, 1));
+                    Value hidden = nb.create<arith::CmpIOp>(
+                        nl, arith::CmpIPredicate::sgt, j,
+                        nb.create<arith::AddIOp>(nl, i, shift));
+                    return nb.create<arith::SelectOp>(nl, hidden, ninf, x)
+                        .getResult();
+                  });
+              // m' = max(m, rowmax S)
+              Value m = iter[0], lsum = iter[1], acc = iter[2];
+              auto vecType = cast<RankedTensorType>(m.getType());
+              Value rowMax = reduceLastAxis(b, l, s, -INFINITY, maxCombine);
+              Value mNew = elementwise(b, l, vecType, ValueRange{m, rowMax},
+                                       maxCombine);
+              // P = exp(S - m')
+              Value p = withRowValue(b, l, s, mNew, expOfDifference);
+              // c = exp(m - m');  l' = l·c + rowsum P
+              Value corr =
+                  elementwise(b, l, vecType, ValueRange{m, mNew}, expOfDifference);
+              Value rowSum = reduceLastAxis(b, l, p, 0.0, addCombine);
+              Value lNew = elementwise(
+                  b, l, vecType, ValueRange{lsum, corr, rowSum},
+                  [&](OpBuilder &nb, Location nl, ValueRange args) {
+                    return nb.create<arith::AddFOp>(
+                        nl, nb.create<arith::MulFOp>(nl, args[0], args[1]),
+                        args[2]);
+                  });
+              // O' = O·c + P·V
+              Value scaled = withRowValue(b, l, acc, corr, product);
+              Value accNew = b.create<linalg::MatmulOp>(
+                                  l, ValueRange{p, vTile}, ValueRange{scaled})
+                                 .getResult(0);
+              b.create<scf::YieldOp>(l, ValueRange{mNew, lNew, accNew});
+            });
+        // O / l
+        tile = withRowValue(rewriter, loc, loop.getResult(2),
+                                  loop.getResult(1), quotient);
       }
-      Value qTile = rowTile(rewriter, loc, q, row, q0, qs, d);
-      Value m0 = filled(rewriter, loc, {qs}, elt, -INFINITY);
-      Value l0 = filled(rewriter, loc, {qs}, elt, 0.0);
-      Value acc0 = filled(rewriter, loc, {qs, dv}, elt, 0.0);
-      auto loop = rewriter.create<scf::ForOp>(
-          loc, zero, kEnd, bk, ValueRange{m0, l0, acc0},
-          [&](OpBuilder &b, Location l, Value k0, ValueRange iter) {
-            Value ks = b.create<arith::MinUIOp>(
-                l, bk, b.create<arith::SubIOp>(l, kEnd, k0));
-            Value kTile = rowTile(b, l, k, row, k0, ks, d);
-            Value vTile = rowTile(b, l, v, row, k0, ks, dv);
-            // S = Q·Kᵀ, then scale and the causal mask
-            Value s0 = filled(b, l, {qs, ks}, elt, 0.0);
-            Value s = b.create<linalg::MatmulTransposeBOp>(
-                           l, ValueRange{qTile, kTile}, ValueRange{s0})
-                          .getResult(0);
-            Value scaleV = floatConstant(b, l, elt, scale);
-            Value ninf = floatConstant(b, l, elt, -INFINITY);
-            s = elementwise(
-                b, l, cast<RankedTensorType>(s.getType()), ValueRange{s},
-                [&](OpBuilder &nb, Location nl, ValueRange args) {
-                  Value x = nb.create<arith::MulFOp>(nl, args[0], scaleV);
-                  if (!causal)
-                    return x;
-                  Value i = nb.create<arith::AddIOp>(
-                      nl, q0, nb.create<linalg::IndexOp>(nl, 0));
-                  Value j = nb.create<arith::AddIOp>(
-                      nl, k0, nb.create<linalg::IndexOp>(nl, 1));
-                  Value hidden = nb.create<arith::CmpIOp>(
-                      nl, arith::CmpIPredicate::sgt, j,
-                      nb.create<arith::AddIOp>(nl, i, shift));
-                  return nb.create<arith::SelectOp>(nl, hidden, ninf, x)
-                      .getResult();
-                });
-            // m' = max(m, rowmax S)
-            Value m = iter[0], lsum = iter[1], acc = iter[2];
-            auto vecType = cast<RankedTensorType>(m.getType());
-            Value rowMax = reduceLastAxis(b, l, s, -INFINITY, maxCombine);
-            Value mNew = elementwise(b, l, vecType, ValueRange{m, rowMax},
-                                     maxCombine);
-            // P = exp(S - m')
-            Value p = withRowValue(b, l, s, mNew, expOfDifference);
-            // c = exp(m - m');  l' = l·c + rowsum P
-            Value corr =
-                elementwise(b, l, vecType, ValueRange{m, mNew}, expOfDifference);
-            Value rowSum = reduceLastAxis(b, l, p, 0.0, addCombine);
-            Value lNew = elementwise(
-                b, l, vecType, ValueRange{lsum, corr, rowSum},
-                [&](OpBuilder &nb, Location nl, ValueRange args) {
-                  return nb.create<arith::AddFOp>(
-                      nl, nb.create<arith::MulFOp>(nl, args[0], args[1]),
-                      args[2]);
-                });
-            // O' = O·c + P·V
-            Value scaled = withRowValue(b, l, acc, corr, product);
-            Value accNew = b.create<linalg::MatmulOp>(
-                                l, ValueRange{p, vTile}, ValueRange{scaled})
-                               .getResult(0);
-            b.create<scf::YieldOp>(l, ValueRange{mNew, lNew, accNew});
-          });
-      // O / l
-      Value tile = withRowValue(rewriter, loc, loop.getResult(2),
-                                loop.getResult(1), quotient);
       rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
       rewriter.create<tensor::ParallelInsertSliceOp>(
           loc, tile, body->getArguments().back(),
@@ -205,6 +483,8 @@ struct AttentionLowering : public OpConversionPattern<AttentionOp> {
   }
 
   int64_t queryBlock, keyBlock;
+  // Floats per vector of the target.
+  int64_t lanes;
 };
 
 } // namespace
@@ -213,5 +493,5 @@ void mlir::tfm::lowering::populateAttentionLoweringPatterns(
     RewritePatternSet &patterns, int64_t queryBlock, int64_t keyBlock,
     int64_t vectorWidth) {
   patterns.add<AttentionLowering>(patterns.getContext(), queryBlock,
-                                  keyBlock);
+                                  keyBlock, vectorWidth);
 }

@@ -1,0 +1,59 @@
+// RUN: tfm-opt %s -split-input-file --convert-tfm-to-linalg="vector-width=8" --canonicalize --cse | FileCheck %s --check-prefixes=CHECK,AVX2
+// RUN: tfm-opt %s -split-input-file --convert-tfm-to-linalg="vector-width=16" --canonicalize --cse | FileCheck %s --check-prefixes=CHECK,AVX512
+
+// A decode step over a cache (static head size 64) takes the vector kernel:
+// parallel over heads, key blocks of 32 that a query visits only if it sees
+// one of their keys, scores from vector FMAs summed by shuffles, the online
+// softmax with vector exps (one per vector of 32 scores, and the
+// correction), the weighted sum of V in vector FMAs, then O / l.
+// CHECK-LABEL: func.func @decode
+// CHECK: scf.forall
+// CHECK: linalg.fill
+// CHECK: scf.for {{.*}} step %c32
+// CHECK: scf.if
+// AVX2: vector.transfer_read {{.*}} {in_bounds = [true]} : tensor<?x?x64xf32>, vector<8xf32>
+// AVX512: vector.transfer_read {{.*}} {in_bounds = [true]} : tensor<?x?x64xf32>, vector<16xf32>
+// CHECK: vector.fma
+// CHECK: vector.shuffle
+// CHECK: vector.reduction <maximumf>
+// AVX2-COUNT-5: math.exp {{.*}} : vector<8xf32>
+// AVX512-COUNT-3: math.exp {{.*}} : vector<16xf32>
+// CHECK: vector.fma
+// CHECK: scf.yield
+// CHECK: vector.reduction <add>
+// CHECK: arith.divf
+// CHECK: scf.forall.in_parallel
+// CHECK-NOT: linalg.matmul
+func.func @decode(%q: tensor<?x8x1x64xf32>, %k: tensor<?x8x?x64xf32>, %v: tensor<?x8x?x64xf32>) -> tensor<?x8x1x64xf32> {
+  %o = tfm.attention %q, %k, %v causal scale 0.125
+      : tensor<?x8x1x64xf32>, tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32> -> tensor<?x8x1x64xf32>
+  return %o : tensor<?x8x1x64xf32>
+}
+
+// -----
+
+// A head size that the vector width does not divide: the last chunk of
+// each row is read masked (zeros past 7) and written masked: no in_bounds.
+// CHECK-LABEL: func.func @odd
+// CHECK: vector.transfer_read {{[^{]*}} : tensor<?x?x7xf32>, vector<{{8|16}}xf32>
+// CHECK: vector.shuffle
+// CHECK: vector.transfer_write {{[^{]*}} : vector<{{8|16}}xf32>, tensor<?x7xf32>
+func.func @odd(%q: tensor<?x?x7xf32>, %k: tensor<?x?x7xf32>, %v: tensor<?x?x7xf32>, %len: tensor<?xi32>) -> tensor<?x?x7xf32> {
+  %o = tfm.attention %q, %k, %v lengths(%len : tensor<?xi32>) scale 0.4
+      : tensor<?x?x7xf32>, tensor<?x?x7xf32>, tensor<?x?x7xf32> -> tensor<?x?x7xf32>
+  return %o : tensor<?x?x7xf32>
+}
+
+// -----
+
+// A dynamic head size keeps the tiled linalg form (matmuls of 64 x 64
+// tiles), not the vector kernel.
+// CHECK-LABEL: func.func @dynamic
+// CHECK: linalg.matmul_transpose_b
+// CHECK-NOT: vector.shuffle
+// CHECK: linalg.matmul
+func.func @dynamic(%q: tensor<?x?x?xf32>, %k: tensor<?x?x?xf32>, %v: tensor<?x?x?xf32>) -> tensor<?x?x?xf32> {
+  %o = tfm.attention %q, %k, %v scale 0.4
+      : tensor<?x?x?xf32>, tensor<?x?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?x?xf32>
+  return %o : tensor<?x?x?xf32>
+}
