@@ -37,6 +37,10 @@ constexpr llvm::StringLiteral kPanelWidthAttr = "tfm.panel_width";
 /// The attribute tfm-select-backend sets on ops: "llvm" or "onednn".
 constexpr llvm::StringLiteral kBackendAttr = "tfm.backend";
 
+/// Whether convert-tfm-to-linalg lowers `op` to its vector FlashAttention
+/// kernel: f32, static head sizes, no additive mask.
+bool hasVectorAttentionKernel(AttentionOp op);
+
 /// Whether oneDNN can run `op` (convert-tfm-to-onednn lowers it).
 bool isOneDnnCandidate(Operation *op);
 

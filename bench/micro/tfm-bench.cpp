@@ -1,6 +1,6 @@
 //===- tfm-bench.cpp - Micro-benchmarks of the model's hot shapes --*- C++ -*-===//
 //
-//   tfm-bench [--linear=MxKxN,...] [--attention=encoder:S,decoder:S,...]
+//   tfm-bench [--linear=MxKxN,...] [--attention=encoder:S[:B],decoder:S[:B],...]
 //             [--layer-norm=RxD,...] [--backends=llvm] [--num-threads=2]
 //             [--min-time=0.1] [--repetitions=5] [--settle=0.25]
 //
@@ -76,7 +76,8 @@ static cl::list<std::string>
 static cl::list<std::string> attentions(
     "attention", cl::CommaSeparated,
     cl::desc("encoder:S (self-attention, S tokens) or decoder:S (one query "
-             "against K/V caches of S), batch 1, 8 heads of 64"));
+             "against K/V caches of S), 8 heads of 64; :B after S for a "
+             "batch of B sentences (default 1)"));
 static cl::list<std::string>
     layerNorms("layer-norm", cl::CommaSeparated,
                cl::desc("Layer norms RxD: R rows of D, with residual"));
@@ -241,11 +242,17 @@ func.func @bench(%x: tensor<?x{0}xf32>) -> tensor<?x{1}xf32> {{
 }
 
 Benchmark attentionBenchmark(StringRef spec) {
-  auto [which, length] = spec.split(':');
-  int64_t s;
-  if (length.trim().getAsInteger(10, s) || s <= 0 ||
+  // encoder:S or decoder:S, then optionally :B sentences (default 1)
+  SmallVector<StringRef> parts;
+  spec.split(parts, ':');
+  int64_t s = 0, batch = 1;
+  StringRef which = parts[0];
+  if (parts.size() < 2 || parts.size() > 3 ||
+      parts[1].trim().getAsInteger(10, s) || s <= 0 ||
+      (parts.size() == 3 &&
+       (parts[2].trim().getAsInteger(10, batch) || batch <= 0)) ||
       (which != "encoder" && which != "decoder"))
-    fail("--attention=" + spec + ": expected encoder:S or decoder:S");
+    fail("--attention=" + spec + ": expected encoder:S[:B] or decoder:S[:B]");
   const int64_t heads = 8, dh = 64;
   bool decoder = which == "decoder";
   int64_t sq = decoder ? 1 : s;
@@ -253,7 +260,9 @@ Benchmark attentionBenchmark(StringRef spec) {
   b.kind = "attention";
   b.name = decoder ? formatv("decoder step, cache {0}", s).str()
                    : formatv("encoder self-attention, {0} tokens", s).str();
-  b.shape = json::Object{{"batch", 1}, {"heads", heads}, {"head_dim", dh},
+  if (batch > 1)
+    b.name += formatv(", batch {0}", batch).str();
+  b.shape = json::Object{{"batch", batch}, {"heads", heads}, {"head_dim", dh},
                          {"queries", sq}, {"keys", s},
                          {"mask", decoder ? "causal" : "key lengths"}};
   // The model's attention ops (tfmc import): the encoder's with key
@@ -277,15 +286,15 @@ func.func @bench(%q: {0}, %k: {0}, %v: {0}, %len: tensor<?xi32>) -> {0} {{
 )mlir",
                     type)
                 .str();
-  b.args.push_back(f32Operand({1, heads, sq, dh}));
-  b.args.push_back(f32Operand({1, heads, s, dh}));
-  b.args.push_back(f32Operand({1, heads, s, dh}));
+  b.args.push_back(f32Operand({batch, heads, sq, dh}));
+  b.args.push_back(f32Operand({batch, heads, s, dh}));
+  b.args.push_back(f32Operand({batch, heads, s, dh}));
   if (!decoder)
-    b.args.push_back(i32Operand({1}, int32_t(s)));
-  b.results.push_back(f32Operand({1, heads, sq, dh}));
+    b.args.push_back(i32Operand({batch}, int32_t(s)));
+  b.results.push_back(f32Operand({batch, heads, sq, dh}));
   // Q·Kᵀ and P·V; the softmax's exponentials are not counted.
-  b.flops = 4.0 * heads * sq * s * dh;
-  b.bytes = 4.0 * heads * dh * (2 * sq + 2 * s);
+  b.flops = 4.0 * batch * heads * sq * s * dh;
+  b.bytes = 4.0 * batch * heads * dh * (2 * sq + 2 * s);
   b.unit = "GFLOP/s";
   return b;
 }

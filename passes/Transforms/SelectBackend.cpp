@@ -26,11 +26,14 @@ using namespace mlir::tfm;
 //   47.6, 32x512->2048 114 vs 65, 32x2048->512 112 vs 82, 128x512->32000
 //   113 vs 112, 1024x512->2048 114 vs 127). One layout then serves every
 //   row count, and the weights file holds one copy of each matrix.
-// - Attention: our FlashAttention loop is scalar; spelled out, oneDNN's
-//   batched matmuls (the scale as their post-op) beat it (`tfm-bench`:
-//   encoder self-attention over 256 tokens 23 vs 1.4 GFLOP/s, a decoder step
-//   over a cache of 256 2.2 vs 0.7), and batch-32 decoding of the base model
-//   took 7.4 s of CPU against 8.8 s with the fused loop.
+// - Attention: ours, fused, wherever the vector FlashAttention kernel
+//   takes it (f32, static head sizes: every model's). `tfm-bench`, AMD Zen
+//   3, 1 thread, GFLOP/s fused vs spelled out on oneDNN's batched matmuls:
+//   encoder self-attention over 64 tokens 36 vs 39, 256 tokens 38 vs 17,
+//   512 tokens 38 vs 14, 32 tokens x 32 sentences 28 vs 16; a decoder
+//   step over a cache of 32 12.6 vs 2.5, of 256 18 vs 9.5, of 32 x 32
+//   sentences 15 vs 5.4. Other attention ops (dynamic head sizes) are
+//   spelled out so that oneDNN runs their products.
 // - Layer norm: oneDNN's layer_normalization moves 2-4.5x the bytes per
 //   second of our lowering, which recomputes the row statistics per element
 //   (`tfm-bench`, quiet machine: 32x512 7.2 vs 3.3 GB/s, 1024x512 11.5 vs
@@ -39,7 +42,9 @@ using namespace mlir::tfm;
 //   primitive's layout; oneDNN's softmax in the spelled-out attention cost
 //   5% more CPU end to end (7.7 s against 7.4 s).
 static StringRef autoBackend(Operation *op) {
-  if (isa<MatmulOp, AttentionOp, LayerNormOp>(op))
+  if (auto attention = dyn_cast<AttentionOp>(op))
+    return hasVectorAttentionKernel(attention) ? "llvm" : "onednn";
+  if (isa<MatmulOp, LayerNormOp>(op))
     return "onednn";
   // The scale of a product rides on oneDNN's matmul as a post-op.
   if (auto scale = dyn_cast<ScaleOp>(op)) {
@@ -77,26 +82,27 @@ struct TfmSelectBackendPass
       ++choices[it->second].second;
     };
     // oneDNN 2.6 has no fused attention; auto spells an attention block out
-    // (matmul, scale, masks, softmax, matmul) when oneDNN's batched matmuls
-    // beat our FlashAttention loop, and the pieces are chosen below.
-    if (backend == "auto") {
-      SmallVector<AttentionOp> attentions;
-      module.walk([&](AttentionOp op) { attentions.push_back(op); });
-      IRRewriter rewriter(&getContext());
-      for (AttentionOp op : attentions) {
-        if (autoBackend(op) != "onednn")
-          continue;
-        record(op, "decomposed, onednn");
-        rewriter.setInsertionPoint(op);
-        FailureOr<SmallVector<Value>> values =
-            cast<linalg::AggregatedOpInterface>(op.getOperation())
-                .decomposeOperation(rewriter);
-        if (failed(values)) {
-          op->emitOpError("cannot be decomposed");
-          return signalPassFailure();
-        }
-        rewriter.replaceOp(op, *values);
+    // (matmul, scale, masks, softmax, matmul) where oneDNN's batched matmuls
+    // beat our FlashAttention, and the pieces are chosen below. The fused
+    // ones run our code whatever the backend.
+    SmallVector<AttentionOp> attentions;
+    module.walk([&](AttentionOp op) { attentions.push_back(op); });
+    IRRewriter rewriter(&getContext());
+    for (AttentionOp op : attentions) {
+      if (backend != "auto" || autoBackend(op) != "onednn") {
+        record(op, "llvm");
+        continue;
       }
+      record(op, "decomposed, onednn");
+      rewriter.setInsertionPoint(op);
+      FailureOr<SmallVector<Value>> values =
+          cast<linalg::AggregatedOpInterface>(op.getOperation())
+              .decomposeOperation(rewriter);
+      if (failed(values)) {
+        op->emitOpError("cannot be decomposed");
+        return signalPassFailure();
+      }
+      rewriter.replaceOp(op, *values);
     }
     module.walk([&](Operation *op) {
       if (!isOneDnnCandidate(op))

@@ -158,8 +158,9 @@ static int linkTranslator(StringRef objectPath, StringRef translatorPath,
   args.append({ompDir, ompRpath, "-lomp"});
   if (withOneDnn)
     args.push_back("-ldnnl");
-  // The runtime's text I/O needs SentencePiece (a shared library).
-  args.append({"-lm", "-lpthread", TFM_SENTENCEPIECE_LIB});
+  // The runtime's text I/O needs SentencePiece (a shared library), its
+  // search glibc's vector math (libmvec).
+  args.append({"-lmvec", "-lm", "-lpthread", TFM_SENTENCEPIECE_LIB});
   std::string errorMessage;
   int rc = sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
                                &errorMessage);

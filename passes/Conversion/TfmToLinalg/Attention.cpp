@@ -355,9 +355,7 @@ struct AttentionLowering : public OpConversionPattern<AttentionOp> {
     Value zero = indexConstant(rewriter, loc, 0);
     Value queryBlocks = rewriter.create<arith::CeilDivUIOp>(loc, sq, bq);
     // Static head sizes take the vector kernel; others the linalg tiles.
-    bool vectorized = elt.isF32() && lanes > 1 &&
-                      !ShapedType::isDynamic(tensorTypeOf(q).getDimSize(2)) &&
-                      !ShapedType::isDynamic(tensorTypeOf(v).getDimSize(2));
+    bool vectorized = lanes > 1 && hasVectorAttentionKernel(op);
 
     Value out = emptyTensor(rewriter, loc,
                             {n, sq, dv}, elt);
@@ -494,4 +492,12 @@ void mlir::tfm::lowering::populateAttentionLoweringPatterns(
     int64_t vectorWidth) {
   patterns.add<AttentionLowering>(patterns.getContext(), queryBlock,
                                   keyBlock, vectorWidth);
+}
+
+bool mlir::tfm::hasVectorAttentionKernel(AttentionOp op) {
+  auto query = cast<RankedTensorType>(op.getQuery().getType());
+  auto value = cast<RankedTensorType>(op.getValue().getType());
+  return !op.getMask() && query.getElementType().isF32() &&
+         !query.isDynamicDim(query.getRank() - 1) &&
+         !value.isDynamicDim(value.getRank() - 1);
 }
