@@ -182,13 +182,14 @@ def TfmLowerVectorsPass : Pass<"tfm-lower-vectors", "::mlir::ModuleOp"> {
 
 def TfmApproximateVectorMathPass
     : Pass<"tfm-approximate-vector-math", "::mlir::ModuleOp"> {
-  let summary = "Polynomial exp on f32 vectors";
+  let summary = "Polynomial exp and erf on f32 vectors";
   let description = [{
-    Rewrites `math.exp` on vectors of f32 into upstream MLIR's polynomial
-    approximation (range reduction to 2^k · exp(r), a polynomial in r, with
-    under- and overflow to 0 and +inf), built from vector arith and FMA.
-    Without it LLVM scalarizes a vector exp into one libm call per lane.
-    Scalar exps keep libm's.
+    Rewrites `math.exp` and `math.erf` on vectors of f32 into upstream
+    MLIR's polynomial approximations (exp: range reduction to 2^k · exp(r)
+    and a polynomial in r, inputs clamped to about [-87.8, 88.8]; erf:
+    piecewise rational polynomials), built from vector arith and FMA.
+    Without it LLVM scalarizes a vector exp or erf into one libm call per
+    lane. Scalar ops keep libm's.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",

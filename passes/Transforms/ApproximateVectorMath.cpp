@@ -1,9 +1,10 @@
 //===- ApproximateVectorMath.cpp - Polynomial exp on vectors ---*- C++ -*-===//
 //
-// The vectorized kernels (attention's online softmax, activation epilogues)
-// take exp of whole vectors. LLVM has no vector exp on x86 and would call
-// libm once per lane; MLIR's polynomial approximation keeps it in vector
-// registers. Only vector exps are rewritten, so scalar code keeps libm.
+// The vectorized kernels (attention's online softmax, the linears' SiLU and
+// GELU epilogues) take exp and erf of whole vectors. LLVM has no vector exp
+// or erf on x86 and would call libm once per lane; MLIR's polynomial
+// approximations keep them in vector registers. Only vector ops are
+// rewritten, so scalar code keeps libm.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,20 +31,22 @@ struct TfmApproximateVectorMathPass
   using Base::Base;
 
   void runOnOperation() override {
-    SmallVector<Operation *> exps;
-    getOperation().walk([&](math::ExpOp op) {
-      auto type = dyn_cast<VectorType>(op.getType());
+    SmallVector<Operation *> ops;
+    getOperation().walk([&](Operation *op) {
+      if (!isa<math::ExpOp, math::ErfOp>(op))
+        return;
+      auto type = dyn_cast<VectorType>(op->getResult(0).getType());
       if (type && type.getElementType().isF32())
-        exps.push_back(op);
+        ops.push_back(op);
     });
-    if (exps.empty())
+    if (ops.empty())
       return;
     RewritePatternSet patterns(&getContext());
     populateMathPolynomialApproximationPatterns(patterns);
     // Only the ops listed (and what their rewrites create) are rewritten.
     GreedyRewriteConfig config;
     config.strictMode = GreedyRewriteStrictness::ExistingAndNewOps;
-    if (failed(applyOpPatternsAndFold(exps, std::move(patterns), config)))
+    if (failed(applyOpPatternsAndFold(ops, std::move(patterns), config)))
       signalPassFailure();
   }
 };
