@@ -15,8 +15,10 @@ the other, and reported as a ratio against its peers:
               its weights larger than the caches, as a decoder step reads
               them (weights from DRAM)
   attention   fused tfm.attention vs the tfm-decompose'd graph: encoder
-              self-attention at 32 and 256 tokens (batch 1, 8 heads of 64),
-              a decoder step (one query) against K/V caches of 32 and 256
+              self-attention at 32, 64, 256 and 512 tokens (batch 1, 8 heads
+              of 64) and at 32 tokens for 32 sentences, a decoder step (one
+              query) against K/V caches of 32 and 256, and of 32 for 32
+              sentences
   layer norm  fused tfm.layer_norm (with residual) vs decomposed, 32 and
               1024 rows of 512
 
@@ -41,7 +43,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # 1024: batched decoding and the encoder.
 LINEARS = [(m, k, n) for m in (1, 4, 32, 1024)
            for k, n in ((512, 2048), (2048, 512), (512, 512), (512, 32000))]
-ATTENTION = ["encoder:32", "encoder:256", "decoder:32", "decoder:256"]
+ATTENTION = ["encoder:32", "encoder:64", "encoder:256", "encoder:512", "encoder:32:32",
+             "decoder:32", "decoder:256", "decoder:32:32"]
 LAYER_NORMS = [(32, 512), (1024, 512)]
 
 # --quick: small shapes, short timings; for the test suite.
@@ -50,7 +53,7 @@ QUICK_ATTENTION = ["encoder:16", "decoder:16"]
 QUICK_LAYER_NORMS = [(8, 64)]
 
 KIND_TITLES = {"linear": "Linear layers: x[M, K] · W[N, K]ᵀ",
-               "attention": "Attention, batch 1, 8 heads of 64: fused vs unfused",
+               "attention": "Attention, 8 heads of 64 (batch 1 unless named): fused vs unfused",
                "layer_norm": "Layer norm with residual: fused vs unfused"}
 
 
@@ -205,7 +208,8 @@ def roofline(results):
             name, shape = streamed[0], b["shape"]
             nbytes = 4.0 * (shape["N"] * shape["K"] + shape["M"] * (shape["K"] + shape["N"]))
             what = f"{b['name']} (weights from DRAM)"
-        elif b["kind"] == "attention" and b["shape"]["queries"] == 1:
+        elif (b["kind"] == "attention" and b["shape"]["queries"] == 1
+              and b["shape"].get("batch", 1) == 1):
             name = next(e for e in b.get("engine_order", engines) if engines[e]["role"] == "tfmc")
             nbytes, what = b["bytes"], f"{b['name']} ({name}, cache in L2)"
         elif b["kind"] == "layer_norm":

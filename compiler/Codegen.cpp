@@ -12,12 +12,17 @@
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Linker/Linker.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Transforms/Utils/SplitModule.h"
+
+#include <thread>
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -139,8 +144,41 @@ mlir::tfm::targetVectorWidth(const CodegenOptions &options) {
   return (*machine)->getMCSubtargetInfo()->checkFeatures("+avx512f") ? 16 : 8;
 }
 
-llvm::Error mlir::tfm::emitObjectFile(ModuleOp module, llvm::StringRef path,
-                                      const CodegenOptions &options) {
+/// Optimizes the module in `bitcode` at `options.optLevel` in a context of
+/// its own and writes its object file to `path`; "" or what went wrong.
+static std::string optimizeAndEmit(StringRef bitcode, const std::string &path,
+                                   const CodegenOptions &options) {
+  llvm::LLVMContext context;
+  llvm::Expected<std::unique_ptr<llvm::Module>> module = llvm::parseBitcodeFile(
+      llvm::MemoryBufferRef(bitcode, "tfm_model"), context);
+  if (!module)
+    return toString(module.takeError());
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine =
+      createTargetMachine(options);
+  if (!machine)
+    return toString(machine.takeError());
+  (*module)->setDataLayout((*machine)->createDataLayout());
+  (*module)->setTargetTriple((*machine)->getTargetTriple().str());
+  if (llvm::Error err = makeOptimizingTransformer(options.optLevel, 0,
+                                                  machine->get())(
+          module->get()))
+    return toString(std::move(err));
+  std::error_code ec;
+  llvm::ToolOutputFile out(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return "cannot write " + path + ": " + ec.message();
+  llvm::legacy::PassManager codegen;
+  if ((*machine)->addPassesToEmitFile(codegen, out.os(), nullptr,
+                                      llvm::CodeGenFileType::ObjectFile))
+    return "the target cannot emit object files";
+  codegen.run(**module);
+  out.keep();
+  return "";
+}
+
+llvm::Expected<std::vector<std::string>>
+mlir::tfm::emitObjectFiles(ModuleOp module, llvm::StringRef pathStem,
+                           const CodegenOptions &options) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
 
@@ -169,29 +207,35 @@ llvm::Error mlir::tfm::emitObjectFile(ModuleOp module, llvm::StringRef path,
     return codegenError("cannot add the model info");
   addPackedWrappers(*llvmModule);
 
-  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machineOrError =
-      createTargetMachine(options);
-  if (!machineOrError)
-    return machineOrError.takeError();
-  std::unique_ptr<llvm::TargetMachine> machine = std::move(*machineOrError);
-  std::string triple = machine->getTargetTriple().str();
-  llvmModule->setDataLayout(machine->createDataLayout());
-  llvmModule->setTargetTriple(triple);
-
-  if (llvm::Error err = makeOptimizingTransformer(options.optLevel, 0,
-                                                  machine.get())(
-          llvmModule.get()))
-    return err;
-
-  std::error_code ec;
-  llvm::ToolOutputFile out(path, ec, llvm::sys::fs::OF_None);
-  if (ec)
-    return codegenError("cannot write " + path + ": " + ec.message());
-  llvm::legacy::PassManager codegen;
-  if (machine->addPassesToEmitFile(codegen, out.os(), nullptr,
-                                   llvm::CodeGenFileType::ObjectFile))
-    return codegenError("the target cannot emit object files");
-  codegen.run(*llvmModule);
-  out.keep();
-  return llvm::Error::success();
+  // LLVM's optimizer and code generator take most of a compile and run on
+  // one thread per module: split the functions (round robin by size) into
+  // one module per thread, each optimized and emitted on its own.
+  unsigned parts = std::max(1u, options.threads);
+  SmallVector<SmallString<0>> bitcode;
+  auto keep = [&](const llvm::Module &part) {
+    bitcode.emplace_back();
+    llvm::raw_svector_ostream os(bitcode.back());
+    llvm::WriteBitcodeToFile(part, os);
+  };
+  if (parts == 1)
+    keep(*llvmModule);
+  else
+    llvm::SplitModule(
+        *llvmModule, parts,
+        [&](std::unique_ptr<llvm::Module> part) { keep(*part); },
+        /*PreserveLocals=*/false, /*RoundRobin=*/true);
+  std::vector<std::string> paths, errors(bitcode.size());
+  for (size_t i = 0; i < bitcode.size(); ++i)
+    paths.push_back((pathStem + "." + Twine(i) + ".o").str());
+  std::vector<std::thread> workers;
+  for (size_t i = 0; i < bitcode.size(); ++i)
+    workers.emplace_back([&, i] {
+      errors[i] = optimizeAndEmit(bitcode[i], paths[i], options);
+    });
+  for (std::thread &worker : workers)
+    worker.join();
+  for (const std::string &error : errors)
+    if (!error.empty())
+      return codegenError(error);
+  return paths;
 }

@@ -13,6 +13,7 @@
 #include "llvm/Support/Error.h"
 
 #include <string>
+#include <vector>
 
 namespace mlir {
 namespace tfm {
@@ -23,6 +24,8 @@ struct CodegenOptions {
   /// LLVM feature string ("+avx512f,..."); empty: the host's (or the CPU's).
   std::string targetFeatures;
   unsigned optLevel = 3;
+  /// Modules optimized and emitted in parallel, one thread each.
+  unsigned threads = 1;
 };
 
 /// Floats per SIMD register of the target: 16 with AVX-512, else 8.
@@ -30,10 +33,12 @@ llvm::Expected<int64_t> targetVectorWidth(const CodegenOptions &options);
 
 /// Translates an LLVM-dialect module to LLVM IR, adds a packed wrapper
 /// `tfm_<name>(void **args)` per entry point (each element points at one
-/// argument: a memref descriptor or a scalar), optimizes at `optLevel` and
-/// writes an object file.
-llvm::Error emitObjectFile(ModuleOp module, llvm::StringRef path,
-                           const CodegenOptions &options);
+/// argument: a memref descriptor or a scalar), splits it into
+/// `options.threads` modules, optimizes them at `optLevel` and writes their
+/// object files, `pathStem`.0.o, .1.o, ... (the paths are returned).
+llvm::Expected<std::vector<std::string>>
+emitObjectFiles(ModuleOp module, llvm::StringRef pathStem,
+                const CodegenOptions &options);
 
 } // namespace tfm
 } // namespace mlir

@@ -38,6 +38,8 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
+#include <thread>
+
 using namespace llvm;
 
 namespace {
@@ -77,6 +79,11 @@ static cl::opt<std::string> backend(
              "elementwise ops: llvm (our generated code), onednn (oneDNN "
              "primitives), auto (per op kind and shape, from measurements)"),
     cl::value_desc("llvm|onednn|auto"), cl::init("auto"));
+static cl::opt<unsigned> codegenThreads(
+    "codegen-threads",
+    cl::desc("compile: LLVM optimizes and emits the model in this many "
+             "parts in parallel (default: one per core)"),
+    cl::init(0));
 static cl::opt<bool> printBackends(
     "print-backends",
     cl::desc("compile: print which backend each op kind and shape got"));
@@ -134,9 +141,9 @@ static bool callsOneDnn(mlir::ModuleOp module) {
   return calls;
 }
 
-/// Links the model's object with the runtime into OUT_DIR/translator.
-static int linkTranslator(StringRef objectPath, StringRef translatorPath,
-                          bool withOneDnn) {
+/// Links the model's objects with the runtime into OUT_DIR/translator.
+static int linkTranslator(ArrayRef<std::string> objectPaths,
+                          StringRef translatorPath, bool withOneDnn) {
   ErrorOr<std::string> linker = sys::findProgramByName("clang++-19");
   if (!linker)
     linker = sys::findProgramByName("c++");
@@ -149,8 +156,9 @@ static int linkTranslator(StringRef objectPath, StringRef translatorPath,
   std::string ompDir = std::string("-L") + TFM_LIBOMP_DIR;
   std::string ompRpath = std::string("-Wl,-rpath,") + TFM_LIBOMP_DIR;
   std::string oneDnnLib = libs + "/libtfm_onednn.a";
-  SmallVector<StringRef> args = {*linker, "-o", translatorPath, objectPath,
-                                 mainLib, runtimeLib};
+  SmallVector<StringRef> args = {*linker, "-o", translatorPath};
+  args.append(objectPaths.begin(), objectPaths.end());
+  args.append({mainLib, runtimeLib});
   if (withOneDnn)
     args.push_back(oneDnnLib);
   // libomp before libdnnl: oneDNN's OpenMP calls (GOMP_parallel, ...) then
@@ -210,7 +218,7 @@ static int compileTranslator(mlir::ModuleOp module) {
     return reportError(outputFile + ": " + ec.message());
   SmallString<256> object(outputFile), weights(outputFile),
       translator(outputFile), checkpointPath(modelDir);
-  sys::path::append(object, "model.o");
+  sys::path::append(object, "model");
   sys::path::append(weights, "model.tfmw");
   sys::path::append(translator, "translator");
   sys::path::append(checkpointPath, "model.safetensors");
@@ -228,11 +236,17 @@ static int compileTranslator(mlir::ModuleOp module) {
   mlir::tfm::CodegenOptions options;
   options.targetCpu = targetCpu;
   options.targetFeatures = targetFeatures;
-  if (Error err = mlir::tfm::emitObjectFile(module, object, options))
-    return reportError(toString(std::move(err)));
-  if (int rc = linkTranslator(object, translator, callsOneDnn(module)))
+  options.threads =
+      codegenThreads ? codegenThreads.getValue()
+                     : std::max(1u, std::thread::hardware_concurrency());
+  Expected<std::vector<std::string>> objects =
+      mlir::tfm::emitObjectFiles(module, object, options);
+  if (!objects)
+    return reportError(toString(objects.takeError()));
+  if (int rc = linkTranslator(*objects, translator, callsOneDnn(module)))
     return rc;
-  sys::fs::remove(object);
+  for (const std::string &path : *objects)
+    sys::fs::remove(path);
   if (embedWeights)
     return embed(translator, weights, *tokenizerFiles);
   if (Error err = mlir::tfm::copyTokenizerFiles(*tokenizerFiles, outputFile))
