@@ -1,7 +1,7 @@
 // RUN: tfm-opt %s -split-input-file -convert-tfm-to-linalg="vector-width=8" -canonicalize | FileCheck %s
 
-// The vector layer norm for AVX2 (vectors of 8) over rows of 513: blocks of
-// 8 rows in parallel; per row, three loops over 512 floats in steps of 4
+// The vector layer norm for AVX2 (vectors of 8) over rows of 513: up to 8
+// rows on the calling thread, more in blocks of 8 rows in parallel; per row, three loops over 512 floats in steps of 4
 // vectors (pass 1: sum, pass 2: centered squares, 4 accumulators each;
 // pass 3: the normalized row into the block), each followed by the tail at
 // column 512 with masked transfers (no in_bounds). The tail of pass 2 pads
@@ -10,6 +10,13 @@
 // CHECK-SAME: %[[X:[^:]+]]: tensor<?x513xf32>, %[[R:[^:]+]]: tensor<?x513xf32>, %[[G:[^:]+]]: tensor<513xf32>, %[[B:[^:]+]]: tensor<513xf32>)
 // CHECK: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
 // CHECK: %[[M:.+]] = tensor.dim %[[X]], %c0
+// CHECK: %[[FEW:.+]] = arith.cmpi ule, %[[M]], %c8
+// CHECK: scf.if %[[FEW]] -> (tensor<?x513xf32>) {
+// CHECK-NOT: scf.forall
+// CHECK: scf.for %[[SI:.+]] = %c0 to %[[M]] step %c1 iter_args(%{{.+}} = %{{.+}}) -> (tensor<?x513xf32>)
+// CHECK: vector.transfer_read %[[X]][%[[SI]], %{{.+}}], %[[ZERO]] {in_bounds = [true]} : tensor<?x513xf32>, vector<8xf32>
+// CHECK: vector.transfer_write %{{.+}}, %{{.+}}[%[[SI]], %c512] : vector<8xf32>, tensor<?x513xf32>
+// CHECK: } else {
 // CHECK: %[[BLOCKS:.+]] = arith.ceildivui %[[M]], %c8
 // CHECK: scf.forall (%[[BLOCK:.+]]) in (%[[BLOCKS]]) shared_outs(%[[OUT:.+]] = %{{.+}}) -> (tensor<?x513xf32>)
 // CHECK: %[[R0:.+]] = arith.muli %[[BLOCK]], %c8

@@ -198,12 +198,17 @@ static Value genericLayerNorm(OpBuilder &rewriter, LayerNormOp op, Value input,
 // Layer norm on vectors
 //===----------------------------------------------------------------------===//
 
-/// Rows per iteration of the forall (the unit a thread takes): enough that
-/// few rows are not spread thinner than the fork and join cost, while 1024
-/// rows still give 2 threads 128 blocks to share.
+/// Rows per iteration of the forall (the unit a thread takes), and the most
+/// rows normalized on the calling thread: a single block gains nothing from
+/// threads, and forking and joining them costs more than a few rows take
+/// (`tfm-bench`, 2 threads, 1 x 512 with a residual: 3.6 us through the
+/// forall, 0.3 us without).
+/// 1024 rows still give 2 threads 128 blocks to share.
 constexpr int64_t kLayerNormRowBlock = 8;
 /// Vectors per iteration of the loops over a row, each summed into its own
-/// accumulator so that the adds of a sum do not wait on each other.
+/// accumulator so that the adds of a sum do not wait on each other
+/// (`tfm-bench`, 1 thread, AVX2, loaded machine, best of 2: 1024 x 512 at
+/// 13, 16, 19 and 16 GB/s with 1, 2, 4 and 8; 32 x 512 at 15, 20, 22, 21).
 constexpr int64_t kLayerNormUnroll = 4;
 
 /// visit(b, loc, column, slot, full, values) updates the loop-carried
@@ -289,27 +294,11 @@ static Value vectorLayerNorm(OpBuilder &b, Location loc, Value x,
 
   Value m = getValueOrCreateConstantIndexOp(b, loc, dimOf(b, loc, x, 0));
   Value rowBlock = indexConstant(b, loc, kLayerNormRowBlock);
-  Value blocks = b.create<arith::CeilDivUIOp>(loc, m, rowBlock);
   Value out = emptyTensor(b, loc, {m, b.getIndexAttr(width)}, elt);
   Value fzero = floatConstant(b, loc, elt, 0.0);
   Value vzero = floatConstant(b, loc, vecType, 0.0);
   Value count = floatConstant(b, loc, elt, double(width));
   Value eps = floatConstant(b, loc, elt, epsilon);
-
-  auto forall = b.create<scf::ForallOp>(loc, ArrayRef<OpFoldResult>{blocks},
-                                        ValueRange{out}, std::nullopt);
-  OpBuilder::InsertionGuard guard(b);
-  Block *body = forall.getBody();
-  b.setInsertionPointToStart(body);
-  // Rows [r0, r0 + rows) of this block.
-  Value r0 = b.create<arith::MulIOp>(loc, body->getArgument(0), rowBlock);
-  Value rows = b.create<arith::MinUIOp>(loc, rowBlock,
-                                        b.create<arith::SubIOp>(loc, m, r0));
-  SmallVector<OpFoldResult> tileOffsets = {r0, b.getIndexAttr(0)};
-  SmallVector<OpFoldResult> tileSizes = {rows, b.getIndexAttr(width)};
-  Value tile = b.create<tensor::ExtractSliceOp>(
-      loc, body->getArguments().back(), tileOffsets, tileSizes,
-      unitStrides(b, 2));
 
   // s = x + r at [row, column..column + L); lanes past the row read `pad`
   // from x and 0 from r.
@@ -331,72 +320,111 @@ static Value vectorLayerNorm(OpBuilder &b, Location loc, Value x,
         rl, vecType, param, ValueRange{column}, fzero, ArrayRef<bool>{full});
   };
 
-  auto rowLoop = b.create<scf::ForOp>(
-      loc, indexConstant(b, loc, 0), rows, indexConstant(b, loc, 1),
-      ValueRange{tile},
-      [&](OpBuilder &lb, Location ll, Value i, ValueRange tileIter) {
-        Value row = lb.create<arith::AddIOp>(ll, r0, i);
-        SmallVector<Value> zeros(accumulators, vzero);
-        // Pass 1: sum(s); lanes past the row are 0.
-        SmallVector<Value> sums = visitRow(
-            lb, ll, width, lanes, unroll, zeros,
-            [&](OpBuilder &vb, Location vl, Value column, int64_t slot,
-                bool full, SmallVectorImpl<Value> &acc) {
-              acc[slot] = vb.create<arith::AddFOp>(
-                  vl, acc[slot], readSum(vb, vl, row, column, full, fzero));
-            });
-        Value mean =
-            lb.create<arith::DivFOp>(ll, sumOfLanes(lb, ll, sums), count);
-        Value meanVec = lb.create<vector::BroadcastOp>(ll, vecType, mean);
-        // Pass 2: sum((s - mean)²); lanes past the row read x = mean, so
-        // they add 0.
-        SmallVector<Value> squares = visitRow(
-            lb, ll, width, lanes, unroll, zeros,
-            [&](OpBuilder &vb, Location vl, Value column, int64_t slot,
-                bool full, SmallVectorImpl<Value> &acc) {
-              Value d = vb.create<arith::SubFOp>(
-                  vl, readSum(vb, vl, row, column, full, mean), meanVec);
-              acc[slot] = vb.create<vector::FMAOp>(vl, d, d, acc[slot]);
-            });
-        // inv = rsqrt(var + eps), var = sum((s - mean)²) / C
-        Value var =
-            lb.create<arith::DivFOp>(ll, sumOfLanes(lb, ll, squares), count);
-        Value inv = lb.create<math::RsqrtOp>(
-            ll, lb.create<arith::AddFOp>(ll, var, eps));
-        Value invVec = lb.create<vector::BroadcastOp>(ll, vecType, inv);
-        // Pass 3: y = (s - mean) · inv · γ + β, masked past the row.
-        SmallVector<Value> written = visitRow(
-            lb, ll, width, lanes, unroll, tileIter,
-            [&](OpBuilder &vb, Location vl, Value column, int64_t, bool full,
-                SmallVectorImpl<Value> &t) {
-              Value y = vb.create<arith::MulFOp>(
-                  vl,
-                  vb.create<arith::SubFOp>(
-                      vl, readSum(vb, vl, row, column, full, fzero), meanVec),
-                  invVec);
-              Value scale =
-                  gamma ? readChannel(vb, vl, gamma, column, full) : Value();
-              Value bias =
-                  beta ? readChannel(vb, vl, beta, column, full) : Value();
-              if (scale && bias)
-                y = vb.create<vector::FMAOp>(vl, y, scale, bias);
-              else if (scale)
-                y = vb.create<arith::MulFOp>(vl, y, scale);
-              else if (bias)
-                y = vb.create<arith::AddFOp>(vl, y, bias);
-              t[0] = vb.create<vector::TransferWriteOp>(vl, y, t[0],
-                                                        ValueRange{i, column},
-                                                        ArrayRef<bool>{full})
-                         .getResult();
-            });
-        lb.create<scf::YieldOp>(ll, written);
-      });
+  // Rows [r0, r0 + rows) of x into `tile` (rows of y from r0).
+  auto normalizeRows = [&](OpBuilder &nb, Location nl, Value r0, Value rows,
+                           Value tile) -> Value {
+    auto rowLoop = nb.create<scf::ForOp>(
+        nl, indexConstant(nb, nl, 0), rows, indexConstant(nb, nl, 1),
+        ValueRange{tile},
+        [&](OpBuilder &lb, Location ll, Value i, ValueRange tileIter) {
+          Value row = lb.create<arith::AddIOp>(ll, r0, i);
+          SmallVector<Value> zeros(accumulators, vzero);
+          // Pass 1: sum(s); lanes past the row are 0.
+          SmallVector<Value> sums = visitRow(
+              lb, ll, width, lanes, unroll, zeros,
+              [&](OpBuilder &vb, Location vl, Value column, int64_t slot,
+                  bool full, SmallVectorImpl<Value> &acc) {
+                acc[slot] = vb.create<arith::AddFOp>(
+                    vl, acc[slot], readSum(vb, vl, row, column, full, fzero));
+              });
+          Value mean =
+              lb.create<arith::DivFOp>(ll, sumOfLanes(lb, ll, sums), count);
+          Value meanVec = lb.create<vector::BroadcastOp>(ll, vecType, mean);
+          // Pass 2: sum((s - mean)²); lanes past the row read x = mean, so
+          // they add 0.
+          SmallVector<Value> squares = visitRow(
+              lb, ll, width, lanes, unroll, zeros,
+              [&](OpBuilder &vb, Location vl, Value column, int64_t slot,
+                  bool full, SmallVectorImpl<Value> &acc) {
+                Value d = vb.create<arith::SubFOp>(
+                    vl, readSum(vb, vl, row, column, full, mean), meanVec);
+                acc[slot] = vb.create<vector::FMAOp>(vl, d, d, acc[slot]);
+              });
+          // inv = rsqrt(var + eps), var = sum((s - mean)²) / C
+          Value var =
+              lb.create<arith::DivFOp>(ll, sumOfLanes(lb, ll, squares), count);
+          Value inv = lb.create<math::RsqrtOp>(
+              ll, lb.create<arith::AddFOp>(ll, var, eps));
+          Value invVec = lb.create<vector::BroadcastOp>(ll, vecType, inv);
+          // Pass 3: y = (s - mean) · inv · γ + β, masked past the row.
+          SmallVector<Value> written = visitRow(
+              lb, ll, width, lanes, unroll, tileIter,
+              [&](OpBuilder &vb, Location vl, Value column, int64_t, bool full,
+                  SmallVectorImpl<Value> &t) {
+                Value y = vb.create<arith::MulFOp>(
+                    vl,
+                    vb.create<arith::SubFOp>(
+                        vl, readSum(vb, vl, row, column, full, fzero), meanVec),
+                    invVec);
+                Value scale =
+                    gamma ? readChannel(vb, vl, gamma, column, full) : Value();
+                Value bias =
+                    beta ? readChannel(vb, vl, beta, column, full) : Value();
+                if (scale && bias)
+                  y = vb.create<vector::FMAOp>(vl, y, scale, bias);
+                else if (scale)
+                  y = vb.create<arith::MulFOp>(vl, y, scale);
+                else if (bias)
+                  y = vb.create<arith::AddFOp>(vl, y, bias);
+                t[0] = vb.create<vector::TransferWriteOp>(vl, y, t[0],
+                                                          ValueRange{i, column},
+                                                          ArrayRef<bool>{full})
+                           .getResult();
+              });
+          lb.create<scf::YieldOp>(ll, written);
+        });
+    return rowLoop.getResult(0);
+  };
 
-  b.setInsertionPointToStart(forall.getTerminator().getBody());
-  b.create<tensor::ParallelInsertSliceOp>(
-      loc, rowLoop.getResult(0), body->getArguments().back(), tileOffsets,
-      tileSizes, unitStrides(b, 2));
-  return forall.getResult(0);
+  // Blocks of rows on threads: the forall becomes an OpenMP loop.
+  auto normalizeInParallel = [&](OpBuilder &fb, Location fl) -> Value {
+    Value blocks = fb.create<arith::CeilDivUIOp>(fl, m, rowBlock);
+    auto forall = fb.create<scf::ForallOp>(fl, ArrayRef<OpFoldResult>{blocks},
+                                           ValueRange{out}, std::nullopt);
+    OpBuilder::InsertionGuard guard(fb);
+    Block *body = forall.getBody();
+    fb.setInsertionPointToStart(body);
+    // Rows [r0, r0 + rows) of this block.
+    Value r0 = fb.create<arith::MulIOp>(fl, body->getArgument(0), rowBlock);
+    Value rows = fb.create<arith::MinUIOp>(fl, rowBlock,
+                                           fb.create<arith::SubIOp>(fl, m, r0));
+    SmallVector<OpFoldResult> tileOffsets = {r0, fb.getIndexAttr(0)};
+    SmallVector<OpFoldResult> tileSizes = {rows, fb.getIndexAttr(width)};
+    Value tile = fb.create<tensor::ExtractSliceOp>(
+        fl, body->getArguments().back(), tileOffsets, tileSizes,
+        unitStrides(fb, 2));
+    Value normalized = normalizeRows(fb, fl, r0, rows, tile);
+    fb.setInsertionPointToStart(forall.getTerminator().getBody());
+    fb.create<tensor::ParallelInsertSliceOp>(
+        fl, normalized, body->getArguments().back(), tileOffsets, tileSizes,
+        unitStrides(fb, 2));
+    return forall.getResult(0);
+  };
+
+  // With at most one block of rows, no threads: the forall would have one
+  // iteration, and forking and joining costs more than a row of 512 takes.
+  Value few =
+      b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ule, m, rowBlock);
+  auto choice = b.create<scf::IfOp>(
+      loc, few,
+      [&](OpBuilder &sb, Location sl) {
+        sb.create<scf::YieldOp>(
+            sl, normalizeRows(sb, sl, indexConstant(sb, sl, 0), m, out));
+      },
+      [&](OpBuilder &pb, Location pl) {
+        pb.create<scf::YieldOp>(pl, normalizeInParallel(pb, pl));
+      });
+  return choice.getResult(0);
 }
 
 /// tfm.layer_norm: the vector kernel when the last axis is static and the
