@@ -1,4 +1,5 @@
 // RUN: tfm-opt %s -split-input-file -convert-tfm-to-linalg="vector-width=8" -canonicalize | FileCheck %s
+// RUN: tfm-opt %s -split-input-file -convert-tfm-to-linalg="vector-width=16" -canonicalize | FileCheck %s --check-prefix=AVX512
 
 // The vector layer norm for AVX2 (vectors of 8) over rows of 513: up to 8
 // rows on the calling thread, more in blocks of 8 rows in parallel; per row, three loops over 512 floats in steps of 4
@@ -46,6 +47,15 @@
 // CHECK: scf.forall.in_parallel
 // CHECK: tensor.parallel_insert_slice %{{.+}} into %[[OUT]][%[[R0]], 0] [%[[ROWS]], 513] [1, 1]
 // CHECK-NOT: linalg.generic
+
+// With AVX-512 (vectors of 16) the same row is 4 vectors of 16 per
+// iteration and the tail a masked vector of 16 at column 512.
+// AVX512-LABEL: func.func @vector_513(
+// AVX512: scf.for %[[J:.+]] = %c0 to %c512 step %c64 iter_args({{.+}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// AVX512: vector.transfer_read %{{.+}}[%{{.+}}, %[[J]]], %{{.+}} {in_bounds = [true]} : tensor<?x513xf32>, vector<16xf32>
+// AVX512: vector.transfer_read %{{.+}}[%{{.+}}, %c512], %{{.+}} : tensor<?x513xf32>, vector<16xf32>
+// AVX512: vector.reduction <add>, %{{.+}} : vector<16xf32> into f32
+// AVX512-LABEL: func.func @model_512(
 func.func @vector_513(%x: tensor<?x513xf32>, %r: tensor<?x513xf32>, %g: tensor<513xf32>, %b: tensor<513xf32>) -> tensor<?x513xf32> {
   %y = tfm.layer_norm %x residual(%r : tensor<?x513xf32>) scale(%g : tensor<513xf32>) bias(%b : tensor<513xf32>) epsilon 1.0e-5 : tensor<?x513xf32>
   return %y : tensor<?x513xf32>
