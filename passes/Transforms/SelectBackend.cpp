@@ -18,6 +18,14 @@ namespace tfm {
 using namespace mlir;
 using namespace mlir::tfm;
 
+/// Whether tfm-to-linalg lowers `op` with its vector kernel (a static f32
+/// last axis, rank 2 or more; Normalization.cpp).
+static bool hasVectorLayerNorm(LayerNormOp op) {
+  RankedTensorType type = op.getType();
+  return type.getRank() >= 2 && !type.isDynamicDim(type.getRank() - 1) &&
+         type.getElementType().isF32();
+}
+
 // What `auto` chooses, from measurements on this project's machines (2
 // threads, AVX-512; README.md, "Benchmarks", has the commands and tables):
 // - Linears: ours, the register-tiled kernel over weights packed in panels
@@ -34,18 +42,26 @@ using namespace mlir::tfm;
 //   step over a cache of 32 12.6 vs 2.5, of 256 18 vs 9.5, of 32 x 32
 //   sentences 15 vs 5.4. Other attention ops (dynamic head sizes) are
 //   spelled out so that oneDNN runs their products.
-// - Layer norm: oneDNN's layer_normalization moves 2-4.5x the bytes per
-//   second of our lowering, which recomputes the row statistics per element
-//   (`tfm-bench`, quiet machine: 32x512 7.2 vs 3.3 GB/s, 1024x512 11.5 vs
-//   2.5).
+// - Layer norm: ours where its last axis is static f32 (every checkpoint's):
+//   the vector kernel (per row mean, centered variance and the normalized
+//   row in vectors; a few rows without threads) against oneDNN's
+//   layer_normalization (`tfm-bench --layer-norm=...`, AMD EPYC, AVX2,
+//   2 threads, a peer's build running, best of 3, GB/s ours vs oneDNN
+//   [vs the read bandwidth it measured]: 1x512 25.1 vs 0.4, 4x512 27.9 vs
+//   1.5, 32x512 19.7 vs 8.3, 1024x512 27.7 vs 20.7 [19.8]). A dynamic or
+//   non-f32 last axis takes our generic lowering, two scalar linalg.generic
+//   ops that oneDNN's beats 2.5-9x (32x512 2.8 vs 7.8, 1024x512 2.2 vs
+//   19.5): those stay on oneDNN.
 // - Softmax, masks, elementwise: ours, with no call and no copy into a
 //   primitive's layout; oneDNN's softmax in the spelled-out attention cost
 //   5% more CPU end to end (7.7 s against 7.4 s).
 static StringRef autoBackend(Operation *op) {
   if (auto attention = dyn_cast<AttentionOp>(op))
     return hasVectorAttentionKernel(attention) ? "llvm" : "onednn";
-  if (isa<MatmulOp, LayerNormOp>(op))
+  if (isa<MatmulOp>(op))
     return "onednn";
+  if (auto norm = dyn_cast<LayerNormOp>(op))
+    return hasVectorLayerNorm(norm) ? "llvm" : "onednn";
   // The scale of a product rides on oneDNN's matmul as a post-op.
   if (auto scale = dyn_cast<ScaleOp>(op)) {
     auto product = scale.getInput().getDefiningOp<MatmulOp>();

@@ -47,21 +47,27 @@
 // AUTO-NEXT: tfm.attention tensor<?x?x?x?xf32>, tensor<?x?x?x?xf32>, tensor<?x?x?x?xf32> -> decomposed, onednn (1 op)
 // AUTO-NEXT: tfm.fused_linear tensor<?x?x64xf32>, tensor<256x64xf32>, tensor<256xf32> -> llvm (1 op)
 // AUTO-NEXT: tfm.fused_linear tensor<?x?x256xf32>, tensor<64x256xf32>, tensor<?x?x64xf32> -> llvm (1 op)
-// AUTO-NEXT: tfm.layer_norm tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32> -> onednn (1 op)
+// AUTO-NEXT: tfm.layer_norm tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32> -> llvm (1 op)
 // AUTO-NEXT: tfm.matmul tensor<?x?x?x?xf32>, tensor<?x?x?x?xf32> -> onednn (2 ops)
 // AUTO-NEXT: tfm.scale tensor<?x?x?x?xf32> -> onednn (1 op)
 // AUTO-NEXT: tfm.softmax tensor<?x?x?x?xf32> -> llvm (1 op)
 // AUTO-NEXT: tfm.matmul tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32> -> onednn (1 op)
 // AUTO-NEXT: tfm.scale tensor<?x8x?x?xf32> -> onednn (1 op)
-// AUTO: module attributes {tfm.backend_choice = "tfm.attention
+// AUTO: tfm.layer_norm tensor<?x?xf32> -> onednn (1 op)
+// AUTO-NEXT: module attributes {tfm.backend_choice = "tfm.attention
 
 // auto: linears are ours at every row count (the panel kernel beats
-// oneDNN's matmul up to 128 rows and is within 10% at 1024); the layer norm
-// is a oneDNN call.
+// oneDNN's matmul up to 128 rows and is within 10% at 1024); so is a layer
+// norm over a static f32 last axis (the vector kernel beats oneDNN's
+// layer_normalization); over a dynamic one it is a oneDNN call.
 // OURS-LABEL: func.func @feed_forward
-// OURS-NOT: call @tfm_onednn_linear
+// OURS-NOT: call @tfm_onednn_
 // OURS: tfm.fused_linear relu {{.*}} {tfm.backend = "llvm"}
 // OURS: tfm.fused_linear none {{.*}} {tfm.backend = "llvm"}
+// OURS: tfm.layer_norm {{.*}} {tfm.backend = "llvm"}
+// OURS-NOT: call @tfm_onednn_
+// OURS: return
+// OURS-LABEL: func.func @dynamic_width_norm
 // OURS: call @tfm_onednn_layer_norm
 
 // BAD: error: unknown backend 'gpu': expected llvm, onednn or auto
@@ -125,4 +131,13 @@ func.func @unfused(%q: tensor<?x8x?x64xf32>, %k: tensor<?x8x?x64xf32>, %v: tenso
   %other = tfm.softmax %masked axis 2 : tensor<?x8x?x?xf32>
   %o = tfm.matmul %p, %v : tensor<?x8x?x?xf32>, tensor<?x8x?x64xf32> -> tensor<?x8x?x64xf32>
   return %o, %other : tensor<?x8x?x64xf32>, tensor<?x8x?x?xf32>
+}
+
+// A layer norm over a dynamic last axis: no vector kernel, so auto keeps
+// oneDNN's (the last line of the AUTO report).
+// CHECK-LABEL: func.func @dynamic_width_norm
+// CHECK: call @tfm_onednn_layer_norm
+func.func @dynamic_width_norm(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %y = tfm.layer_norm %x epsilon 1.0e-5 : tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
 }

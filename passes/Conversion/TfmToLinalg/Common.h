@@ -116,8 +116,9 @@ void populateDataMovementLoweringPatterns(RewritePatternSet &patterns);
 /// tfm.matmul, and linears on panels of 4 vectors of `vectorWidth` floats.
 void populateLinearLoweringPatterns(RewritePatternSet &patterns,
                                     int64_t vectorWidth);
-/// Softmax, mean and layer norm.
-void populateNormalizationLoweringPatterns(RewritePatternSet &patterns);
+/// Softmax, mean, and layer norm on vectors of `vectorWidth` floats.
+void populateNormalizationLoweringPatterns(RewritePatternSet &patterns,
+                                           int64_t vectorWidth);
 /// tfm.attention as a FlashAttention loop nest.
 void populateAttentionLoweringPatterns(RewritePatternSet &patterns,
                                        int64_t queryBlock, int64_t keyBlock,

@@ -87,7 +87,7 @@ void mlir::tfm::populateTfmToLinalgPatterns(RewritePatternSet &patterns,
   lowering::populateElementwiseLoweringPatterns(patterns);
   lowering::populateDataMovementLoweringPatterns(patterns);
   lowering::populateLinearLoweringPatterns(patterns, vectorWidth);
-  lowering::populateNormalizationLoweringPatterns(patterns);
+  lowering::populateNormalizationLoweringPatterns(patterns, vectorWidth);
   lowering::populateAttentionLoweringPatterns(patterns, queryBlock, keyBlock,
                                               vectorWidth);
 }
