@@ -27,7 +27,8 @@ static bool hasVectorLayerNorm(LayerNormOp op) {
 }
 
 // What `auto` chooses, from measurements on this project's machines (2
-// threads, AVX-512; README.md, "Benchmarks", has the commands and tables):
+// threads unless said; README.md, "Benchmarks", has the commands and
+// tables):
 // - Linears: ours, the register-tiled kernel over weights packed in panels
 //   at compile time (`tfm-bench`, AMD Zen 3, 2 threads, GFLOP/s ours vs
 //   oneDNN 2.6's matmul: 1x512->2048 46.7 vs 40.8, 4x512->2048 93.9 vs
