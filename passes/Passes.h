@@ -41,6 +41,10 @@ constexpr llvm::StringLiteral kBackendAttr = "tfm.backend";
 /// kernel: f32, static head sizes, no additive mask.
 bool hasVectorAttentionKernel(AttentionOp op);
 
+/// Whether convert-tfm-to-linalg lowers `op` to its vector layer norm
+/// kernel: f32, a static last axis, rank 2 or more.
+bool hasVectorLayerNormKernel(LayerNormOp op);
+
 /// Whether oneDNN can run `op` (convert-tfm-to-onednn lowers it).
 bool isOneDnnCandidate(Operation *op);
 

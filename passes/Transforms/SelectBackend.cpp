@@ -18,14 +18,6 @@ namespace tfm {
 using namespace mlir;
 using namespace mlir::tfm;
 
-/// Whether tfm-to-linalg lowers `op` with its vector kernel (a static f32
-/// last axis, rank 2 or more; Normalization.cpp).
-static bool hasVectorLayerNorm(LayerNormOp op) {
-  RankedTensorType type = op.getType();
-  return type.getRank() >= 2 && !type.isDynamicDim(type.getRank() - 1) &&
-         type.getElementType().isF32();
-}
-
 // What `auto` chooses, from measurements on this project's machines (2
 // threads unless said; README.md, "Benchmarks", has the commands and
 // tables):
@@ -62,7 +54,7 @@ static StringRef autoBackend(Operation *op) {
   if (isa<MatmulOp>(op))
     return "onednn";
   if (auto norm = dyn_cast<LayerNormOp>(op))
-    return hasVectorLayerNorm(norm) ? "llvm" : "onednn";
+    return hasVectorLayerNormKernel(norm) ? "llvm" : "onednn";
   // The scale of a product rides on oneDNN's matmul as a post-op.
   if (auto scale = dyn_cast<ScaleOp>(op)) {
     auto product = scale.getInput().getDefiningOp<MatmulOp>();

@@ -98,26 +98,26 @@ static Value vectorQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
   int64_t keyBlock = groups * lanes;
   Value fzero = floatConstant(b, loc, elt, 0.0);
   Value zero = indexConstant(b, loc, 0), one = indexConstant(b, loc, 1);
-  // A vector of row `pos` of `t` [N, S, W] at column chunk c; the last
-  // chunk of a width that L does not divide is masked (zeros past W).
-  auto readChunk = [&](OpBuilder &rb, Location rl, Value t, Value pos,
-                       int64_t c, int64_t width) -> Value {
-    return rb.create<vector::TransferReadOp>(
-        rl, vecType, t, ValueRange{row, pos, indexConstant(rb, rl, c * lanes)},
-        fzero, ArrayRef<bool>{(c + 1) * lanes <= width});
+  // The vector at column chunk c of the row of `t` that `lead` indexes
+  // ([N, S, W] at {row, pos}, or a tile [qs, W] at {i}); the last chunk of
+  // a width that L does not divide is masked (zeros past W).
+  auto chunkIndices = [&](OpBuilder &rb, Location rl, ValueRange lead,
+                          int64_t c) {
+    SmallVector<Value> indices(lead);
+    indices.push_back(indexConstant(rb, rl, c * lanes));
+    return indices;
   };
-  // The same for the 2-D tiles [qs, W] at query i.
-  auto readRow = [&](OpBuilder &rb, Location rl, Value t, Value i, int64_t c,
-                     int64_t width) -> Value {
+  auto readAt = [&](OpBuilder &rb, Location rl, Value t, ValueRange lead,
+                    int64_t c, int64_t width) -> Value {
     return rb.create<vector::TransferReadOp>(
-        rl, vecType, t, ValueRange{i, indexConstant(rb, rl, c * lanes)}, fzero,
+        rl, vecType, t, chunkIndices(rb, rl, lead, c), fzero,
         ArrayRef<bool>{(c + 1) * lanes <= width});
   };
-  auto writeRow = [&](OpBuilder &rb, Location rl, Value value, Value t,
-                      Value i, int64_t c, int64_t width) -> Value {
+  auto writeAt = [&](OpBuilder &rb, Location rl, Value value, Value t,
+                     ValueRange lead, int64_t c, int64_t width) -> Value {
     return rb
         .create<vector::TransferWriteOp>(
-            rl, value, t, ValueRange{i, indexConstant(rb, rl, c * lanes)},
+            rl, value, t, chunkIndices(rb, rl, lead, c),
             ArrayRef<bool>{(c + 1) * lanes <= width})
         .getResult();
   };
@@ -151,7 +151,7 @@ static Value vectorQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
         kb.create<vector::BroadcastOp>(kl, i32Vec, toI32(kb, kl, end));
     SmallVector<Value> qv;
     for (int64_t c = 0; c < chunks; ++c)
-      qv.push_back(readChunk(kb, kl, q, query, c, d));
+      qv.push_back(readAt(kb, kl, q, {row, query}, c, d));
     // s = scale · q_i·K[k0 + j]ᵀ, masked; keys[j] = the row read for key j
     SmallVector<Value> keys, s, seen;
     for (int64_t g = 0; g < groups; ++g) {
@@ -165,7 +165,7 @@ static Value vectorQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
         keys.push_back(key);
         Value acc;
         for (int64_t c = 0; c < chunks; ++c) {
-          Value kc = readChunk(kb, kl, k, key, c, d);
+          Value kc = readAt(kb, kl, k, {row, key}, c, d);
           acc = acc ? kb.create<vector::FMAOp>(kl, qv[c], kc, acc).getResult()
                     : kb.create<arith::MulFOp>(kl, qv[c], kc).getResult();
         }
@@ -179,8 +179,8 @@ static Value vectorQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
                     kb.create<arith::AddIOp>(
                         kl, k0, indexConstant(kb, kl, g * lanes)))),
           laneIndex);
-      seen.push_back(kb.create<arith::CmpIOp>(kl, arith::CmpIPredicate::slt,
-                                              ids, endVec));
+      seen.push_back(
+          kb.create<arith::CmpIOp>(kl, arith::CmpIPredicate::slt, ids, endVec));
       Value scores = kb.create<arith::MulFOp>(
           kl, transposeSum(kb, kl, dots, lanes), scaleVec);
       s.push_back(kb.create<arith::SelectOp>(kl, seen[g], scores, ninfVec));
@@ -220,7 +220,7 @@ static Value vectorQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
             kl, vecType, kb.create<vector::ExtractOp>(kl, p[g], j));
         for (int64_t c = 0; c < outChunks; ++c)
           out[c] = kb.create<vector::FMAOp>(
-              kl, pj, readChunk(kb, kl, v, keys[g * lanes + j], c, dv),
+              kl, pj, readAt(kb, kl, v, {row, keys[g * lanes + j]}, c, dv),
               out[c]);
       }
     SmallVector<Value> next = {mNew, l};
@@ -254,17 +254,17 @@ static Value vectorQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
                   [&](OpBuilder &vb, Location vl) {
                     SmallVector<Value> state = {
                         vb.create<tensor::ExtractOp>(vl, mT, ValueRange{i}),
-                        readRow(vb, vl, lT, i, 0, lanes)};
+                        readAt(vb, vl, lT, i, 0, lanes)};
                     for (int64_t c = 0; c < outChunks; ++c)
-                      state.push_back(readRow(vb, vl, t, i, c, dv));
+                      state.push_back(readAt(vb, vl, t, i, c, dv));
                     SmallVector<Value> next =
                         visitBlock(vb, vl, k0, query, end, state);
                     Value nt = t;
                     for (int64_t c = 0; c < outChunks; ++c)
-                      nt = writeRow(vb, vl, next[2 + c], nt, i, c, dv);
+                      nt = writeAt(vb, vl, next[2 + c], nt, i, c, dv);
                     Value nm = vb.create<tensor::InsertOp>(vl, next[0], mT,
                                                            ValueRange{i});
-                    Value nl = writeRow(vb, vl, next[1], lT, i, 0, lanes);
+                    Value nl = writeAt(vb, vl, next[1], lT, i, 0, lanes);
                     vb.create<scf::YieldOp>(vl, ValueRange{nt, nm, nl});
                   },
                   [&](OpBuilder &vb, Location vl) {
@@ -281,17 +281,16 @@ static Value vectorQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
       loc, zero, qs, one, ValueRange{keyBlocks.getResult(0)},
       [&](OpBuilder &rb, Location rl, Value i, ValueRange iter) {
         Value sum = rb.create<vector::ReductionOp>(
-            rl, vector::CombiningKind::ADD, readRow(rb, rl, sums, i, 0, lanes));
+            rl, vector::CombiningKind::ADD, readAt(rb, rl, sums, i, 0, lanes));
         Value inv = rb.create<vector::BroadcastOp>(
             rl, vecType,
-            rb.create<arith::DivFOp>(rl, floatConstant(rb, rl, elt, 1.0),
-                                     sum));
+            rb.create<arith::DivFOp>(rl, floatConstant(rb, rl, elt, 1.0), sum));
         Value t = iter[0];
         for (int64_t c = 0; c < outChunks; ++c)
-          t = writeRow(rb, rl,
-                       rb.create<arith::MulFOp>(rl, readRow(rb, rl, t, i, c, dv),
-                                                inv),
-                       t, i, c, dv);
+          t = writeAt(
+              rb, rl,
+              rb.create<arith::MulFOp>(rl, readAt(rb, rl, t, i, c, dv), inv), t,
+              i, c, dv);
         rb.create<scf::YieldOp>(rl, t);
       });
   return normalize.getResult(0);

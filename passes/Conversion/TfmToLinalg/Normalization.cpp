@@ -442,10 +442,7 @@ struct LayerNormLowering : public OpConversionPattern<LayerNormOp> {
     RankedTensorType type = op.getType();
     Value input = adaptor.getInput(), residual = adaptor.getResidual();
     Value gamma = adaptor.getScale(), beta = adaptor.getBias();
-    bool vectorizable = type.getRank() >= 2 &&
-                        !ShapedType::isDynamic(type.getShape().back()) &&
-                        type.getElementType().isF32();
-    if (!vectorizable) {
+    if (!hasVectorLayerNormKernel(op)) {
       rewriter.replaceOp(
           op, genericLayerNorm(rewriter, op, input, residual, gamma, beta));
       return success();
@@ -469,4 +466,10 @@ void mlir::tfm::lowering::populateNormalizationLoweringPatterns(
     RewritePatternSet &patterns, int64_t vectorWidth) {
   patterns.add<SoftmaxLowering, MeanLowering>(patterns.getContext());
   patterns.add<LayerNormLowering>(patterns.getContext(), vectorWidth);
+}
+
+bool mlir::tfm::hasVectorLayerNormKernel(LayerNormOp op) {
+  RankedTensorType type = op.getType();
+  return type.getRank() >= 2 && !type.isDynamicDim(type.getRank() - 1) &&
+         type.getElementType().isF32();
 }
