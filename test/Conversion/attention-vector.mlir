@@ -5,14 +5,21 @@
 // parallel over heads, key blocks of 32 that a query visits only if it sees
 // one of their keys, scores from vector FMAs summed by shuffles, the online
 // softmax with vector exps (one per vector of 32 scores, and the
-// correction), the weighted sum of V in vector FMAs, then O / l.
+// correction), the weighted sum of V in vector FMAs, then O / l. Q, K and
+// V are read in their own shapes (a cache's valid prefix is a strided view:
+// collapsing its batch and head dimensions would copy it every step).
 // CHECK-LABEL: func.func @decode
+// CHECK-NOT: tensor.collapse_shape {{.*}} : tensor<?x8x?x64xf32>
 // CHECK: scf.forall
+// CHECK: arith.remui %{{.*}}, %c8
+// CHECK: arith.divui %{{.*}}, %c8
 // CHECK: linalg.fill
 // CHECK: scf.for {{.*}} step %c32
 // CHECK: scf.if
-// AVX2: vector.transfer_read {{.*}} {in_bounds = [true]} : tensor<?x?x64xf32>, vector<8xf32>
-// AVX512: vector.transfer_read {{.*}} {in_bounds = [true]} : tensor<?x?x64xf32>, vector<16xf32>
+// AVX2: vector.transfer_read {{.*}} {in_bounds = [true]} : tensor<?x8x1x64xf32>, vector<8xf32>
+// AVX512: vector.transfer_read {{.*}} {in_bounds = [true]} : tensor<?x8x1x64xf32>, vector<16xf32>
+// AVX2: vector.transfer_read {{.*}} {in_bounds = [true]} : tensor<?x8x?x64xf32>, vector<8xf32>
+// AVX512: vector.transfer_read {{.*}} {in_bounds = [true]} : tensor<?x8x?x64xf32>, vector<16xf32>
 // CHECK: vector.fma
 // CHECK: vector.shuffle
 // CHECK: vector.reduction <maximumf>

@@ -68,9 +68,11 @@ static Value transposeSum(OpBuilder &b, Location loc, SmallVector<Value> accs,
 /// independent work to hide their latencies.
 constexpr int64_t kVectorKeyBlock = 32;
 
-/// The vector form of one block of queries q0 .. q0 + qs of flattened batch
-/// row `row`, with D and Dv static, written to `tile` [qs, Dv] (the block's
-/// rows of the output). Keys go in blocks of B = kVectorKeyBlock, each
+/// The vector form of one block of queries q0 .. q0 + qs of the batch row
+/// whose leading indices (batch, head, ..) are `lead`, with D and Dv static,
+/// written to `tile` [qs, Dv] (the block's rows of the output). Q, K and V
+/// keep their leading dimensions: collapsing those of a KV cache's valid
+/// prefix (a strided view) would copy the cache every step. Keys go in blocks of B = kVectorKeyBlock, each
 /// visited by every query of the block in turn; between key blocks a
 /// query's running state lives in the output tile (O), `rowMax` (m) and
 /// `rowSum` (l, one vector per query). For query i and key block k0:
@@ -85,10 +87,12 @@ constexpr int64_t kVectorKeyBlock = 32;
 /// and finally O / Σ l. Reads past a query's last key are clamped to it;
 /// their weights are 0.
 static Value vectorQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
-                              Value v, Value row, Value q0, Value qs,
+                              Value v, ValueRange lead, Value q0, Value qs,
                               Value keyEnd, Value shift, bool causal,
                               double scale, int64_t lanes, Value tile) {
-  int64_t d = tensorTypeOf(q).getDimSize(2), dv = tensorTypeOf(v).getDimSize(2);
+  int64_t rank = tensorTypeOf(q).getRank();
+  int64_t d = tensorTypeOf(q).getDimSize(rank - 1);
+  int64_t dv = tensorTypeOf(v).getDimSize(rank - 1);
   Type elt = tensorTypeOf(q).getElementType();
   auto vecType = VectorType::get({lanes}, elt);
   auto i32Vec = VectorType::get({lanes}, b.getI32Type());
@@ -98,26 +102,26 @@ static Value vectorQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
   int64_t keyBlock = groups * lanes;
   Value fzero = floatConstant(b, loc, elt, 0.0);
   Value zero = indexConstant(b, loc, 0), one = indexConstant(b, loc, 1);
-  // The vector at column chunk c of the row of `t` that `lead` indexes
-  // ([N, S, W] at {row, pos}, or a tile [qs, W] at {i}); the last chunk of
-  // a width that L does not divide is masked (zeros past W).
-  auto chunkIndices = [&](OpBuilder &rb, Location rl, ValueRange lead,
+  // The vector at column chunk c of the row of `t` that `rowIndex` indexes
+  // ([.., S, W] at {lead.., pos}, or a tile [qs, W] at {i}); the last chunk
+  // of a width that L does not divide is masked (zeros past W).
+  auto chunkIndices = [&](OpBuilder &rb, Location rl, ValueRange rowIndex,
                           int64_t c) {
-    SmallVector<Value> indices(lead);
+    SmallVector<Value> indices(rowIndex);
     indices.push_back(indexConstant(rb, rl, c * lanes));
     return indices;
   };
-  auto readAt = [&](OpBuilder &rb, Location rl, Value t, ValueRange lead,
+  auto readAt = [&](OpBuilder &rb, Location rl, Value t, ValueRange rowIndex,
                     int64_t c, int64_t width) -> Value {
     return rb.create<vector::TransferReadOp>(
-        rl, vecType, t, chunkIndices(rb, rl, lead, c), fzero,
+        rl, vecType, t, chunkIndices(rb, rl, rowIndex, c), fzero,
         ArrayRef<bool>{(c + 1) * lanes <= width});
   };
   auto writeAt = [&](OpBuilder &rb, Location rl, Value value, Value t,
-                     ValueRange lead, int64_t c, int64_t width) -> Value {
+                     ValueRange rowIndex, int64_t c, int64_t width) -> Value {
     return rb
         .create<vector::TransferWriteOp>(
-            rl, value, t, chunkIndices(rb, rl, lead, c),
+            rl, value, t, chunkIndices(rb, rl, rowIndex, c),
             ArrayRef<bool>{(c + 1) * lanes <= width})
         .getResult();
   };
@@ -141,6 +145,12 @@ static Value vectorQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
   Value scaleVec = floatConstant(b, loc, vecType, scale);
   Value ninfVec = floatConstant(b, loc, vecType, -INFINITY);
   Value zeroVec = floatConstant(b, loc, vecType, 0.0);
+  // {lead.., pos}: the row at position pos of Q, K or V.
+  auto at = [&](Value pos) {
+    SmallVector<Value> indices(lead);
+    indices.push_back(pos);
+    return indices;
+  };
 
   // One key block for query i at position `query`, its state in registers:
   // {m, l, O...} -> {m', l', O'...}.
@@ -151,7 +161,7 @@ static Value vectorQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
         kb.create<vector::BroadcastOp>(kl, i32Vec, toI32(kb, kl, end));
     SmallVector<Value> qv;
     for (int64_t c = 0; c < chunks; ++c)
-      qv.push_back(readAt(kb, kl, q, {row, query}, c, d));
+      qv.push_back(readAt(kb, kl, q, at(query), c, d));
     // s = scale · q_i·K[k0 + j]ᵀ, masked; keys[j] = the row read for key j
     SmallVector<Value> keys, s, seen;
     for (int64_t g = 0; g < groups; ++g) {
@@ -165,7 +175,7 @@ static Value vectorQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
         keys.push_back(key);
         Value acc;
         for (int64_t c = 0; c < chunks; ++c) {
-          Value kc = readAt(kb, kl, k, {row, key}, c, d);
+          Value kc = readAt(kb, kl, k, at(key), c, d);
           acc = acc ? kb.create<vector::FMAOp>(kl, qv[c], kc, acc).getResult()
                     : kb.create<arith::MulFOp>(kl, qv[c], kc).getResult();
         }
@@ -220,7 +230,7 @@ static Value vectorQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
             kl, vecType, kb.create<vector::ExtractOp>(kl, p[g], j));
         for (int64_t c = 0; c < outChunks; ++c)
           out[c] = kb.create<vector::FMAOp>(
-              kl, pj, readAt(kb, kl, v, {row, keys[g * lanes + j]}, c, dv),
+              kl, pj, readAt(kb, kl, v, at(keys[g * lanes + j]), c, dv),
               out[c]);
       }
     SmallVector<Value> next = {mNew, l};
@@ -383,8 +393,20 @@ struct AttentionLowering : public OpConversionPattern<AttentionOp> {
         // Written in place: the rows of the shared output.
         Value init = rowTile(rewriter, loc, body->getArguments().back(), row,
                              q0, qs, dv);
-        tile = vectorQueryBlock(rewriter, loc, q, k, v, row, q0, qs, kEnd,
-                                shift, causal, scale, lanes, init);
+        // row = Σ lead[i]·Π_{j>i} size_j over the leading dimensions
+        SmallVector<Value> lead(rank - 2);
+        Value rest = row;
+        for (int64_t dim = rank - 3; dim >= 0; --dim) {
+          Value size = idx(dimOf(rewriter, loc, adaptor.getQuery(), dim));
+          lead[dim] = dim == 0
+                          ? rest
+                          : rewriter.create<arith::RemUIOp>(loc, rest, size);
+          if (dim > 0)
+            rest = rewriter.create<arith::DivUIOp>(loc, rest, size);
+        }
+        tile = vectorQueryBlock(rewriter, loc, adaptor.getQuery(),
+                                adaptor.getKey(), adaptor.getValue(), lead, q0,
+                                qs, kEnd, shift, causal, scale, lanes, init);
       } else {
         if (causal) {
           // last query of the block sees keys up to q0 + qs - 1 + Sk - Sq
