@@ -4,8 +4,9 @@
 // (3 panels, the last part padding). With at most 8 rows, K goes in blocks
 // of 64 (64, 64, 22) over sums zeroed first: tiles of 2 rows by the whole
 // panel (8 accumulators), then single rows, the epilogue after the last
-// block. With more rows, one block over K, tiles of 4 rows by 2 vectors (8
-// accumulators) in two column groups, sums from zero.
+// block. With more rows, one block over K, sums from zero: tiles of 6 rows
+// by 2 vectors (12 accumulators) in two column groups, then pairs of rows
+// by the whole panel, then single rows.
 // CHECK-LABEL: func.func @ffn(
 // CHECK: memref.view %{{.+}} to memref<3x150x32xf32>
 // CHECK: scf.forall (%[[P:.+]]) in (3)
@@ -23,13 +24,16 @@
 // CHECK: arith.select %[[LAST]], %[[WITH]], %{{.+}} : vector<8xf32>
 // CHECK: } else {
 // CHECK-NOT: linalg.fill
-// CHECK: scf.for %{{.+}} step %c4
-// CHECK: scf.for %{{.+}} = %c0 to %c150 step %c1 iter_args(%{{.+}} = %cst{{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: scf.for %{{.+}} step %c6
+// CHECK: scf.for %{{.+}} = %c0 to %c150 step %c1 iter_args(%{{.+}} = %cst{{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHECK: vector.transfer_read %{{.+}}[%[[P]], %{{.+}}, %c0], {{.+}} : tensor<3x150x32xf32>, vector<8xf32>
 // CHECK: vector.transfer_read %{{.+}}[%[[P]], %{{.+}}, %c8], {{.+}} : tensor<3x150x32xf32>, vector<8xf32>
-// CHECK: scf.for %{{.+}} = %c0 to %c150 step %c1 iter_args(%{{.+}} = %cst{{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: scf.for %{{.+}} = %c0 to %c150 step %c1 iter_args(%{{.+}} = %cst{{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHECK: vector.transfer_read %{{.+}}[%[[P]], %{{.+}}, %c16], {{.+}} : tensor<3x150x32xf32>, vector<8xf32>
 // CHECK: vector.transfer_read %{{.+}}[%[[P]], %{{.+}}, %c24], {{.+}} : tensor<3x150x32xf32>, vector<8xf32>
+// CHECK: scf.for %{{.+}} step %c2
+// CHECK: scf.for %{{.+}} = %c0 to %c150 step %c1 iter_args(%{{.+}} = %cst{{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: scf.for %{{.+}} step %c1
 // CHECK: tensor.extract_slice %{{.+}}[0, 0] [%{{.+}}, 70] [1, 1] : tensor<?x96xf32> to tensor<?x70xf32>
 func.func @ffn(%x: tensor<?x150xf32>, %r: tensor<?x70xf32>) -> tensor<?x70xf32> {
   %w = tfm.weight "fc.weight" : tensor<70x150xf32>

@@ -48,9 +48,10 @@ func.func @linear_silu_odd(%x: tensor<?x17xf32>, %w: tensor<33x17xf32>) -> tenso
 
 // The panel kernel, its epilogue fused, against oneDNN's matmul, GELU and
 // add on odd sizes: K = 37 (no multiple of a vector), N = 70 (a partial
-// panel), 1 to 9 rows (whole row tiles and single rows).
-// RUN: for m in 1 2 3 4 5 7 8 9; do tfm-run %s --entry=panels_odd --shapes="${m}x37,${m}x70 -> ${m}x70" --compare-decomposed --reference-backend=onednn; done | FileCheck %s --check-prefix=PANELS
-// PANELS-COUNT-8: result 0: {{[0-9]+}} values, fused vs decomposed max difference {{.+}} relative (rtol 1e-05): ok
+// panel), 1 to 33 rows (whole row tiles of each shape, pairs and single
+// rows).
+// RUN: for m in 1 2 3 4 5 7 8 9 13 33; do tfm-run %s --entry=panels_odd --shapes="${m}x37,${m}x70 -> ${m}x70" --compare-decomposed --reference-backend=onednn; done | FileCheck %s --check-prefix=PANELS
+// PANELS-COUNT-10: result 0: {{[0-9]+}} values, fused vs decomposed max difference {{.+}} relative (rtol 1e-05): ok
 // K = 150: three blocks of K (64, 64, 22), the epilogue after the last.
 // RUN: for m in 1 4 7; do tfm-run %s --entry=panels_long --shapes="${m}x150,70x150,${m}x70 -> ${m}x70" --compare-decomposed --reference-backend=onednn; done | FileCheck %s --check-prefix=LONG
 // LONG-COUNT-3: result 0: {{[0-9]+}} values, fused vs decomposed max difference {{.+}} relative (rtol 1e-05): ok
