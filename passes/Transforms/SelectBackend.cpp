@@ -23,10 +23,13 @@ using namespace mlir::tfm;
 // tables):
 // - Linears: ours, the register-tiled kernel over weights packed in panels
 //   at compile time (`tfm-bench`, AMD Zen 3, 2 threads, GFLOP/s ours vs
-//   oneDNN 2.6's matmul: 1x512->2048 46.7 vs 40.8, 4x512->2048 93.9 vs
-//   47.6, 32x512->2048 114 vs 65, 32x2048->512 112 vs 82, 128x512->32000
-//   113 vs 112, 1024x512->2048 114 vs 127). One layout then serves every
-//   row count, and the weights file holds one copy of each matrix.
+//   oneDNN 2.6's matmul, bench/results/2026-12-01-zen3-tiles.md:
+//   1x512->2048 44.1 vs 36.1, 4x512->2048 99.2 vs 48.1, 32x512->2048 124
+//   vs 66.1, 32x2048->512 132 vs 82.4, 32x512->32000 80.4 vs 83,
+//   1024x512->2048 136 vs 137, 1024x2048->512 127 vs 137; only
+//   1024x512->32000, which no translation runs, trails: 102 vs 145). One
+//   layout then serves every row count, and the weights file holds one
+//   copy of each matrix.
 // - Attention: ours, fused, wherever the vector FlashAttention kernel
 //   takes it (f32, static head sizes: every model's). `tfm-bench`, AMD Zen
 //   3, 1 thread, GFLOP/s fused vs spelled out on oneDNN's batched matmuls:
