@@ -362,26 +362,52 @@ void Translator::decodeStep(int64_t step, const std::vector<int32_t> &tokens) {
 
 void Translator::reorderCaches(const std::vector<int64_t> &parents,
                                int64_t length) {
+  // Rows that take another row's cache, and the parents among them whose
+  // own rows are about to be overwritten: only those are staged, the other
+  // parents are copied from directly.
   std::vector<int64_t> moved;
+  std::vector<bool> overwritten(rows, false);
   for (int64_t r = 0; r < rows; ++r)
-    if (parents[r] != r)
+    if (parents[r] != r) {
       moved.push_back(r);
+      overwritten[r] = true;
+    }
   if (moved.empty())
     return;
+  std::vector<int64_t> stageSlot(rows, -1), staged;
+  for (int64_t r : moved) {
+    int64_t p = parents[r];
+    if (overwritten[p] && stageSlot[p] < 0) {
+      stageSlot[p] = int64_t(staged.size());
+      staged.push_back(p);
+    }
+  }
   // Per row and head, positions [0, length) are contiguous.
   int64_t chunk = length * headDim, headStride = capacity * headDim;
-  std::vector<float> staged(moved.size() * heads * chunk);
-  for (auto &cache : caches) {
-    float *base = cache->data;
-    for (size_t m = 0; m < moved.size(); ++m)
-      for (int64_t h = 0; h < heads; ++h)
-        std::memcpy(&staged[(m * heads + h) * chunk],
-                    base + (parents[moved[m]] * heads + h) * headStride,
-                    chunk * sizeof(float));
-    for (size_t m = 0; m < moved.size(); ++m)
-      for (int64_t h = 0; h < heads; ++h)
-        std::memcpy(base + (moved[m] * heads + h) * headStride,
-                    &staged[(m * heads + h) * chunk], chunk * sizeof(float));
+  int64_t rowChunk = heads * chunk;
+  // The caches in parallel, each thread with its staging area.
+#pragma omp parallel
+  {
+    std::unique_ptr<float[]> stage(new float[staged.size() * rowChunk]);
+#pragma omp for schedule(static)
+    for (size_t c = 0; c < caches.size(); ++c) {
+      float *base = caches[c]->data;
+      for (size_t i = 0; i < staged.size(); ++i)
+        for (int64_t h = 0; h < heads; ++h)
+          std::memcpy(&stage[i * rowChunk + h * chunk],
+                      base + (staged[i] * heads + h) * headStride,
+                      chunk * sizeof(float));
+      for (int64_t r : moved) {
+        int64_t p = parents[r];
+        for (int64_t h = 0; h < heads; ++h) {
+          const float *from =
+              overwritten[p] ? &stage[stageSlot[p] * rowChunk + h * chunk]
+                             : base + (p * heads + h) * headStride;
+          std::memcpy(base + (r * heads + h) * headStride, from,
+                      chunk * sizeof(float));
+        }
+      }
+    }
   }
 }
 
