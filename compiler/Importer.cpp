@@ -372,14 +372,18 @@ void ModelImporter::buildDecodeStep(ModuleOp module) {
     x = layerNorm(x, "model.decoder.layer_norm");
   }
 
-  // logits = x · Eᵀ + final_logits_bias (E: the target embedding when tied)
+  // logits = x · Eᵀ + final_logits_bias (E: the target embedding when tied);
+  // the bias, [1, V] in checkpoints, is the linear's own, so the logits are
+  // written once.
   setLoc("lm_head");
   StringRef outTable = config.tieWordEmbeddings ? table : "lm_head.weight";
-  Value out = builder.create<LinearOp>(loc, x, weight(outTable, {vocab, d}),
-                                       Value());
+  Value logitsBias;
   if (hasTensor("final_logits_bias"))
-    out = builder.create<AddOp>(loc, out,
-                                weight("final_logits_bias", {1, vocab}));
+    logitsBias = builder.create<tensor::CollapseShapeOp>(
+        loc, weight("final_logits_bias", {1, vocab}),
+        ArrayRef<ReassociationIndices>{{0, 1}});
+  Value out = builder.create<LinearOp>(loc, x, weight(outTable, {vocab, d}),
+                                       logitsBias);
   SmallVector<Value> outputs = {out};
   outputs.append(caches);
   builder.create<func::ReturnOp>(loc, outputs);

@@ -43,13 +43,15 @@ def TfmFuseLayerNormPass : Pass<"tfm-fuse-layer-norm"> {
 def TfmFuseLinearEpiloguePass : Pass<"tfm-fuse-linear-epilogue"> {
   let summary = "Fold bias, activation and residual add into tfm.fused_linear";
   let description = [{
-    `residual + act(x·Wᵀ + b)`: the bias add (a `[N]` vector), the
-    activation (relu, gelu, silu) and a residual add of the result's shape
-    that follow a `tfm.linear` become its epilogue, so one kernel applies
-    them while the tile is in registers. An intermediate with another user
+    `residual + act(x·Wᵀ + b)`: the bias add (a `[N]` vector, or `[1, N]`
+    as checkpoints store `final_logits_bias`), the activation (relu, gelu,
+    silu) and a residual add of the result's shape that follow a
+    `tfm.linear` become its epilogue, so one kernel applies them while the
+    tile is in registers. An intermediate with another user
     stops the folding there.
   }];
-  let dependentDialects = ["::mlir::tfm::TfmDialect"];
+  let dependentDialects = ["::mlir::tfm::TfmDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def TfmDecomposePass : Pass<"tfm-decompose"> {

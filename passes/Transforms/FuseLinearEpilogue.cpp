@@ -45,12 +45,22 @@ struct FuseLinearEpiloguePattern : public OpRewritePattern<LinearOp> {
     Activation activation = Activation::none;
     int64_t outFeatures = linear.getWeight().getType().getDimSize(0);
 
-    // + b, with b an [N] vector (when the linear has no bias of its own)
+    // + b, with b an [N] vector or [1, .., 1, N] (a checkpoint's
+    // final_logits_bias), when the linear has no bias of its own
     if (auto add = dyn_cast_or_null<AddOp>(soleUser(root)); add && !bias) {
       Value b = otherOperand(add, root->getResult(0));
       auto t = b ? dyn_cast<RankedTensorType>(b.getType()) : nullptr;
-      if (t && t.getRank() == 1 && t.getDimSize(0) == outFeatures) {
+      if (t && t.getRank() >= 1 && t.getShape().back() == outFeatures &&
+          llvm::all_of(t.getShape().drop_back(),
+                       [](int64_t size) { return size == 1; })) {
         bias = b;
+        if (t.getRank() > 1) {
+          rewriter.setInsertionPoint(add);
+          SmallVector<ReassociationIndices> all(1);
+          for (int64_t d = 0; d < t.getRank(); ++d)
+            all[0].push_back(d);
+          bias = rewriter.create<tensor::CollapseShapeOp>(add.getLoc(), b, all);
+        }
         root = add;
       }
     }

@@ -76,3 +76,20 @@ func.func @plain_linear(%x: tensor<?x?x64xf32>, %w: tensor<64x64xf32>) -> tensor
   %y = tfm.sqrt %h : tensor<?x?x64xf32>
   return %y : tensor<?x?x64xf32>
 }
+
+// -----
+
+// The output projection plus final_logits_bias, stored [1, V] as in the
+// checkpoints: the bias is collapsed to [V] and joins the epilogue, so the
+// logits are written once.
+// CHECK-LABEL: func @logits_bias
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: {{.+}}, %[[E:[a-z0-9]+]]: {{.+}}, %[[B:[a-z0-9]+]]: {{.+}})
+// CHECK-NEXT: %[[V:.+]] = tensor.collapse_shape %[[B]] {{\[\[}}0, 1]] : tensor<1x96xf32> into tensor<96xf32>
+// CHECK-NEXT: %[[Y:.+]] = tfm.fused_linear none %[[X]], %[[E]] bias(%[[V]] : tensor<96xf32>)
+// CHECK-NEXT: return %[[Y]]
+func.func @logits_bias(%x: tensor<?x?x64xf32>, %e: tensor<96x64xf32>, %b: tensor<1x96xf32>) -> tensor<?x?x96xf32> {
+  %h = tfm.linear %x, %e : (tensor<?x?x64xf32>, tensor<96x64xf32>) -> tensor<?x?x96xf32>
+  %y = tfm.add %h, %b : tensor<?x?x96xf32>, tensor<1x96xf32> -> tensor<?x?x96xf32>
+  return %y : tensor<?x?x96xf32>
+}
+
