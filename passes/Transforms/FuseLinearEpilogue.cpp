@@ -46,11 +46,13 @@ struct FuseLinearEpiloguePattern : public OpRewritePattern<LinearOp> {
     int64_t outFeatures = linear.getWeight().getType().getDimSize(0);
 
     // + b, with b an [N] vector or [1, .., 1, N] (a checkpoint's
-    // final_logits_bias), when the linear has no bias of its own
+    // final_logits_bias) that does not widen the result, when the linear
+    // has no bias of its own
     if (auto add = dyn_cast_or_null<AddOp>(soleUser(root)); add && !bias) {
       Value b = otherOperand(add, root->getResult(0));
       auto t = b ? dyn_cast<RankedTensorType>(b.getType()) : nullptr;
-      if (t && t.getRank() >= 1 && t.getShape().back() == outFeatures &&
+      if (t && add.getType() == root->getResult(0).getType() &&
+          t.getRank() >= 1 && t.getShape().back() == outFeatures &&
           llvm::all_of(t.getShape().drop_back(),
                        [](int64_t size) { return size == 1; })) {
         bias = b;

@@ -93,3 +93,15 @@ func.func @logits_bias(%x: tensor<?x?x64xf32>, %e: tensor<96x64xf32>, %b: tensor
   return %y : tensor<?x?x96xf32>
 }
 
+
+// -----
+
+// Negative twin: a [1, 1, V] addend would widen a 2-D result to 3-D.
+// CHECK-LABEL: func @widening_bias
+// CHECK: tfm.linear
+// CHECK-NEXT: tfm.add
+func.func @widening_bias(%x: tensor<?x64xf32>, %e: tensor<96x64xf32>, %b: tensor<1x1x96xf32>) -> tensor<1x?x96xf32> {
+  %h = tfm.linear %x, %e : (tensor<?x64xf32>, tensor<96x64xf32>) -> tensor<?x96xf32>
+  %y = tfm.add %h, %b : tensor<?x96xf32>, tensor<1x1x96xf32> -> tensor<1x?x96xf32>
+  return %y : tensor<1x?x96xf32>
+}
