@@ -72,8 +72,9 @@ constexpr int64_t kVectorKeyBlock = 32;
 /// whose leading indices (batch, head, ..) are `lead`, with D and Dv static,
 /// written to `tile` [qs, Dv] (the block's rows of the output). Q, K and V
 /// keep their leading dimensions: collapsing those of a KV cache's valid
-/// prefix (a strided view) would copy the cache every step. Keys go in blocks of B = kVectorKeyBlock, each
-/// visited by every query of the block in turn; between key blocks a
+/// prefix (a strided view) would copy the cache every step. Keys go in
+/// blocks of B = kVectorKeyBlock, each visited by every query of the block
+/// in turn; between key blocks a
 /// query's running state lives in the output tile (O), `rowMax` (m) and
 /// `rowSum` (l, one vector per query). For query i and key block k0:
 ///   s[j] = scale · Σ_c q_i[c]·K[k0 + j][c]      (dot products of D in
@@ -352,12 +353,6 @@ struct AttentionLowering : public OpConversionPattern<AttentionOp> {
     Value sk = idx(dimOf(rewriter, loc, k, 1));
     OpFoldResult d = dimOf(rewriter, loc, q, 2);
     OpFoldResult dv = dimOf(rewriter, loc, v, 2);
-    // Rows of the flattened batch per row of the first batch dimension.
-    Value rowsPerBatch = indexConstant(rewriter, loc, 1);
-    for (int64_t dim = 1; dim < rank - 2; ++dim)
-      rowsPerBatch = rewriter.create<arith::MulIOp>(
-          loc, rowsPerBatch,
-          idx(dimOf(rewriter, loc, adaptor.getQuery(), dim)));
     Value shift = rewriter.create<arith::SubIOp>(loc, sk, sq);
     Value bq = indexConstant(rewriter, loc, queryBlock);
     Value bk = indexConstant(rewriter, loc, keyBlock);
@@ -380,12 +375,22 @@ struct AttentionLowering : public OpConversionPattern<AttentionOp> {
       Value qs = rewriter.create<arith::MinUIOp>(
           loc, bq, rewriter.create<arith::SubIOp>(loc, sq, q0));
       // The key loop's end: padding and causality hide keys past it.
+      // The flattened row's leading indices (batch, head, ..):
+      // row = Σ lead[i]·Π_{j>i} size_j
+      SmallVector<Value> lead(rank - 2);
+      Value rest = row;
+      for (int64_t dim = rank - 3; dim > 0; --dim) {
+        Value size = idx(dimOf(rewriter, loc, adaptor.getQuery(), dim));
+        lead[dim] = rewriter.create<arith::RemUIOp>(loc, rest, size);
+        rest = rewriter.create<arith::DivUIOp>(loc, rest, size);
+      }
+      lead[0] = rest;
       Value kEnd = sk;
       if (lengths) {
-        Value b = rewriter.create<arith::DivUIOp>(loc, row, rowsPerBatch);
         Value len = rewriter.create<arith::IndexCastOp>(
             loc, rewriter.getIndexType(),
-            rewriter.create<tensor::ExtractOp>(loc, lengths, ValueRange{b}));
+            rewriter.create<tensor::ExtractOp>(loc, lengths,
+                                               ValueRange{lead[0]}));
         kEnd = rewriter.create<arith::MinUIOp>(loc, kEnd, len);
       }
       Value tile;
@@ -393,17 +398,6 @@ struct AttentionLowering : public OpConversionPattern<AttentionOp> {
         // Written in place: the rows of the shared output.
         Value init = rowTile(rewriter, loc, body->getArguments().back(), row,
                              q0, qs, dv);
-        // row = Σ lead[i]·Π_{j>i} size_j over the leading dimensions
-        SmallVector<Value> lead(rank - 2);
-        Value rest = row;
-        for (int64_t dim = rank - 3; dim >= 0; --dim) {
-          Value size = idx(dimOf(rewriter, loc, adaptor.getQuery(), dim));
-          lead[dim] = dim == 0
-                          ? rest
-                          : rewriter.create<arith::RemUIOp>(loc, rest, size);
-          if (dim > 0)
-            rest = rewriter.create<arith::DivUIOp>(loc, rest, size);
-        }
         tile = vectorQueryBlock(rewriter, loc, adaptor.getQuery(),
                                 adaptor.getKey(), adaptor.getValue(), lead, q0,
                                 qs, kEnd, shift, causal, scale, lanes, init);
