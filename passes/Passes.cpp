@@ -147,6 +147,10 @@ void tfm::buildLoweringPipeline(OpPassManager &pm, StringRef backend,
   bufferization::BufferDeallocationPipelineOptions deallocation;
   bufferization::buildBufferDeallocationPipeline(pm, deallocation);
 
+  // One function per distinct parallel loop: what follows, and LLVM, see
+  // each layer's kernels once.
+  pm.addPass(createTfmOutlineKernelsPass());
+
   // To the LLVM dialect.
   pm.addPass(createTfmLowerVectorsPass());
   pm.addPass(createTfmApproximateVectorMathPass());
@@ -157,16 +161,20 @@ void tfm::buildLoweringPipeline(OpPassManager &pm, StringRef backend,
   pm.addPass(std::make_unique<MarkEntryPointsPass>());
   pm.addPass(createConvertSCFToOpenMPPass());
   pm.addPass(std::make_unique<InlineAllocaScopesPass>());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createConvertSCFToCFPass());
-  pm.addPass(arith::createArithExpandOpsPass());
-  pm.addPass(createConvertMathToLLVMPass());
+  // Conversions that need nothing outside a function run per function, on
+  // the entry points in parallel; the others (declarations, the memref
+  // descriptors' helpers) on the module.
+  OpPassManager &perFunction = pm.nest<func::FuncOp>();
+  perFunction.addPass(memref::createExpandStridedMetadataPass());
+  perFunction.addPass(createLowerAffinePass());
+  perFunction.addPass(createConvertSCFToCFPass());
+  perFunction.addPass(arith::createArithExpandOpsPass());
+  perFunction.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createConvertVectorToLLVMPass());
+  pm.addNestedPass<func::FuncOp>(createConvertVectorToLLVMPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addNestedPass<func::FuncOp>(createArithToLLVMConversionPass());
+  pm.addNestedPass<func::FuncOp>(createConvertIndexToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
