@@ -46,14 +46,21 @@ namespace {
 enum class Phase { Input, Fused, LLVM, Translator };
 } // namespace
 
+// tfmc's own options; --help shows only these (--help-hidden: all of
+// LLVM's and MLIR's, which work as usual).
+static cl::OptionCategory tfmcOptions("tfmc options");
+
 static cl::opt<std::string> modelDir(cl::Positional, cl::Required,
-                                     cl::desc("<model directory>"));
+                                     cl::desc("<model directory>"),
+                                     cl::cat(tfmcOptions));
 static cl::opt<std::string> outputFile(
     "o", cl::desc("Output: a directory for a translator, else a file "
                   "(default: stdout)"),
-    cl::value_desc("path"), cl::init("-"));
+    cl::value_desc("path"), cl::init("-"),
+    cl::cat(tfmcOptions));
 static cl::opt<bool> summary("summary",
-                             cl::desc("import: print an overview instead of the IR"));
+                             cl::desc("import: print an overview instead of the IR"),
+    cl::cat(tfmcOptions));
 static cl::opt<Phase> compileTo(
     "compile-to", cl::desc("compile: the phase to stop after"),
     cl::values(clEnumValN(Phase::Input, "input",
@@ -64,32 +71,40 @@ static cl::opt<Phase> compileTo(
                clEnumValN(Phase::LLVM, "llvm", "the LLVM dialect"),
                clEnumValN(Phase::Translator, "translator",
                           "a translator binary and its weights (default)")),
-    cl::init(Phase::Translator));
+    cl::init(Phase::Translator),
+    cl::cat(tfmcOptions));
 static cl::opt<bool> embedWeights(
     "embed-weights",
-    cl::desc("Put the weights inside the translator: one file is all"));
+    cl::desc("Put the weights inside the translator: one file is all"),
+    cl::cat(tfmcOptions));
 static cl::opt<std::string> targetCpu(
-    "target-cpu", cl::desc("LLVM CPU to compile for (default: this host's)"));
+    "target-cpu", cl::desc("LLVM CPU to compile for (default: this host's)"),
+    cl::cat(tfmcOptions));
 static cl::opt<std::string> targetFeatures(
     "target-features",
-    cl::desc("LLVM target features, e.g. +avx2,+fma (default: the CPU's)"));
+    cl::desc("LLVM target features, e.g. +avx2,+fma (default: the CPU's)"),
+    cl::cat(tfmcOptions));
 static cl::opt<std::string> backend(
     "backend",
     cl::desc("compile: who runs the linears, layer norms, softmax and "
              "elementwise ops: llvm (our generated code), onednn (oneDNN "
              "primitives), auto (per op kind and shape, from measurements)"),
-    cl::value_desc("llvm|onednn|auto"), cl::init("auto"));
+    cl::value_desc("llvm|onednn|auto"), cl::init("auto"),
+    cl::cat(tfmcOptions));
 static cl::opt<unsigned> codegenThreads(
     "codegen-threads",
     cl::desc("compile: LLVM optimizes and emits the model in this many "
              "parts in parallel (default: one per core)"),
-    cl::init(0));
+    cl::init(0),
+    cl::cat(tfmcOptions));
 static cl::opt<bool> printBackends(
     "print-backends",
-    cl::desc("compile: print which backend each op kind and shape got"));
+    cl::desc("compile: print which backend each op kind and shape got"),
+    cl::cat(tfmcOptions));
 static cl::opt<bool> passStatistics(
     "tfm-pass-statistics",
-    cl::desc("Print what the tfm passes did (blocks fused, ...) to stderr"));
+    cl::desc("Print what the tfm passes did (blocks fused, ...) to stderr"),
+    cl::cat(tfmcOptions));
 
 static const char *kUsage =
     "tfmc: ahead-of-time compiler for encoder-decoder Transformer "
@@ -100,7 +115,9 @@ static const char *kUsage =
     "  tfmc compile MODEL_DIR --compile-to=input|fused|llvm [-o out.mlir]\n\n"
     "MODEL_DIR holds config.json and model.safetensors (Hugging Face "
     "MarianMT layout),\nand for text in and out source.spm, target.spm and "
-    "vocab.json.\n";
+    "vocab.json.\n\n"
+    "MLIR's options (--mlir-timing, --mlir-print-ir-after-all, ...) and "
+    "LLVM's work too;\n--help-hidden lists them.\n";
 
 static int reportError(const Twine &message) {
   WithColor::error(errs(), "tfmc") << message << "\n";
@@ -327,6 +344,7 @@ int main(int argc, char **argv) {
   std::string program = (Twine("tfmc ") + command).str();
   SmallVector<const char *> args = {program.c_str()};
   args.append(argv + 2, argv + argc);
+  cl::HideUnrelatedOptions(tfmcOptions);
   cl::ParseCommandLineOptions(args.size(), args.data(), kUsage);
   if (command == "compile" && summary)
     return reportError("--summary is an option of `tfmc import`");
