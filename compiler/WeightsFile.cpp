@@ -10,6 +10,7 @@
 #include "llvm/Support/FileOutputBuffer.h"
 #include "llvm/Support/xxhash.h"
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 
@@ -118,6 +119,19 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
     default:
       return fail("tensor '" + name + "' has dtype " +
                   dtypeName(tensor->dtype) + "; expected F32, F16 or BF16");
+    }
+    // A NaN or infinity would run through every step and come out as
+    // garbage tokens (or none): refuse it here, where the tensor has a name.
+    for (int64_t i = 0, n = tensor->numElements(); i < n; ++i) {
+      float value = element(i);
+      if (!std::isfinite(value))
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            (checkpoint.path() + ": tensor '" + name + "' holds " +
+             (std::isnan(value) ? "NaN" : "an infinity") + " at element " +
+             llvm::Twine(i) + " of " + llvm::Twine(n) +
+             "; the model's weights must be finite")
+                .str());
     }
     auto *dst = reinterpret_cast<float *>(data + offset);
     if (auto panel = dyn_cast_or_null<IntegerAttr>(dict.get("panel_width"))) {

@@ -24,6 +24,8 @@
 #include <malloc.h>
 #include <memory>
 #include <numeric>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -90,6 +92,7 @@ struct tfm_model_t {
   int8_t *weights = nullptr; // 64-byte aligned tensor data
   int64_t weightsSize = 0;
   tfm_model_config config{};
+  std::string path; // for messages
 
   ~tfm_model_t() {
     if (mapping != MAP_FAILED)
@@ -167,6 +170,7 @@ extern "C" tfm_status tfm_model_open(const char *path, tfm_model **out_model) {
       const_cast<int8_t *>(reinterpret_cast<const int8_t *>(bytes)) + start +
       tfm_runtime::kWeightsHeaderSize;
   model->weightsSize = header.dataSize;
+  model->path = name;
   model->config = {info.dModel,          info.encoderLayers,
                    info.decoderLayers,   info.encoderHeads,
                    info.decoderHeads,    info.sourceVocabSize,
@@ -245,6 +249,11 @@ std::pair<float, float> logSoftmaxTerms(const float *row, int64_t n) {
   return {max, float(std::log(sum))};
 }
 
+/// What ends a search with an error instead of results.
+struct SearchError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 /// A scored extension of a hypothesis; `flat` = beam * vocab + token.
 struct Candidate {
   float score;
@@ -260,10 +269,14 @@ bool before(const Candidate &x, const Candidate &y) {
 /// of its logits row (`flat` = base + token), skipping `pad` and `banned`
 /// (-1: none), best first. Only the kept tokens' log-probabilities are
 /// formed: log p(t) = x[t] - max - log sum exp(x - max).
-std::vector<Candidate> bestExtensions(const float *row, int64_t vocab,
-                                      float score, int64_t base, size_t want,
-                                      int64_t pad, int64_t banned) {
+/// None when the row's logits are not all finite (a NaN or infinity
+/// reaches the normalizer): there is no distribution to search.
+std::optional<std::vector<Candidate>>
+bestExtensions(const float *row, int64_t vocab, float score, int64_t base,
+               size_t want, int64_t pad, int64_t banned) {
   auto [max, logSum] = logSoftmaxTerms(row, vocab);
+  if (!std::isfinite(max) || !std::isfinite(logSum))
+    return std::nullopt;
   // A heap whose top is the worst kept; the logits' order is the scores'.
   std::vector<Candidate> best;
   best.reserve(want + 1);
@@ -472,15 +485,29 @@ void Translator::run(const int32_t *const *sources, const int32_t *lengths,
     // Each live row's best 2k extensions, rows in parallel: a row's
     // log-softmax normalizer sums the exponentials of all its logits.
     bool eosAllowed = !opts.suppress_eos && step + 1 > opts.min_length;
+    std::vector<char> nonFinite(rows, 0);
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       rowBest[r].clear();
       if (done[r / beam] || scores[r] == ninf)
         continue;
-      rowBest[r] = bestExtensions(logits.data + r * vocab, vocab, scores[r],
-                                  (r % beam) * vocab, 2 * beam, pad,
-                                  eosAllowed ? -1 : eos);
+      std::optional<std::vector<Candidate>> best = bestExtensions(
+          logits.data + r * vocab, vocab, scores[r], (r % beam) * vocab,
+          2 * beam, pad, eosAllowed ? -1 : eos);
+      if (best)
+        rowBest[r] = std::move(*best);
+      else
+        nonFinite[r] = 1;
     }
+    // Finite weights (tfmc checks them) give finite logits: a NaN here
+    // means damaged weights, never a translation to print.
+    for (int64_t r = 0; r < rows; ++r)
+      if (nonFinite[r])
+        throw SearchError("sentence " + std::to_string(r / beam + 1) +
+                          " of the batch: the logits of step " +
+                          std::to_string(step + 1) +
+                          " are not finite; the weights in " + model.path +
+                          " are damaged (compile the model again)");
     std::vector<int64_t> parents(rows);
     std::iota(parents.begin(), parents.end(), 0);
     std::vector<std::vector<int32_t>> nextPrefixes(prefixes);
@@ -601,6 +628,8 @@ extern "C" tfm_status tfm_translate(tfm_model *model,
     Translator(*model, *options).run(sources, source_lengths, count, *results);
     *out_results = results.release();
     return nullptr;
+  } catch (const SearchError &e) {
+    return makeError(e.what());
   } catch (const std::bad_alloc &) {
     return makeError("out of memory translating a batch of " +
                      std::to_string(count) + " sentences");

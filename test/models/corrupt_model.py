@@ -11,6 +11,7 @@ Modes on model.safetensors:
   dtype NAME DTYPE       NAME's dtype changed (byte size kept where possible)
   drop NAME              NAME removed from the header
   reshape NAME DIMS      NAME's shape changed to DIMS (e.g. 32x64), bytes kept
+  value NAME I X         NAME's element I set to X (e.g. nan, inf; F32)
   truncate               the file cut in half
 Modes on config.json:
   config-set KEY JSON    KEY set to the JSON value
@@ -83,6 +84,11 @@ def main():
         del header[name]
     elif mode == "reshape":
         entry["shape"] = [int(d) for d in args[1].split("x")]
+    elif mode == "value":
+        if entry["dtype"] != "F32":
+            sys.exit(f"value: {name} is {entry['dtype']}, not F32")
+        at = begin + 4 * int(args[1])
+        data = data[:at] + struct.pack("<f", float(args[2])) + data[at + 4:]
     else:
         sys.exit(f"unknown mode {mode}")
     safetensors_io.write_raw(weights, header, data)
