@@ -11,6 +11,7 @@
 #include "llvm/Support/xxhash.h"
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <functional>
 
@@ -66,18 +67,36 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
   if (!layout || !size)
     return fail("the module has no weights layout (run tfm-layout-weights)");
   uint64_t dataSize = size.getInt();
+  // Each layout entry's region of the data, for the table.
+  struct Region {
+    std::string name;
+    uint64_t offset, size;
+  };
+  std::vector<Region> regions;
+  uint64_t tableSize = 0;
+  for (Attribute entry : layout) {
+    auto dict = cast<DictionaryAttr>(entry);
+    std::string name = cast<StringAttr>(dict.get("name")).getValue().str();
+    auto shape = cast<DenseI64ArrayAttr>(dict.get("shape")).asArrayRef();
+    uint64_t elements = 1;
+    for (int64_t d : shape)
+      elements *= d;
+    if (auto panel = dyn_cast_or_null<IntegerAttr>(dict.get("panel_width"))) {
+      elements = llvm::divideCeil(shape[0], panel.getInt()) * panel.getInt() *
+                 shape[1];
+      name += " (in panels)";
+    }
+    uint64_t offset = cast<IntegerAttr>(dict.get("offset")).getInt();
+    regions.push_back({name, offset, elements * 4});
+    tableSize += 32 + llvm::alignTo(name.size(), 8);
+  }
+  uint64_t fileSize = tfm_runtime::kWeightsHeaderSize + dataSize + tableSize;
   llvm::Expected<std::unique_ptr<llvm::FileOutputBuffer>> file =
-      llvm::FileOutputBuffer::create(path, tfm_runtime::kWeightsHeaderSize + dataSize);
+      llvm::FileOutputBuffer::create(path, fileSize);
   if (!file)
     return fail("cannot write: " + llvm::toString(file.takeError()));
   uint8_t *out = (*file)->getBufferStart();
-  std::memset(out, 0, tfm_runtime::kWeightsHeaderSize + dataSize);
-  tfm_runtime::WeightsHeader header;
-  std::memcpy(header.magic, tfm_runtime::kWeightsMagic, 8);
-  header.abiVersion = tfm_runtime::kAbiVersion;
-  header.fingerprint = layoutFingerprint(module);
-  header.dataSize = dataSize;
-  std::memcpy(out, &header, sizeof header);
+  std::memset(out, 0, fileSize);
   uint8_t *data = out + tfm_runtime::kWeightsHeaderSize;
 
   for (Attribute entry : layout) {
@@ -153,6 +172,30 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
         dst[i] = element(i);
     }
   }
+  // The region table after the data, then the header that checks it.
+  uint8_t *table = data + dataSize, *at = table;
+  auto put = [&](uint64_t word) {
+    std::memcpy(at, &word, 8);
+    at += 8;
+  };
+  for (const Region &region : regions) {
+    put(region.offset);
+    put(region.size);
+    put(tfm_runtime::checksum(data + region.offset, region.size));
+    put(region.name.size());
+    std::memcpy(at, region.name.data(), region.name.size());
+    at += llvm::alignTo(region.name.size(), 8);
+  }
+  tfm_runtime::WeightsHeader header{};
+  std::memcpy(header.magic, tfm_runtime::kWeightsMagic, 8);
+  header.abiVersion = tfm_runtime::kAbiVersion;
+  header.fingerprint = layoutFingerprint(module);
+  header.dataSize = dataSize;
+  header.tableSize = tableSize;
+  header.tableChecksum = tfm_runtime::checksum(table, tableSize);
+  header.headerChecksum = tfm_runtime::checksum(
+      &header, offsetof(tfm_runtime::WeightsHeader, headerChecksum));
+  std::memcpy(out, &header, sizeof header);
   if (llvm::Error err = (*file)->commit())
     return fail("cannot write: " + llvm::toString(std::move(err)));
   return llvm::Error::success();

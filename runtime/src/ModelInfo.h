@@ -16,20 +16,64 @@
 namespace tfm_runtime {
 
 /// Bumped whenever the entry points' arguments, this struct or the weights
-/// file's format change. 2: linears' weights stored as panels.
-constexpr uint64_t kAbiVersion = 2;
+/// file's format change. 2: linears' weights stored as panels. 3: the
+/// tensors' regions with checksums, and a checksum of the header.
+constexpr uint64_t kAbiVersion = 3;
 
 /// Weights files start with this header (little-endian, kHeaderSize bytes,
 /// then the tensors: f32, at the offsets compiled into the code, row-major
-/// or, for linears, as panels; see compiler/Panels.h).
+/// or, for linears, as panels; see compiler/Panels.h), then the region
+/// table.
 constexpr char kWeightsMagic[8] = {'T', 'F', 'M', 'W', 'G', 'T', '0', '1'};
 constexpr uint64_t kWeightsHeaderSize = 4096;
 struct WeightsHeader {
   char magic[8];
   uint64_t abiVersion;
-  uint64_t fingerprint; // of the layout; must match the compiled code's
-  uint64_t dataSize;    // bytes of tensor data after the header
+  uint64_t fingerprint;    // of the layout; must match the compiled code's
+  uint64_t dataSize;       // bytes of tensor data after the header
+  uint64_t tableSize;      // bytes of the region table after the data
+  uint64_t tableChecksum;  // checksum() of the table
+  uint64_t headerChecksum; // checksum() of the fields above
 };
+
+/// The region table: one entry per tensor region, in data order, each
+///   u64 offset (into the data), u64 size, u64 checksum() of the region's
+///   bytes, u64 name length, the name, zero-padded to a multiple of 8.
+/// The translator checks the header and the table at every load, the
+/// regions with --verify-weights.
+
+/// A 64-bit checksum of `size` bytes, to find damage (not tampering): four
+/// lanes over 8-byte words, each h = rotl(h ^ w, 31) * prime, which keeps
+/// four multiplies in flight; the tail bytes and the size are folded in.
+inline uint64_t checksum(const void *data, uint64_t size) {
+  constexpr uint64_t kPrime = 0x9E3779B185EBCA87ull;
+  auto mix = [](uint64_t h, uint64_t w) {
+    h ^= w;
+    return ((h << 31) | (h >> 33)) * kPrime;
+  };
+  const unsigned char *bytes = static_cast<const unsigned char *>(data);
+  uint64_t lanes[4] = {1, 2, 3, 4};
+  uint64_t i = 0;
+  for (; i + 32 <= size; i += 32)
+    for (int l = 0; l < 4; ++l) {
+      uint64_t w;
+      __builtin_memcpy(&w, bytes + i + 8 * l, 8);
+      lanes[l] = mix(lanes[l], w);
+    }
+  uint64_t tail = 0;
+  for (int shift = 0; i < size; ++i, shift += 8) {
+    if (shift == 64) {
+      lanes[0] = mix(lanes[0], tail);
+      tail = 0;
+      shift = 0;
+    }
+    tail |= uint64_t(bytes[i]) << shift;
+  }
+  uint64_t h = mix(mix(size, tail), lanes[0]);
+  for (int l = 1; l < 4; ++l)
+    h = mix(h, lanes[l]);
+  return h ^ (h >> 29);
+}
 
 /// An executable with embedded weights ends with this trailer; the weights
 /// file starts at `offset` (page-aligned) in the executable.

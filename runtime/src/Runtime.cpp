@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -93,6 +94,11 @@ struct tfm_model_t {
   int64_t weightsSize = 0;
   tfm_model_config config{};
   std::string path; // for messages
+  struct Region {
+    std::string name;
+    uint64_t offset, size, checksum;
+  };
+  std::vector<Region> regions; // the weights file's table
 
   ~tfm_model_t() {
     if (mapping != MAP_FAILED)
@@ -159,6 +165,11 @@ extern "C" tfm_status tfm_model_open(const char *path, tfm_model **out_model) {
                      ", this translator reads version " +
                      std::to_string(tfm_runtime::kAbiVersion) +
                      " (compile the model again with this tfmc)");
+  if (header.headerChecksum !=
+      tfm_runtime::checksum(&header, offsetof(tfm_runtime::WeightsHeader,
+                                              headerChecksum)))
+    return makeError(name + ": the weights file's header is damaged "
+                            "(checksum mismatch)");
   if (int64_t(header.fingerprint) != info.fingerprint)
     return makeError(name + ": these weights were written for another "
                             "compiled model (layout fingerprint mismatch)");
@@ -166,6 +177,29 @@ extern "C" tfm_status tfm_model_open(const char *path, tfm_model **out_model) {
       header.dataSize > size - start - tfm_runtime::kWeightsHeaderSize)
     return makeError(name + ": truncated: expected " +
                      std::to_string(info.weightsSize) + " bytes of weights");
+  // The region table after the data: in the file, intact, and every
+  // region inside the data.
+  uint64_t tableStart = start + tfm_runtime::kWeightsHeaderSize + header.dataSize;
+  if (header.tableSize > size - tableStart)
+    return makeError(name + ": truncated: the tensor table is missing");
+  const char *table = bytes + tableStart;
+  if (tfm_runtime::checksum(table, header.tableSize) != header.tableChecksum)
+    return makeError(name + ": the tensor table is damaged (checksum "
+                            "mismatch)");
+  for (uint64_t at = 0; at < header.tableSize;) {
+    uint64_t words[4];
+    if (header.tableSize - at < sizeof words)
+      return makeError(name + ": the tensor table is malformed");
+    std::memcpy(words, table + at, sizeof words);
+    at += sizeof words;
+    uint64_t padded = (words[3] + 7) / 8 * 8;
+    if (words[3] > header.tableSize - at || padded > header.tableSize - at ||
+        words[0] > header.dataSize || words[1] > header.dataSize - words[0])
+      return makeError(name + ": the tensor table is malformed");
+    model->regions.push_back(
+        {std::string(table + at, words[3]), words[0], words[1], words[2]});
+    at += padded;
+  }
   model->weights =
       const_cast<int8_t *>(reinterpret_cast<const int8_t *>(bytes)) + start +
       tfm_runtime::kWeightsHeaderSize;
@@ -182,6 +216,37 @@ extern "C" tfm_status tfm_model_open(const char *path, tfm_model **out_model) {
 }
 
 extern "C" void tfm_model_close(tfm_model *model) { delete model; }
+
+extern "C" tfm_status tfm_model_verify_weights(const tfm_model *model,
+                                               int64_t *out_tensors,
+                                               int64_t *out_bytes) {
+  const auto &regions = model->regions;
+  std::vector<char> damaged(regions.size(), 0);
+#pragma omp parallel for schedule(dynamic)
+  for (size_t i = 0; i < regions.size(); ++i)
+    damaged[i] = tfm_runtime::checksum(model->weights + regions[i].offset,
+                                       regions[i].size) != regions[i].checksum;
+  std::string names;
+  size_t count = 0;
+  int64_t bytes = 0;
+  for (size_t i = 0; i < regions.size(); ++i) {
+    bytes += regions[i].size;
+    if (!damaged[i])
+      continue;
+    if (count++ < 8)
+      names += (names.empty() ? "'" : ", '") + regions[i].name + "'";
+  }
+  if (count)
+    return makeError(model->path + ": " + std::to_string(count) + " of " +
+                     std::to_string(regions.size()) +
+                     " tensors are damaged (checksum mismatch): " + names +
+                     (count > 8 ? ", ..." : ""));
+  if (out_tensors)
+    *out_tensors = int64_t(regions.size());
+  if (out_bytes)
+    *out_bytes = bytes;
+  return nullptr;
+}
 
 extern "C" void tfm_model_get_config(const tfm_model *model,
                                      tfm_model_config *out_config) {

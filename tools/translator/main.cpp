@@ -69,6 +69,10 @@ options:
                            little-endian) to FILE, for testing
       --model-info         print the compiled model's shape and which backend
                            (our code, oneDNN) runs each op kind, and exit
+      --verify-weights     check every tensor of the weights against the
+                           checksums tfmc recorded, name the damaged ones,
+                           and exit (every load checks the header and the
+                           tensor table only)
   -h, --help               this text
 
 When stderr is a terminal and the input comes from files, a progress line
@@ -163,7 +167,7 @@ int main(int argc, char **argv) {
   std::vector<std::string> inputs;
   std::string output, weights, logitsPath;
   Format inputFormat = Format::Default, outputFormat = Format::Default;
-  bool timing = false, quiet = false;
+  bool timing = false, quiet = false, verifyWeights = false;
   auto now = [] { return std::chrono::steady_clock::now(); };
   auto started = now();
   for (int i = 1; i < argc; ++i) {
@@ -209,6 +213,8 @@ int main(int argc, char **argv) {
       quiet = true;
     } else if (a == "--timing") {
       timing = true;
+    } else if (a == "--verify-weights") {
+      verifyWeights = true;
     } else if (a == "--dump-first-logits") {
       logitsPath = value();
     } else if (a.size() > 1 && a[0] == '-') {
@@ -230,6 +236,15 @@ int main(int argc, char **argv) {
   tfm_model *model = nullptr;
   if (tfm_status s = tfm_model_open(weights.c_str(), &model))
     die(tfm_status_message(s));
+  if (verifyWeights) {
+    int64_t tensors = 0, bytes = 0;
+    if (tfm_status s = tfm_model_verify_weights(model, &tensors, &bytes))
+      die(tfm_status_message(s));
+    std::printf("%s: %lld tensors, %.1f MB: every checksum matches\n",
+                weights.c_str(), static_cast<long long>(tensors), bytes / 1e6);
+    tfm_model_close(model);
+    return 0;
+  }
   tfm_model_config cfg;
   tfm_model_get_config(model, &cfg);
 

@@ -34,10 +34,18 @@ typedef struct tfm_model_config {
 } tfm_model_config;
 
 /* Maps a weights file that tfmc wrote for this translator; the path may
- * name the translator itself when the weights are embedded in it. */
+ * name the translator itself when the weights are embedded in it. Checks
+ * the header and the tensor table (their checksums, sizes, this
+ * translator's layout), not the tensors' bytes. */
 tfm_status tfm_model_open(const char *weights_path, tfm_model **out_model);
 void tfm_model_close(tfm_model *model);
 void tfm_model_get_config(const tfm_model *model, tfm_model_config *out_config);
+
+/* Checks every tensor's bytes against the checksum tfmc recorded; the error
+ * names the damaged tensors. On success, *out_tensors and *out_bytes (if
+ * not null) say how much was checked. */
+tfm_status tfm_model_verify_weights(const tfm_model *model,
+                                    int64_t *out_tensors, int64_t *out_bytes);
 
 typedef struct tfm_search_options {
   int32_t beam_size;      /* 1: greedy */
