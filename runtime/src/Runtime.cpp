@@ -179,7 +179,8 @@ extern "C" tfm_status tfm_model_open(const char *path, tfm_model **out_model) {
                      std::to_string(info.weightsSize) + " bytes of weights");
   // The region table after the data: in the file, intact, and every
   // region inside the data.
-  uint64_t tableStart = start + tfm_runtime::kWeightsHeaderSize + header.dataSize;
+  uint64_t tableStart =
+      start + tfm_runtime::kWeightsHeaderSize + header.dataSize;
   if (header.tableSize > size - tableStart)
     return makeError(name + ": truncated: the tensor table is missing");
   const char *table = bytes + tableStart;
@@ -564,15 +565,16 @@ void Translator::run(const int32_t *const *sources, const int32_t *lengths,
       else
         nonFinite[r] = 1;
     }
-    // Finite weights (tfmc checks them) give finite logits: a NaN here
-    // means damaged weights, never a translation to print.
+    // tfmc refuses non-finite weights, so a NaN here means damaged
+    // weights (or an fp32 overflow): never a translation to print.
     for (int64_t r = 0; r < rows; ++r)
       if (nonFinite[r])
-        throw SearchError("sentence " + std::to_string(r / beam + 1) +
-                          " of the batch: the logits of step " +
-                          std::to_string(step + 1) +
-                          " are not finite; the weights in " + model.path +
-                          " are damaged (compile the model again)");
+        throw SearchError(
+            "sentence " + std::to_string(r / beam + 1) +
+            " of the batch: the logits of step " + std::to_string(step + 1) +
+            " are not finite; the weights in " + model.path +
+            " are damaged (--verify-weights names the tensors) or the "
+            "model overflows fp32");
     std::vector<int64_t> parents(rows);
     std::iota(parents.begin(), parents.end(), 0);
     std::vector<std::vector<int32_t>> nextPrefixes(prefixes);
