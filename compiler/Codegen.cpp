@@ -20,8 +20,6 @@
 #include "llvm/Linker/Linker.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
-#include "llvm/Passes/PassBuilder.h"
-#include "llvm/Transforms/IPO/MergeFunctions.h"
 #include "llvm/Transforms/Utils/SplitModule.h"
 
 #include <thread>
@@ -98,26 +96,6 @@ static LogicalResult addModelInfo(llvm::Module &llvmModule, ModuleOp module) {
                            llvm::GlobalValue::ExternalLinkage, text,
                            "tfm_model_backends");
   return success();
-}
-
-/// Every layer's kernels are the same code on other weights (their offsets
-/// reach the outlined parallel bodies as values), so most functions have
-/// twins: merging identical functions before optimizing lets LLVM optimize
-/// and emit each kernel once (a twin becomes a tail call to it).
-static void mergeIdenticalFunctions(llvm::Module &module) {
-  llvm::LoopAnalysisManager loops;
-  llvm::FunctionAnalysisManager functions;
-  llvm::CGSCCAnalysisManager sccs;
-  llvm::ModuleAnalysisManager modules;
-  llvm::PassBuilder builder;
-  builder.registerModuleAnalyses(modules);
-  builder.registerCGSCCAnalyses(sccs);
-  builder.registerFunctionAnalyses(functions);
-  builder.registerLoopAnalyses(loops);
-  builder.crossRegisterProxies(loops, functions, sccs, modules);
-  llvm::ModulePassManager pipeline;
-  pipeline.addPass(llvm::MergeFunctionsPass());
-  pipeline.run(module, modules);
 }
 
 static llvm::Error codegenError(const Twine &message) {
@@ -228,7 +206,6 @@ mlir::tfm::emitObjectFiles(ModuleOp module, llvm::StringRef pathStem,
   if (llvm::Linker::linkModules(*llvmModule, std::move(infoModule)))
     return codegenError("cannot add the model info");
   addPackedWrappers(*llvmModule);
-  mergeIdenticalFunctions(*llvmModule);
 
   // LLVM's optimizer and code generator take most of a compile and run on
   // one thread per module: split the functions (round robin by size) into
