@@ -147,8 +147,8 @@ void tfm::buildLoweringPipeline(OpPassManager &pm, StringRef backend,
   bufferization::BufferDeallocationPipelineOptions deallocation;
   bufferization::buildBufferDeallocationPipeline(pm, deallocation);
 
-  // One function per distinct parallel loop: what follows, and LLVM, see
-  // each layer's kernels once.
+  // One function per distinct loop nest: what follows, and LLVM, see each
+  // layer's kernels once.
   pm.addPass(createTfmOutlineKernelsPass());
 
   // To the LLVM dialect.

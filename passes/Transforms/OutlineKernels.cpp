@@ -1,11 +1,12 @@
-//===- OutlineKernels.cpp - One function per distinct parallel loop -*- C++ -*-===//
+//===- OutlineKernels.cpp - One function per distinct loop nest --*- C++ -*-===//
 //
 // A model repeats the same layer many times, and lowering gives each layer's
 // ops the same loop nests over other weight views (memref.view of the
-// weights buffer at another offset: the same type). Outlining each parallel
-// loop into a function whose arguments are those views, and keeping one
-// function per equivalent body, leaves the rest of the lowering and LLVM a
-// kernel per distinct loop instead of one per layer.
+// weights buffer at another offset: the same type). Outlining each
+// outermost loop nest (parallel or not, or a branch between them) into a
+// function whose arguments are those views, and keeping one function per
+// equivalent body, leaves the rest of the lowering and LLVM a kernel per
+// distinct loop nest instead of one per layer.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,13 +29,20 @@ using namespace mlir;
 
 namespace {
 
-/// Values the loop reads from above it: its own operands (bounds, steps)
-/// and what its body uses. Constants among them are not arguments: cloned
-/// into the kernel, they keep the bounds and offsets static.
-SetVector<Value> capturedValues(scf::ParallelOp loop) {
-  SetVector<Value> captured(loop->getOperands().begin(),
-                            loop->getOperands().end());
-  getUsedValuesDefinedAbove(loop.getRegion(), captured);
+/// What becomes a kernel: a loop nest (parallel or not) or a branch of
+/// them, with no results to hand back.
+bool isKernel(Operation *op) {
+  return isa<scf::ParallelOp, scf::ForOp, scf::IfOp>(op) &&
+         op->getNumResults() == 0;
+}
+
+/// Values the op reads from above it: its own operands (bounds, steps,
+/// conditions) and what its regions use. Constants among them are not
+/// arguments: cloned into the kernel, they keep bounds and offsets static.
+SetVector<Value> capturedValues(Operation *op) {
+  SetVector<Value> captured(op->getOperands().begin(),
+                            op->getOperands().end());
+  getUsedValuesDefinedAbove(op->getRegions(), captured);
   return captured;
 }
 
@@ -45,14 +53,14 @@ bool isConstant(Value value) {
 }
 
 /// func.func private @<name>(captured non-constants) { constants; loop }.
-func::FuncOp outline(scf::ParallelOp loop, ArrayRef<Value> arguments,
+func::FuncOp outline(Operation *loop, ArrayRef<Value> arguments,
                      ArrayRef<Value> constants, StringRef name,
                      OpBuilder &moduleBuilder) {
   SmallVector<Type> types;
   for (Value value : arguments)
     types.push_back(value.getType());
   auto kernel = moduleBuilder.create<func::FuncOp>(
-      loop.getLoc(), name, moduleBuilder.getFunctionType(types, {}));
+      loop->getLoc(), name, moduleBuilder.getFunctionType(types, {}));
   kernel.setPrivate();
   kernel->setAttr("llvm.linkage",
                   LLVM::LinkageAttr::get(kernel.getContext(),
@@ -65,7 +73,7 @@ func::FuncOp outline(scf::ParallelOp loop, ArrayRef<Value> arguments,
   for (Value value : constants)
     mapping.map(value, b.clone(*value.getDefiningOp())->getResult(0));
   b.clone(*loop, mapping);
-  b.create<func::ReturnOp>(loop.getLoc());
+  b.create<func::ReturnOp>(loop->getLoc());
   return kernel;
 }
 
@@ -75,14 +83,15 @@ struct TfmOutlineKernelsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<scf::ParallelOp> loops;
+    SmallVector<Operation *> loops;
     for (auto func : module.getOps<func::FuncOp>()) {
       if (!func.isPublic() || func.isExternal())
         continue;
-      func.walk<WalkOrder::PreOrder>([&](scf::ParallelOp loop) {
-        if (loop.getNumResults() == 0)
-          loops.push_back(loop);
-        return WalkResult::skip(); // a nested loop is part of its kernel
+      func.walk<WalkOrder::PreOrder>([&](Operation *op) {
+        if (!isKernel(op))
+          return WalkResult::advance();
+        loops.push_back(op);
+        return WalkResult::skip(); // what it holds is part of its kernel
       });
     }
 
@@ -92,7 +101,7 @@ struct TfmOutlineKernelsPass
     // that one instead.
     DenseMap<Type, SmallVector<func::FuncOp>> kernels;
     int64_t outlined = 0, shared = 0;
-    for (scf::ParallelOp loop : loops) {
+    for (Operation *loop : loops) {
       SmallVector<Value> arguments, constants;
       for (Value value : capturedValues(loop))
         (isConstant(value) ? constants : arguments).push_back(value);
@@ -117,13 +126,13 @@ struct TfmOutlineKernelsPass
         ++outlined;
       }
       OpBuilder b(loop);
-      b.create<func::CallOp>(loop.getLoc(), kernel, arguments);
-      loop.erase();
+      b.create<func::CallOp>(loop->getLoc(), kernel, arguments);
+      loop->erase();
     }
     tfm::recordPassStatistic(getName(), "kernels-outlined",
-                             "Distinct parallel loops outlined", outlined);
+                             "Distinct loop nests outlined", outlined);
     tfm::recordPassStatistic(getName(), "loops-sharing-a-kernel",
-                             "Parallel loops that call an equivalent kernel",
+                             "Loop nests that call an equivalent kernel",
                              shared);
   }
 };

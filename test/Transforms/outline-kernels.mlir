@@ -71,6 +71,51 @@ func.func @step(%w: memref<?xi8>, %x: memref<?x4xf32>, %y: memref<?x4xf32>) {
 
 // -----
 
+// Serial loop nests and branches are kernels too (a layer norm of few rows
+// runs on the calling thread): twice the same scf.for over two layers' γ,
+// and an scf.if, outlined whole with the loop it holds.
+// CHECK-LABEL: func.func @serial
+// CHECK: call @tfm_kernel_0(%{{.*}}, %[[G0:.*]]) :
+// CHECK-NEXT: call @tfm_kernel_0(%{{.*}}, %[[G1:.*]]) :
+// CHECK-NEXT: call @tfm_kernel_1(
+// CHECK-NOT: scf.
+// CHECK: func.func private @tfm_kernel_0
+// CHECK: scf.for
+// CHECK: func.func private @tfm_kernel_1
+// CHECK: scf.if
+// CHECK: scf.parallel
+func.func @serial(%w: memref<?xi8>, %x: memref<4xf32>, %few: i1) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  %g0 = memref.view %w[%c0][] : memref<?xi8> to memref<4xf32>
+  %g1 = memref.view %w[%c16][] : memref<?xi8> to memref<4xf32>
+  scf.for %i = %c0 to %c4 step %c1 {
+    %a = memref.load %x[%i] : memref<4xf32>
+    %g = memref.load %g0[%i] : memref<4xf32>
+    %p = arith.mulf %a, %g : f32
+    memref.store %p, %x[%i] : memref<4xf32>
+  }
+  scf.for %i = %c0 to %c4 step %c1 {
+    %a = memref.load %x[%i] : memref<4xf32>
+    %g = memref.load %g1[%i] : memref<4xf32>
+    %p = arith.mulf %a, %g : f32
+    memref.store %p, %x[%i] : memref<4xf32>
+  }
+  scf.if %few {
+    scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+      %a = memref.load %x[%i] : memref<4xf32>
+      %p = arith.addf %a, %a : f32
+      memref.store %p, %x[%i] : memref<4xf32>
+      scf.reduce
+    }
+  }
+  return
+}
+
+// -----
+
 // A loop with results (a parallel reduction) stays where it is, as do loops
 // of private functions and loops nested in a kernel's loop.
 // CHECK-LABEL: func.func @sum
