@@ -6,6 +6,7 @@
 #include "runtime/src/ModelInfo.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileOutputBuffer.h"
 #include "llvm/Support/xxhash.h"
@@ -78,16 +79,13 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
     auto dict = cast<DictionaryAttr>(entry);
     std::string name = cast<StringAttr>(dict.get("name")).getValue().str();
     auto shape = cast<DenseI64ArrayAttr>(dict.get("shape")).asArrayRef();
-    uint64_t elements = 1;
-    for (int64_t d : shape)
-      elements *= d;
+    int64_t elements = ShapedType::getNumElements(shape);
     if (auto panel = dyn_cast_or_null<IntegerAttr>(dict.get("panel_width"))) {
-      elements = llvm::divideCeil(shape[0], panel.getInt()) * panel.getInt() *
-                 shape[1];
+      elements = panelsSize(shape[0], shape[1], panel.getInt());
       name += " (in panels)";
     }
     uint64_t offset = cast<IntegerAttr>(dict.get("offset")).getInt();
-    regions.push_back({name, offset, elements * 4});
+    regions.push_back({name, offset, uint64_t(elements) * 4});
     tableSize += 32 + llvm::alignTo(name.size(), 8);
   }
   uint64_t fileSize = tfm_runtime::kWeightsHeaderSize + dataSize + tableSize;
