@@ -53,14 +53,14 @@ static cl::OptionCategory tfmcOptions("tfmc options");
 static cl::opt<std::string> modelDir(cl::Positional, cl::Required,
                                      cl::desc("<model directory>"),
                                      cl::cat(tfmcOptions));
-static cl::opt<std::string> outputFile(
-    "o", cl::desc("Output: a directory for a translator, else a file "
-                  "(default: stdout)"),
-    cl::value_desc("path"), cl::init("-"),
-    cl::cat(tfmcOptions));
-static cl::opt<bool> summary("summary",
-                             cl::desc("import: print an overview instead of the IR"),
-    cl::cat(tfmcOptions));
+static cl::opt<std::string>
+    outputFile("o",
+               cl::desc("Output: a directory for a translator, else a file "
+                        "(default: stdout)"),
+               cl::value_desc("path"), cl::init("-"), cl::cat(tfmcOptions));
+static cl::opt<bool>
+    summary("summary", cl::desc("import: print an overview instead of the IR"),
+            cl::cat(tfmcOptions));
 static cl::opt<Phase> compileTo(
     "compile-to", cl::desc("compile: the phase to stop after"),
     cl::values(clEnumValN(Phase::Input, "input",
@@ -71,15 +71,15 @@ static cl::opt<Phase> compileTo(
                clEnumValN(Phase::LLVM, "llvm", "the LLVM dialect"),
                clEnumValN(Phase::Translator, "translator",
                           "a translator binary and its weights (default)")),
-    cl::init(Phase::Translator),
-    cl::cat(tfmcOptions));
+    cl::init(Phase::Translator), cl::cat(tfmcOptions));
 static cl::opt<bool> embedWeights(
     "embed-weights",
     cl::desc("Put the weights inside the translator: one file is all"),
     cl::cat(tfmcOptions));
-static cl::opt<std::string> targetCpu(
-    "target-cpu", cl::desc("LLVM CPU to compile for (default: this host's)"),
-    cl::cat(tfmcOptions));
+static cl::opt<std::string>
+    targetCpu("target-cpu",
+              cl::desc("LLVM CPU to compile for (default: this host's)"),
+              cl::cat(tfmcOptions));
 static cl::opt<std::string> targetFeatures(
     "target-features",
     cl::desc("LLVM target features, e.g. +avx2,+fma (default: the CPU's)"),
@@ -89,14 +89,12 @@ static cl::opt<std::string> backend(
     cl::desc("compile: who runs the linears, layer norms, softmax and "
              "elementwise ops: llvm (our generated code), onednn (oneDNN "
              "primitives), auto (per op kind and shape, from measurements)"),
-    cl::value_desc("llvm|onednn|auto"), cl::init("auto"),
-    cl::cat(tfmcOptions));
+    cl::value_desc("llvm|onednn|auto"), cl::init("auto"), cl::cat(tfmcOptions));
 static cl::opt<unsigned> codegenThreads(
     "codegen-threads",
     cl::desc("compile: LLVM optimizes and emits the model in this many "
              "parts in parallel (default: one per core)"),
-    cl::init(0),
-    cl::cat(tfmcOptions));
+    cl::init(0), cl::cat(tfmcOptions));
 static cl::opt<bool> printBackends(
     "print-backends",
     cl::desc("compile: print which backend each op kind and shape got"),
