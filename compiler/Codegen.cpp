@@ -63,9 +63,11 @@ static void addPackedWrappers(llvm::Module &module) {
   }
 }
 
-/// The constant `tfm_model_info_data` (runtime/src/ModelInfo.h): the model's
-/// architecture and the weights layout's fingerprint, as i64s.
+/// The constants `tfm_model_info_data` (runtime/src/ModelInfo.h: the model's
+/// architecture and the weights layout's fingerprint, as i64s) and
+/// `tfm_model_bad_words`.
 static LogicalResult addModelInfo(llvm::Module &llvmModule, ModuleOp module) {
+  llvm::LLVMContext &ctx = llvmModule.getContext();
   auto model = module->getAttrOfType<DictionaryAttr>("tfm.model");
   auto size = module->getAttrOfType<IntegerAttr>("tfm.weights_size");
   if (!model || !size)
@@ -81,12 +83,31 @@ static LogicalResult addModelInfo(llvm::Module &llvmModule, ModuleOp module) {
       return failure();
     fields.push_back(value.getInt());
   }
+  // The generation keys are optional in the IR: absent means none.
+  auto forcedEos = model.getAs<IntegerAttr>("forced_eos_token_id");
+  fields.push_back(forcedEos ? forcedEos.getInt() : -1);
   fields.push_back(size.getInt());
-  llvm::LLVMContext &ctx = llvmModule.getContext();
   llvm::Constant *init = llvm::ConstantDataArray::get(ctx, fields);
   new llvm::GlobalVariable(llvmModule, init->getType(), /*isConstant=*/true,
                            llvm::GlobalValue::ExternalLinkage, init,
                            "tfm_model_info_data");
+  // The bad words: their count, then each one's length and tokens.
+  auto badWords = model.getAs<ArrayAttr>("bad_words_ids");
+  if (!badWords)
+    badWords = ArrayAttr::get(module.getContext(), {});
+  SmallVector<uint64_t> words = {badWords.size()};
+  for (Attribute a : badWords) {
+    auto ids = dyn_cast<DenseI64ArrayAttr>(a);
+    if (!ids)
+      return failure();
+    words.push_back(ids.size());
+    words.append(ids.asArrayRef().begin(), ids.asArrayRef().end());
+  }
+  llvm::Constant *wordsInit = llvm::ConstantDataArray::get(ctx, words);
+  new llvm::GlobalVariable(llvmModule, wordsInit->getType(),
+                           /*isConstant=*/true,
+                           llvm::GlobalValue::ExternalLinkage, wordsInit,
+                           "tfm_model_bad_words");
   // Which backend runs each op kind and shape (tfm-select-backend), as text
   // in the artifact: `translator --model-info` prints it.
   auto choice = module->getAttrOfType<StringAttr>("tfm.backend_choice");

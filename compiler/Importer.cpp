@@ -404,7 +404,14 @@ DictionaryAttr ModelImporter::configAttr() {
       builder.getNamedAttr("pad_token_id", i64(config.padTokenId)),
       builder.getNamedAttr("decoder_start_token_id",
                            i64(config.decoderStartTokenId)),
+      builder.getNamedAttr("forced_eos_token_id",
+                           i64(config.forcedEosTokenId)),
   };
+  SmallVector<Attribute> badWords;
+  for (const std::vector<int64_t> &ids : config.badWordsIds)
+    badWords.push_back(builder.getDenseI64ArrayAttr(ids));
+  attrs.push_back(
+      builder.getNamedAttr("bad_words_ids", builder.getArrayAttr(badWords)));
   return builder.getDictionaryAttr(attrs);
 }
 

@@ -2,6 +2,7 @@
 
 #include "compiler/ModelConfig.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -48,6 +49,37 @@ public:
       return fail(llvm::formatv("key '{0}' must be true or false, found {1}",
                                 key, *v));
     out = *b;
+  }
+
+  /// A list of non-empty lists of integers >= 0, or null / absent.
+  void integerLists(llvm::StringRef key,
+                    std::vector<std::vector<int64_t>> &out) {
+    if (error)
+      return;
+    const llvm::json::Value *v = obj.get(key);
+    if (!v || v->kind() == llvm::json::Value::Null)
+      return;
+    const llvm::json::Array *lists = v->getAsArray();
+    if (!lists)
+      return fail(llvm::formatv("key '{0}' must be a list of lists of token "
+                                "ids, found {1}",
+                                key, *v));
+    for (auto [i, item] : llvm::enumerate(*lists)) {
+      const llvm::json::Array *list = item.getAsArray();
+      if (!list || list->empty())
+        return fail(llvm::formatv("key '{0}': entry {1} must be a non-empty "
+                                  "list of token ids, found {2}",
+                                  key, i, item));
+      std::vector<int64_t> &ids = out.emplace_back();
+      for (const llvm::json::Value &id : *list) {
+        std::optional<int64_t> n = id.getAsInteger();
+        if (!n || *n < 0)
+          return fail(llvm::formatv("key '{0}': entry {1} holds {2}, not a "
+                                    "token id",
+                                    key, i, id));
+        ids.push_back(*n);
+      }
+    }
   }
 
   std::optional<std::string> string(llvm::StringRef key) {
@@ -118,6 +150,8 @@ llvm::Expected<ModelConfig> ModelConfig::load(llvm::StringRef path) {
   r.integer("eos_token_id", c.eosTokenId, 0);
   r.integer("pad_token_id", c.padTokenId, 0);
   r.integer("decoder_start_token_id", c.decoderStartTokenId, 0);
+  r.integer("forced_eos_token_id", c.forcedEosTokenId, 0, -1);
+  r.integerLists("bad_words_ids", c.badWordsIds);
   r.boolean("normalize_before", c.normalizeBefore, false);
   r.boolean("scale_embedding", c.scaleEmbedding, false);
   r.boolean("share_encoder_decoder_embeddings", c.shareEmbeddings, true);
@@ -169,10 +203,23 @@ llvm::Expected<ModelConfig> ModelConfig::load(llvm::StringRef path) {
   for (auto [key, id] : {std::pair<const char *, int64_t>{"eos_token_id",
                                                           c.eosTokenId},
                          {"pad_token_id", c.padTokenId},
-                         {"decoder_start_token_id", c.decoderStartTokenId}})
+                         {"decoder_start_token_id", c.decoderStartTokenId},
+                         {"forced_eos_token_id", c.forcedEosTokenId}})
     if (id >= c.targetVocabSize)
       return fail(llvm::formatv("{0} {1} is outside the target vocabulary of "
                                 "{2} tokens",
                                 key, id, c.targetVocabSize));
+  for (auto [i, ids] : llvm::enumerate(c.badWordsIds))
+    for (int64_t id : ids)
+      if (id >= c.targetVocabSize)
+        return fail(llvm::formatv("bad_words_ids entry {0} holds token {1}, "
+                                  "outside the target vocabulary of {2} "
+                                  "tokens",
+                                  i, id, c.targetVocabSize));
+  // As Hugging Face does: EOS alone is never a bad word (it would make
+  // every sentence run to its length limit).
+  llvm::erase_if(c.badWordsIds, [&](const std::vector<int64_t> &ids) {
+    return ids.size() == 1 && ids[0] == c.eosTokenId;
+  });
   return c;
 }

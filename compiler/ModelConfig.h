@@ -14,6 +14,7 @@
 #include "llvm/Support/Error.h"
 
 #include <string>
+#include <vector>
 
 namespace mlir {
 namespace tfm {
@@ -28,6 +29,11 @@ struct ModelConfig {
   int64_t vocabSize = 0, targetVocabSize = 0;
   int64_t maxPositions = 0;
   int64_t eosTokenId = 0, padTokenId = 0, decoderStartTokenId = 0;
+  /// Generation semantics, as Hugging Face's `generate` reads them: the
+  /// token forced as the last one when a sentence reaches its length limit
+  /// (-1: none), and token sequences never generated (`bad_words_ids`).
+  int64_t forcedEosTokenId = -1;
+  std::vector<std::vector<int64_t>> badWordsIds;
   Activation activation = Activation::relu;
   /// Pre-norm (LayerNorm before each sub-layer) instead of the paper's
   /// post-norm.

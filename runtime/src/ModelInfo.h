@@ -17,8 +17,9 @@ namespace tfm_runtime {
 
 /// Bumped whenever the entry points' arguments, this struct or the weights
 /// file's format change. 2: linears' weights stored as panels. 3: the
-/// tensors' regions with checksums, and a checksum of the header.
-constexpr uint64_t kAbiVersion = 3;
+/// tensors' regions with checksums, and a checksum of the header. 4: the
+/// forced EOS token and the bad words.
+constexpr uint64_t kAbiVersion = 4;
 
 /// Weights files start with this header (little-endian, kHeaderSize bytes,
 /// then the tensors: f32, at the offsets compiled into the code, row-major
@@ -111,9 +112,13 @@ struct tfm_model_info {
   int64_t dModel, encoderLayers, decoderLayers, encoderHeads, decoderHeads,
       sourceVocabSize, targetVocabSize, maxPositions, eosTokenId, padTokenId,
       decoderStartTokenId;
+  int64_t forcedEosTokenId; // -1: none
   int64_t weightsSize;
 };
 extern const tfm_model_info tfm_model_info_data;
+/// The checkpoint's bad_words_ids: their count, then per sequence its
+/// length and its tokens.
+extern const int64_t tfm_model_bad_words[];
 // One line per op kind and shape: the backend that runs it.
 extern const char tfm_model_backends[];
 

@@ -99,6 +99,8 @@ struct tfm_model_t {
     uint64_t offset, size, checksum;
   };
   std::vector<Region> regions; // the weights file's table
+  /// The checkpoint's bad_words_ids: token sequences never generated.
+  std::vector<std::vector<int32_t>> badWords;
 
   ~tfm_model_t() {
     if (mapping != MAP_FAILED)
@@ -211,7 +213,24 @@ extern "C" tfm_status tfm_model_open(const char *path, tfm_model **out_model) {
                    info.decoderHeads,    info.sourceVocabSize,
                    info.targetVocabSize, info.maxPositions,
                    info.eosTokenId,      info.padTokenId,
-                   info.decoderStartTokenId};
+                   info.decoderStartTokenId, info.forcedEosTokenId};
+  for (int64_t i = 0, at = 1; i < tfm_model_bad_words[0]; ++i) {
+    int64_t length = tfm_model_bad_words[at++];
+    model->badWords.emplace_back(tfm_model_bad_words + at,
+                                 tfm_model_bad_words + at + length);
+    at += length;
+    // The search's walk over the banned tokens needs them in the vocabulary
+    // (tfmc checks config.json; hand-written IR is not).
+    for (int32_t token : model->badWords.back())
+      if (token < 0 || token >= info.targetVocabSize)
+        return makeError("this translator's bad word " + std::to_string(i) +
+                         " holds token " + std::to_string(token) +
+                         ", outside the target vocabulary");
+  }
+  if (info.forcedEosTokenId >= info.targetVocabSize)
+    return makeError("this translator's forced EOS token " +
+                     std::to_string(info.forcedEosTokenId) +
+                     " is outside the target vocabulary");
   *out_model = model.release();
   return nullptr;
 }
@@ -272,7 +291,9 @@ extern "C" void tfm_search_options_default(tfm_search_options *o) {
   o->beam_size = 1;
   o->n_best = 1;
   o->max_length = 256;
-  o->max_length_ratio = 0.0f;
+  // Marian's default factor: a sentence that runs away (repeats itself)
+  // stops after about three times its source's tokens.
+  o->max_length_ratio = 3.0f;
   o->min_length = 0;
   o->length_penalty = 1.0f;
   o->suppress_eos = 0;
@@ -332,17 +353,22 @@ bool before(const Candidate &x, const Candidate &y) {
 }
 
 /// The `want` best extensions of a hypothesis scored `score` by the tokens
-/// of its logits row (`flat` = base + token), skipping `pad` and `banned`
-/// (-1: none), best first. Only the kept tokens' log-probabilities are
-/// formed: log p(t) = x[t] - max - log sum exp(x - max).
+/// of its logits row (`flat` = base + token), skipping the tokens in
+/// `banned` (sorted), best first. Only the kept tokens' log-probabilities
+/// are formed: log p(t) = x[t] - max - log sum exp(x - max).
+/// A `forced` token (-1: none) is the only extension, with log p = 0, as
+/// Hugging Face's forced EOS sets it.
 /// None when the row's logits are not all finite (a NaN or infinity
 /// reaches the normalizer): there is no distribution to search.
 std::optional<std::vector<Candidate>>
 bestExtensions(const float *row, int64_t vocab, float score, int64_t base,
-               size_t want, int64_t pad, int64_t banned) {
+               size_t want, const std::vector<int32_t> &banned,
+               int32_t forced) {
   auto [max, logSum] = logSoftmaxTerms(row, vocab);
   if (!std::isfinite(max) || !std::isfinite(logSum))
     return std::nullopt;
+  if (forced >= 0)
+    return std::vector<Candidate>{{score, base + forced}};
   // A heap whose top is the worst kept; the logits' order is the scores'.
   std::vector<Candidate> best;
   best.reserve(want + 1);
@@ -350,8 +376,13 @@ bestExtensions(const float *row, int64_t vocab, float score, int64_t base,
   // its score is no higher (adding the same terms is monotonic) and on a
   // tie its later token loses.
   float worstLogit = -std::numeric_limits<float>::infinity();
+  auto nextBanned = banned.begin();
   for (int64_t t = 0; t < vocab; ++t) {
-    if (row[t] < worstLogit || t == pad || t == banned)
+    if (nextBanned != banned.end() && *nextBanned == t) {
+      ++nextBanned;
+      continue;
+    }
+    if (row[t] < worstLogit)
       continue;
     Candidate c{score + (row[t] - max - logSum), base + t};
     if (best.size() < want) {
@@ -378,6 +409,13 @@ public:
            int32_t count, tfm_results &results);
 
 private:
+  /// The tokens a row whose generated tokens are `prefix` must not take
+  /// next, sorted: padding, EOS when `eosAllowed` is false, and the last
+  /// token of every bad word whose other tokens end the row's input
+  /// (decoder start token, then `prefix`), as Hugging Face's
+  /// NoBadWordsLogitsProcessor bans them.
+  std::vector<int32_t> bannedTokens(const std::vector<int32_t> &prefix,
+                                    bool eosAllowed) const;
   void encode();
   void decodeStep(int64_t step, const std::vector<int32_t> &tokens);
   /// Row r of every self-attention cache takes row parents[r]'s first
@@ -394,6 +432,31 @@ private:
   Buffer encoderOut, logits;
   std::vector<std::unique_ptr<Buffer>> crossKV, caches; // per layer: K, V
 };
+
+std::vector<int32_t>
+Translator::bannedTokens(const std::vector<int32_t> &prefix,
+                         bool eosAllowed) const {
+  std::vector<int32_t> banned = {int32_t(cfg.pad_token_id)};
+  if (!eosAllowed)
+    banned.push_back(int32_t(cfg.eos_token_id));
+  auto input = [&](size_t i) { // the row's input: start token, then prefix
+    return i == 0 ? int32_t(cfg.decoder_start_token_id) : prefix[i - 1];
+  };
+  size_t inputLength = prefix.size() + 1;
+  for (const std::vector<int32_t> &word : model.badWords) {
+    size_t context = word.size() - 1;
+    if (context > inputLength)
+      continue;
+    bool matches = true;
+    for (size_t i = 0; i < context && matches; ++i)
+      matches = input(inputLength - context + i) == word[i];
+    if (matches)
+      banned.push_back(word.back());
+  }
+  std::sort(banned.begin(), banned.end());
+  banned.erase(std::unique(banned.begin(), banned.end()), banned.end());
+  return banned;
+}
 
 void Translator::encode() {
   int64_t d = cfg.d_model;
@@ -550,16 +613,22 @@ void Translator::run(const int32_t *const *sources, const int32_t *lengths,
                                       logits.data + (b * beam + 1) * vocab);
     // Each live row's best 2k extensions, rows in parallel: a row's
     // log-softmax normalizer sums the exponentials of all its logits.
+    // A sentence at its length limit ends with the forced EOS (if the
+    // checkpoint names one), as Hugging Face's ForcedEOSTokenLogitsProcessor
+    // ends it; it overrides --min-length, and --suppress-eos turns it off.
     bool eosAllowed = !opts.suppress_eos && step + 1 > opts.min_length;
+    bool forceEos = cfg.forced_eos_token_id >= 0 && !opts.suppress_eos;
     std::vector<char> nonFinite(rows, 0);
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       rowBest[r].clear();
       if (done[r / beam] || scores[r] == ninf)
         continue;
+      bool forced = forceEos && step + 1 >= maxLen[r / beam];
       std::optional<std::vector<Candidate>> best = bestExtensions(
           logits.data + r * vocab, vocab, scores[r], (r % beam) * vocab,
-          2 * beam, pad, eosAllowed ? -1 : eos);
+          2 * beam, bannedTokens(prefixes[r], eosAllowed),
+          forced ? int32_t(cfg.forced_eos_token_id) : -1);
       if (best)
         rowBest[r] = std::move(*best);
       else

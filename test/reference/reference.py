@@ -185,6 +185,10 @@ def translate(model, sources, opts):
     logits."""
     c = model.c
     eos, pad, start = c["eos_token_id"], c["pad_token_id"], c["decoder_start_token_id"]
+    # Hugging Face's generation semantics of the checkpoint: the forced EOS
+    # at the length limit, and the bad words (EOS alone is never one).
+    forced_eos = c.get("forced_eos_token_id")
+    bad_words = [w for w in (c.get("bad_words_ids") or []) if w != [eos]]
     vocab = model.lm_head.shape[0]
     k, B = opts.beam_size, len(sources)
     R = B * k
@@ -222,6 +226,15 @@ def translate(model, sources, opts):
         logp[:, pad] = float("-inf")
         if opts.suppress_eos or step + 1 <= opts.min_length:
             logp[:, eos] = float("-inf")
+        for r in range(R):
+            row_input = [start] + prefixes[r]
+            for word in bad_words:  # banned when its other tokens end the input
+                if len(word) - 1 <= len(row_input) and \
+                        row_input[len(row_input) - len(word) + 1:] == word[:-1]:
+                    logp[r, word[-1]] = float("-inf")
+            if forced_eos is not None and not opts.suppress_eos and step + 1 >= max_len[r // k]:
+                logp[r] = float("-inf")  # only the forced EOS, with log p = 0
+                logp[r, forced_eos] = 0.0
         parents = list(range(R))
         next_prefixes, next_scores = list(prefixes), scores.clone()
         for b in range(B):
@@ -291,7 +304,7 @@ def main():
     ap.add_argument("-b", "--beam-size", type=int, default=1)
     ap.add_argument("-n", "--n-best", type=int, default=1)
     ap.add_argument("--max-length", type=int, default=256)
-    ap.add_argument("--max-length-ratio", type=float, default=0.0)
+    ap.add_argument("--max-length-ratio", type=float, default=3.0)
     ap.add_argument("--min-length", type=int, default=0)
     ap.add_argument("--length-penalty", type=float, default=1.0)
     ap.add_argument("--suppress-eos", action="store_true")

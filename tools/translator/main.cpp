@@ -50,8 +50,8 @@ options:
   -n, --n-best N           print the N best hypotheses of each sentence as
                            "INDEX ||| TRANSLATION ||| SCORE" lines [1]
       --batch-size N       sentences decoded together           [32]
-      --max-length N       at most N target tokens              [256]
-      --max-length-ratio R also at most R * source length + 5   [off]
+      --max-length N       at most N target tokens, EOS included [256]
+      --max-length-ratio R also at most R * source tokens + 5 (0: off) [3]
       --min-length N       no EOS before N tokens               [0]
       --length-penalty A   beam scores: sum(log p) / length^A   [1.0]
       --suppress-eos       never end a sentence: decode exactly --max-length
@@ -75,6 +75,11 @@ options:
                            tensor table only)
   -h, --help               this text
 
+Generation follows the checkpoint's config.json as Hugging Face's generate
+reads it: a sentence that reaches its length limit ends with the
+forced_eos_token_id if one is set (so it keeps at most N - 1 tokens), and
+the bad_words_ids are never generated; --model-info shows both.
+
 When stderr is a terminal and the input comes from files, a progress line
 shows the sentences done, sentences/s and output tokens/s.
 )";
@@ -89,6 +94,22 @@ void printModelInfo() {
               (long long)m.decoderLayers, (long long)m.encoderHeads,
               (long long)m.sourceVocabSize, (long long)m.targetVocabSize,
               (long long)m.maxPositions);
+  if (m.forcedEosTokenId >= 0)
+    std::printf("forced EOS at the length limit: %lld\n",
+                (long long)m.forcedEosTokenId);
+  else
+    std::printf("forced EOS at the length limit: none\n");
+  std::printf("bad words:");
+  if (tfm_model_bad_words[0] == 0)
+    std::printf(" none");
+  for (int64_t i = 0, at = 1; i < tfm_model_bad_words[0]; ++i) {
+    int64_t length = tfm_model_bad_words[at++];
+    std::printf(" [");
+    for (int64_t j = 0; j < length; ++j)
+      std::printf(j ? " %lld" : "%lld", (long long)tfm_model_bad_words[at++]);
+    std::printf("]");
+  }
+  std::printf("\n");
   std::printf("backends:\n%s", tfm_model_backends);
 }
 

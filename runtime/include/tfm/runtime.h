@@ -31,6 +31,9 @@ typedef struct tfm_model_config {
   int64_t d_model, encoder_layers, decoder_layers, encoder_heads,
       decoder_heads, source_vocab_size, target_vocab_size, max_positions,
       eos_token_id, pad_token_id, decoder_start_token_id;
+  /* The token that ends a sentence at its length limit (the checkpoint's
+   * forced_eos_token_id), or -1. */
+  int64_t forced_eos_token_id;
 } tfm_model_config;
 
 /* Maps a weights file that tfmc wrote for this translator; the path may
@@ -51,7 +54,8 @@ typedef struct tfm_search_options {
   int32_t beam_size;      /* 1: greedy */
   int32_t n_best;         /* hypotheses returned per sentence, <= beam_size */
   int32_t max_length;     /* absolute cap on generated tokens (EOS included) */
-  float max_length_ratio; /* if > 0: also cap at ratio * source length + 5 */
+  float max_length_ratio; /* if > 0: also cap at ratio * source length + 5
+                             (source length with EOS; default 3) */
   int32_t min_length;     /* no EOS before this many tokens */
   float length_penalty;   /* beam scores are sum(log p) / length^penalty */
   int32_t suppress_eos;   /* never emit EOS: decode exactly max_length tokens */
