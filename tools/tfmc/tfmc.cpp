@@ -5,16 +5,20 @@
 //                [--backend=llvm|onednn|auto] [--print-backends]
 //   tfmc compile MODEL_DIR --compile-to=input|fused|llvm [-o out.mlir]
 //                [--mlir-print-ir-after=PASS] [--tfm-pass-statistics] ...
+//   tfmc compile GRAPH.mlir --weights MODEL_DIR [the options above]
 //
 // `import` reads a MarianMT-style checkpoint and prints the model as `tfm`
 // IR in primitive form. `compile` runs the compiler's pipeline on it: to a
 // translator (OUT_DIR/translator and its weights OUT_DIR/model.tfmw, plus
 // the model's tokenizer files if it has them), or up to an IR phase; MLIR's
-// pass-manager options (print the IR after any pass, timing) apply.
+// pass-manager options (print the IR after any pass, timing) apply. Given a
+// `tfm` graph instead (imported, edited, fused), `compile` takes it with the
+// tensors it names from MODEL_DIR.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Codegen.h"
+#include "compiler/GraphFile.h"
 #include "compiler/Importer.h"
 #include "compiler/Safetensors.h"
 #include "compiler/TokenizerFiles.h"
@@ -50,9 +54,16 @@ enum class Phase { Input, Fused, LLVM, Translator };
 // LLVM's and MLIR's, which work as usual).
 static cl::OptionCategory tfmcOptions("tfmc options");
 
-static cl::opt<std::string> modelDir(cl::Positional, cl::Required,
-                                     cl::desc("<model directory>"),
-                                     cl::cat(tfmcOptions));
+static cl::opt<std::string>
+    modelDir(cl::Positional, cl::Required,
+             cl::desc("<model directory, or for compile a graph.mlir>"),
+             cl::cat(tfmcOptions));
+static cl::opt<std::string> graphWeights(
+    "weights",
+    cl::desc("compile GRAPH.mlir: the checkpoint directory whose tensors "
+             "the graph's tfm.weight ops name (and whose tokenizer files "
+             "the translator gets)"),
+    cl::value_desc("model directory"), cl::cat(tfmcOptions));
 static cl::opt<std::string>
     outputFile("o",
                cl::desc("Output: a directory for a translator, else a file "
@@ -110,10 +121,12 @@ static const char *kUsage =
     "  tfmc import  MODEL_DIR [-o model.mlir] [--summary]\n"
     "  tfmc compile MODEL_DIR -o OUT_DIR [--embed-weights] "
     "[--backend=llvm|onednn|auto]\n"
-    "  tfmc compile MODEL_DIR --compile-to=input|fused|llvm [-o out.mlir]\n\n"
+    "  tfmc compile MODEL_DIR --compile-to=input|fused|llvm [-o out.mlir]\n"
+    "  tfmc compile GRAPH.mlir --weights MODEL_DIR [the options above]\n\n"
     "MODEL_DIR holds config.json and model.safetensors (Hugging Face "
     "MarianMT layout),\nand for text in and out source.spm, target.spm and "
-    "vocab.json.\n\n"
+    "vocab.json.\nGRAPH.mlir is a tfm graph (as `tfmc import` writes it, edited or "
+    "fused) whose\ntfm.weight ops name tensors of MODEL_DIR.\n\n"
     "MLIR's options (--mlir-timing, --mlir-print-ir-after-all, ...) and "
     "LLVM's work too;\n--help-hidden lists them.\n";
 
@@ -226,13 +239,18 @@ static int embed(StringRef translatorPath, StringRef weightsPath,
   return 0;
 }
 
+/// The checkpoint directory: the model's, or the graph's --weights.
+static StringRef checkpointDir() {
+  return graphWeights.empty() ? StringRef(modelDir) : StringRef(graphWeights);
+}
+
 static int compileTranslator(mlir::ModuleOp module) {
   if (outputFile == "-")
     return reportError("a translator needs an output directory: -o OUT_DIR");
   if (std::error_code ec = sys::fs::create_directories(outputFile))
     return reportError(outputFile + ": " + ec.message());
   SmallString<256> object(outputFile), weights(outputFile),
-      translator(outputFile), checkpointPath(modelDir);
+      translator(outputFile), checkpointPath(checkpointDir());
   sys::path::append(object, "model");
   sys::path::append(weights, "model.tfmw");
   sys::path::append(translator, "translator");
@@ -243,7 +261,7 @@ static int compileTranslator(mlir::ModuleOp module) {
   if (!checkpoint)
     return reportError(toString(checkpoint.takeError()));
   Expected<SmallVector<std::string, 3>> tokenizerFiles =
-      mlir::tfm::findTokenizerFiles(modelDir);
+      mlir::tfm::findTokenizerFiles(checkpointDir());
   if (!tokenizerFiles)
     return reportError(toString(tokenizerFiles.takeError()));
   if (Error err = mlir::tfm::writeWeightsFile(module, *checkpoint, weights))
@@ -273,8 +291,23 @@ static int run(StringRef command) {
   mlir::DialectRegistry registry;
   mlir::tfm::registerCodegenDialects(registry);
   mlir::MLIRContext context(registry);
+  // A checkpoint directory is imported; a graph file is parsed and checked
+  // against the checkpoint of --weights.
+  bool graph = !sys::fs::is_directory(modelDir) && sys::fs::exists(modelDir);
+  if (graph && command == "import")
+    return reportError("import reads a checkpoint directory; " + modelDir +
+                       " is a file (`tfmc compile " + modelDir +
+                       " --weights MODEL_DIR` compiles a graph)");
+  if (graph && graphWeights.empty())
+    return reportError("compiling the graph " + modelDir +
+                       " needs --weights MODEL_DIR: the checkpoint whose "
+                       "tensors it names");
+  if (!graph && !graphWeights.empty())
+    return reportError("--weights is for compiling a graph file; " +
+                       modelDir + " is a model directory");
   Expected<mlir::OwningOpRef<mlir::ModuleOp>> module =
-      mlir::tfm::importModel(context, modelDir);
+      graph ? mlir::tfm::loadGraph(context, modelDir, graphWeights)
+            : mlir::tfm::importModel(context, modelDir);
   if (!module)
     return reportError(toString(module.takeError()));
 

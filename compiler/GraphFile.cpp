@@ -1,0 +1,116 @@
+//===- GraphFile.cpp - A tfm graph as compiler input --------------*- C++ -*-===//
+
+#include "compiler/GraphFile.h"
+
+#include "compiler/Safetensors.h"
+#include "dialects/Tfm/IR/TfmOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+static llvm::Error graphError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 message.str());
+}
+
+/// "FILE:LINE" of an op parsed from `graphPath`, for messages; the file
+/// alone when the op carries a location of its own.
+static std::string where(Operation *op, StringRef graphPath) {
+  if (auto loc = dyn_cast<FileLineColLoc>(op->getLoc()))
+    return llvm::formatv("{0}:{1}", loc.getFilename(), loc.getLine()).str();
+  return graphPath.str();
+}
+
+/// The arity the runtime calls the entry points with (ModelInfo.h):
+///   encode(source_ids, source_lengths) -> (encoder_output, per decoder
+///     layer: cross K, cross V)
+///   decode_step(tokens, step, source_lengths, per layer: cross K, cross V,
+///     cache K, cache V) -> (logits, per layer: cache K, cache V)
+static llvm::Error checkEntryPoints(ModuleOp module, StringRef graphPath) {
+  auto model = module->getAttrOfType<DictionaryAttr>("tfm.model");
+  if (!model)
+    return graphError(graphPath +
+                      ": the module has no tfm.model attribute (the "
+                      "model's sizes and special tokens, as `tfmc import` "
+                      "writes them)");
+  for (StringRef key :
+       {"d_model", "encoder_layers", "decoder_layers", "encoder_heads",
+        "decoder_heads", "source_vocab_size", "target_vocab_size",
+        "max_positions", "eos_token_id", "pad_token_id",
+        "decoder_start_token_id"})
+    if (!model.getAs<IntegerAttr>(key))
+      return graphError(graphPath + ": tfm.model lacks the integer '" + key +
+                        "'");
+  int64_t layers = model.getAs<IntegerAttr>("decoder_layers").getInt();
+  struct Arity {
+    StringRef name;
+    int64_t inputs, results;
+  };
+  for (Arity entry : {Arity{"encode", 2, 1 + 2 * layers},
+                      Arity{"decode_step", 3 + 4 * layers, 1 + 2 * layers}}) {
+    auto func = module.lookupSymbol<func::FuncOp>(entry.name);
+    if (!func || func.isExternal())
+      return graphError(graphPath + ": no function '" + entry.name +
+                        "' (a translator's entry point)");
+    if (func.getNumArguments() != entry.inputs ||
+        func.getNumResults() != entry.results)
+      return graphError(llvm::formatv(
+          "{0}: '{1}' takes {2} arguments and returns {3} values; with "
+          "tfm.model's decoder_layers = {4} the runtime passes {5} and "
+          "expects {6}",
+          where(func, graphPath), entry.name, func.getNumArguments(),
+          func.getNumResults(), layers, entry.inputs, entry.results));
+  }
+  return llvm::Error::success();
+}
+
+static llvm::Error checkWeights(ModuleOp module, StringRef graphPath,
+                                const SafetensorsFile &checkpoint) {
+  std::optional<std::string> error;
+  module.walk([&](WeightOp w) {
+    const TensorInfo *info = checkpoint.lookup(w.getName());
+    std::string at = where(w, graphPath) + ": tfm.weight '" + w.getName().str() + "'";
+    if (!info)
+      error = at + " is not in " + checkpoint.path().str();
+    else if (info->dtype != DType::F32 && info->dtype != DType::F16 &&
+             info->dtype != DType::BF16)
+      error = at + " has dtype " + dtypeName(info->dtype).str() + " in " +
+              checkpoint.path().str() + "; weights must be F32, F16 or BF16";
+    else if (ArrayRef<int64_t>(info->shape) != w.getType().getShape())
+      error = llvm::formatv("{0} has shape {1} in the graph but {2} in {3}",
+                            at, formatShape(w.getType().getShape()),
+                            formatShape(info->shape), checkpoint.path())
+                  .str();
+    return error ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  return error ? graphError(*error) : llvm::Error::success();
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>>
+mlir::tfm::loadGraph(MLIRContext &context, llvm::StringRef graphPath,
+                     llvm::StringRef modelDir) {
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(graphPath, sourceMgr, &context);
+  if (!module)
+    return graphError(graphPath + ": not a valid tfm graph (see above)");
+  if (llvm::Error err = checkEntryPoints(*module, graphPath))
+    return std::move(err);
+  SmallString<256> weightsPath(modelDir);
+  llvm::sys::path::append(weightsPath, "model.safetensors");
+  llvm::Expected<SafetensorsFile> checkpoint =
+      SafetensorsFile::open(weightsPath);
+  if (!checkpoint)
+    return checkpoint.takeError();
+  if (llvm::Error err = checkWeights(*module, graphPath, *checkpoint))
+    return std::move(err);
+  return std::move(module);
+}
