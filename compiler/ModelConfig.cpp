@@ -5,7 +5,9 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -115,21 +117,73 @@ private:
 };
 } // namespace
 
-llvm::Expected<ModelConfig> ModelConfig::load(llvm::StringRef path) {
-  auto fail = [&](const llvm::Twine &message) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   (path + ": " + message).str());
-  };
+static llvm::Error fileError(llvm::StringRef path,
+                             const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 (path + ": " + message).str());
+}
+
+/// The JSON object in `path`.
+static llvm::Expected<llvm::json::Value> readJsonObject(llvm::StringRef path) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (!buffer)
-    return fail("cannot open: " + buffer.getError().message());
+    return fileError(path, "cannot open: " + buffer.getError().message());
   llvm::Expected<llvm::json::Value> json =
       llvm::json::parse((*buffer)->getBuffer());
   if (!json)
-    return fail("invalid JSON: " + llvm::toString(json.takeError()));
+    return fileError(path, "invalid JSON: " + llvm::toString(json.takeError()));
+  if (!json->getAsObject())
+    return fileError(path, "expected a JSON object at the top level");
+  return json;
+}
+
+/// The keys that steer generation, in config.json or generation_config.json
+/// (whose keys, where present, override config.json's); absent keys keep
+/// `c`'s values.
+static void readGenerationKeys(ConfigReader &r, const llvm::json::Object &obj,
+                               ModelConfig &c) {
+  r.integer("eos_token_id", c.eosTokenId, 0, c.eosTokenId);
+  r.integer("pad_token_id", c.padTokenId, 0, c.padTokenId);
+  r.integer("decoder_start_token_id", c.decoderStartTokenId, 0,
+            c.decoderStartTokenId);
+  r.integer("forced_eos_token_id", c.forcedEosTokenId, 0, c.forcedEosTokenId);
+  if (obj.get("bad_words_ids")) {
+    c.badWordsIds.clear();
+    r.integerLists("bad_words_ids", c.badWordsIds);
+  }
+}
+
+/// Special tokens inside the target vocabulary; `path` is the file that set
+/// them.
+static llvm::Error checkGenerationKeys(llvm::StringRef path,
+                                       const ModelConfig &c) {
+  for (auto [key, id] : {std::pair<const char *, int64_t>{"eos_token_id",
+                                                          c.eosTokenId},
+                         {"pad_token_id", c.padTokenId},
+                         {"decoder_start_token_id", c.decoderStartTokenId},
+                         {"forced_eos_token_id", c.forcedEosTokenId}})
+    if (id >= c.targetVocabSize)
+      return fileError(path, llvm::formatv("{0} {1} is outside the target "
+                                           "vocabulary of {2} tokens",
+                                           key, id, c.targetVocabSize));
+  for (auto [i, ids] : llvm::enumerate(c.badWordsIds))
+    for (int64_t id : ids)
+      if (id >= c.targetVocabSize)
+        return fileError(path, llvm::formatv("bad_words_ids entry {0} holds "
+                                             "token {1}, outside the target "
+                                             "vocabulary of {2} tokens",
+                                             i, id, c.targetVocabSize));
+  return llvm::Error::success();
+}
+
+llvm::Expected<ModelConfig> ModelConfig::load(llvm::StringRef path) {
+  auto fail = [&](const llvm::Twine &message) {
+    return fileError(path, message);
+  };
+  llvm::Expected<llvm::json::Value> json = readJsonObject(path);
+  if (!json)
+    return json.takeError();
   const llvm::json::Object *obj = json->getAsObject();
-  if (!obj)
-    return fail("expected a JSON object at the top level");
 
   ModelConfig c;
   ConfigReader r(path, *obj);
@@ -150,8 +204,7 @@ llvm::Expected<ModelConfig> ModelConfig::load(llvm::StringRef path) {
   r.integer("eos_token_id", c.eosTokenId, 0);
   r.integer("pad_token_id", c.padTokenId, 0);
   r.integer("decoder_start_token_id", c.decoderStartTokenId, 0);
-  r.integer("forced_eos_token_id", c.forcedEosTokenId, 0, -1);
-  r.integerLists("bad_words_ids", c.badWordsIds);
+  readGenerationKeys(r, *obj, c);
   r.boolean("normalize_before", c.normalizeBefore, false);
   r.boolean("scale_embedding", c.scaleEmbedding, false);
   r.boolean("share_encoder_decoder_embeddings", c.shareEmbeddings, true);
@@ -200,22 +253,25 @@ llvm::Expected<ModelConfig> ModelConfig::load(llvm::StringRef path) {
                               "{1}, but share_encoder_decoder_embeddings is "
                               "true",
                               c.targetVocabSize, c.vocabSize));
-  for (auto [key, id] : {std::pair<const char *, int64_t>{"eos_token_id",
-                                                          c.eosTokenId},
-                         {"pad_token_id", c.padTokenId},
-                         {"decoder_start_token_id", c.decoderStartTokenId},
-                         {"forced_eos_token_id", c.forcedEosTokenId}})
-    if (id >= c.targetVocabSize)
-      return fail(llvm::formatv("{0} {1} is outside the target vocabulary of "
-                                "{2} tokens",
-                                key, id, c.targetVocabSize));
-  for (auto [i, ids] : llvm::enumerate(c.badWordsIds))
-    for (int64_t id : ids)
-      if (id >= c.targetVocabSize)
-        return fail(llvm::formatv("bad_words_ids entry {0} holds token {1}, "
-                                  "outside the target vocabulary of {2} "
-                                  "tokens",
-                                  i, id, c.targetVocabSize));
+  if (llvm::Error e = checkGenerationKeys(path, c))
+    return std::move(e);
+
+  // generation_config.json beside config.json overrides its generation
+  // keys, as Hugging Face's GenerationConfig does.
+  llvm::SmallString<256> generationPath(llvm::sys::path::parent_path(path));
+  llvm::sys::path::append(generationPath, "generation_config.json");
+  if (llvm::sys::fs::exists(generationPath)) {
+    llvm::Expected<llvm::json::Value> generation =
+        readJsonObject(generationPath);
+    if (!generation)
+      return generation.takeError();
+    ConfigReader g(generationPath, *generation->getAsObject());
+    readGenerationKeys(g, *generation->getAsObject(), c);
+    if (llvm::Error e = g.takeError())
+      return std::move(e);
+    if (llvm::Error e = checkGenerationKeys(generationPath, c))
+      return std::move(e);
+  }
   // As Hugging Face does: EOS alone is never a bad word (it would make
   // every sentence run to its length limit).
   llvm::erase_if(c.badWordsIds, [&](const std::vector<int64_t> &ids) {

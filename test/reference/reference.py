@@ -38,6 +38,15 @@ class Model:
     def __init__(self, model_dir):
         with open(os.path.join(model_dir, "config.json")) as f:
             c = json.load(f)
+        # generation_config.json overrides config.json's generation keys.
+        generation = os.path.join(model_dir, "generation_config.json")
+        if os.path.exists(generation):
+            with open(generation) as f:
+                g = json.load(f)
+            for key in ("eos_token_id", "pad_token_id", "decoder_start_token_id",
+                        "forced_eos_token_id", "bad_words_ids"):
+                if g.get(key) is not None:
+                    c[key] = g[key]
         self.c = c
         self.w = {k: torch.from_numpy(v) for k, v in
                   safetensors_io.read(os.path.join(model_dir, "model.safetensors")).items()}
