@@ -2,7 +2,7 @@
 
 #include "compiler/GraphFile.h"
 
-#include "compiler/Safetensors.h"
+#include "compiler/Checkpoint.h"
 #include "dialects/Tfm/IR/TfmOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -72,7 +72,7 @@ static llvm::Error checkEntryPoints(ModuleOp module, StringRef graphPath) {
 }
 
 static llvm::Error checkWeights(ModuleOp module, StringRef graphPath,
-                                const SafetensorsFile &checkpoint) {
+                                const Checkpoint &checkpoint) {
   std::optional<std::string> error;
   module.walk([&](WeightOp w) {
     const TensorInfo *info = checkpoint.lookup(w.getName());
@@ -104,10 +104,7 @@ mlir::tfm::loadGraph(MLIRContext &context, llvm::StringRef graphPath,
     return graphError(graphPath + ": not a valid tfm graph (see above)");
   if (llvm::Error err = checkEntryPoints(*module, graphPath))
     return std::move(err);
-  SmallString<256> weightsPath(modelDir);
-  llvm::sys::path::append(weightsPath, "model.safetensors");
-  llvm::Expected<SafetensorsFile> checkpoint =
-      SafetensorsFile::open(weightsPath);
+  llvm::Expected<Checkpoint> checkpoint = Checkpoint::open(modelDir);
   if (!checkpoint)
     return checkpoint.takeError();
   if (llvm::Error err = checkWeights(*module, graphPath, *checkpoint))

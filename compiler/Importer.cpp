@@ -9,7 +9,7 @@
 #include "compiler/Importer.h"
 
 #include "compiler/ModelConfig.h"
-#include "compiler/Safetensors.h"
+#include "compiler/Checkpoint.h"
 #include "dialects/Tfm/IR/TfmOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -40,7 +40,7 @@ static constexpr int64_t kDyn = ShapedType::kDynamic;
 class ModelImporter {
 public:
   ModelImporter(MLIRContext &context, const ModelConfig &config,
-                const SafetensorsFile &weights)
+                const Checkpoint &weights)
       : builder(&context), config(config), weights(weights),
         f32(builder.getF32Type()) {}
 
@@ -80,7 +80,7 @@ private:
 
   OpBuilder builder;
   const ModelConfig &config;
-  const SafetensorsFile &weights;
+  const Checkpoint &weights;
   Type f32;
   Location loc = builder.getUnknownLoc();
   /// Weights already referenced in the function being built.
@@ -439,13 +439,12 @@ mlir::tfm::importModel(MLIRContext &context, llvm::StringRef modelDir) {
   if (!llvm::sys::fs::is_directory(modelDir))
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    (modelDir + ": not a model directory").str());
-  SmallString<256> configPath(modelDir), weightsPath(modelDir);
+  SmallString<256> configPath(modelDir);
   llvm::sys::path::append(configPath, "config.json");
-  llvm::sys::path::append(weightsPath, "model.safetensors");
   llvm::Expected<ModelConfig> config = ModelConfig::load(configPath);
   if (!config)
     return config.takeError();
-  llvm::Expected<SafetensorsFile> weights = SafetensorsFile::open(weightsPath);
+  llvm::Expected<Checkpoint> weights = Checkpoint::open(modelDir);
   if (!weights)
     return weights.takeError();
   return ModelImporter(context, *config, *weights).run();

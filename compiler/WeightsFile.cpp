@@ -57,7 +57,7 @@ static float halfToFloat(uint16_t h) {
 }
 
 llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
-                                        const SafetensorsFile &checkpoint,
+                                        const Checkpoint &checkpoint,
                                         llvm::StringRef path) {
   auto fail = [&](const Twine &message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),

@@ -11,7 +11,7 @@
 #ifndef TFM_COMPILER_WEIGHTSFILE_H
 #define TFM_COMPILER_WEIGHTSFILE_H
 
-#include "compiler/Safetensors.h"
+#include "compiler/Checkpoint.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
@@ -24,7 +24,7 @@ uint64_t layoutFingerprint(ModuleOp module);
 
 /// Writes the weights file for a module that went through
 /// tfm-layout-weights, reading the tensors from `checkpoint`.
-llvm::Error writeWeightsFile(ModuleOp module, const SafetensorsFile &checkpoint,
+llvm::Error writeWeightsFile(ModuleOp module, const Checkpoint &checkpoint,
                              llvm::StringRef path);
 
 } // namespace tfm

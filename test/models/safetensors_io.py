@@ -5,6 +5,7 @@ Layout: 8-byte little-endian header length N, N bytes of JSON
 then the data section that the offsets index.
 """
 import json
+import os
 import struct
 
 import numpy as np
@@ -74,4 +75,19 @@ def read(path):
         if info["dtype"] == "BF16":
             raw = from_bf16_bits(raw)
         out[name] = raw.astype(np.float32).reshape(info["shape"])
+    return out
+
+
+def read_checkpoint(model_dir):
+    """{name: float32 array} of a checkpoint directory: model.safetensors,
+    or the shards that model.safetensors.index.json maps the tensors to."""
+    single = os.path.join(model_dir, "model.safetensors")
+    if os.path.exists(single):
+        return read(single)
+    with open(os.path.join(model_dir, "model.safetensors.index.json")) as f:
+        weight_map = json.load(f)["weight_map"]
+    out = {}
+    for shard in sorted(set(weight_map.values())):
+        tensors = read(os.path.join(model_dir, shard))
+        out.update({k: v for k, v in tensors.items() if weight_map.get(k) == shard})
     return out

@@ -49,7 +49,7 @@ class Model:
                     c[key] = g[key]
         self.c = c
         self.w = {k: torch.from_numpy(v) for k, v in
-                  safetensors_io.read(os.path.join(model_dir, "model.safetensors")).items()}
+                  safetensors_io.read_checkpoint(model_dir).items()}
         self.d = c["d_model"]
         self.pre_norm = c.get("normalize_before", False)
         self.embed_scale = math.sqrt(self.d) if c.get("scale_embedding", False) else 1.0

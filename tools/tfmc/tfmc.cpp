@@ -17,10 +17,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Checkpoint.h"
 #include "compiler/Codegen.h"
 #include "compiler/GraphFile.h"
 #include "compiler/Importer.h"
-#include "compiler/Safetensors.h"
 #include "compiler/TokenizerFiles.h"
 #include "compiler/WeightsFile.h"
 #include "runtime/src/ModelInfo.h"
@@ -250,14 +250,13 @@ static int compileTranslator(mlir::ModuleOp module) {
   if (std::error_code ec = sys::fs::create_directories(outputFile))
     return reportError(outputFile + ": " + ec.message());
   SmallString<256> object(outputFile), weights(outputFile),
-      translator(outputFile), checkpointPath(checkpointDir());
+      translator(outputFile);
   sys::path::append(object, "model");
   sys::path::append(weights, "model.tfmw");
   sys::path::append(translator, "translator");
-  sys::path::append(checkpointPath, "model.safetensors");
 
-  Expected<mlir::tfm::SafetensorsFile> checkpoint =
-      mlir::tfm::SafetensorsFile::open(checkpointPath);
+  Expected<mlir::tfm::Checkpoint> checkpoint =
+      mlir::tfm::Checkpoint::open(checkpointDir());
   if (!checkpoint)
     return reportError(toString(checkpoint.takeError()));
   Expected<SmallVector<std::string, 3>> tokenizerFiles =
