@@ -16,24 +16,57 @@ static llvm::Error checkpointError(const llvm::Twine &path,
                                  (path + ": " + message).str());
 }
 
+/// A file of tensors, read by its format.
+template <typename FileT>
+static llvm::Expected<std::variant<SafetensorsFile, TorchCheckpointFile>>
+openAs(llvm::StringRef path) {
+  llvm::Expected<FileT> file = FileT::open(path);
+  if (!file)
+    return file.takeError();
+  return std::move(*file);
+}
+
 llvm::Expected<Checkpoint> Checkpoint::open(llvm::StringRef modelDir) {
+  struct Layout {
+    const char *name;
+    bool torch, index;
+  };
+  auto pathOf = [&](llvm::StringRef name) {
+    llvm::SmallString<256> path(modelDir);
+    llvm::sys::path::append(path, name);
+    return path.str().str();
+  };
+  auto openFile = [](llvm::StringRef path, bool torch) {
+    return torch ? openAs<TorchCheckpointFile>(path)
+                 : openAs<SafetensorsFile>(path);
+  };
+  std::optional<Layout> found;
+  for (Layout layout : {Layout{"model.safetensors", false, false},
+                        Layout{"model.safetensors.index.json", false, true},
+                        Layout{"pytorch_model.bin", true, false},
+                        Layout{"pytorch_model.bin.index.json", true, true}})
+    if (!found && llvm::sys::fs::exists(pathOf(layout.name)))
+      found = layout;
+  // None: model.safetensors is the one to ask for.
+  if (!found)
+    found = Layout{"model.safetensors", false, false};
+
   Checkpoint c;
-  llvm::SmallString<256> single(modelDir), indexPath(modelDir);
-  llvm::sys::path::append(single, "model.safetensors");
-  llvm::sys::path::append(indexPath, "model.safetensors.index.json");
-  // One file: as before, its absence is the error to report.
-  if (llvm::sys::fs::exists(single) || !llvm::sys::fs::exists(indexPath)) {
-    llvm::Expected<SafetensorsFile> file = SafetensorsFile::open(single);
+  c.description = pathOf(found->name);
+  auto tensorsOf = [](const File &file) {
+    return std::visit([](const auto &f) { return f.tensors(); }, file);
+  };
+  if (!found->index) {
+    llvm::Expected<File> file = openFile(c.description, found->torch);
     if (!file)
       return file.takeError();
-    c.description = single.str().str();
-    c.files.push_back(std::make_unique<SafetensorsFile>(std::move(*file)));
-    for (const TensorInfo &t : c.files[0]->tensors())
+    c.files.push_back(std::move(*file));
+    for (const TensorInfo &t : tensorsOf(c.files[0]))
       c.fileOf[t.name] = 0;
     return std::move(c);
   }
 
-  c.description = indexPath.str().str();
+  llvm::StringRef indexPath = c.description;
   auto buffer = llvm::MemoryBuffer::getFile(indexPath, /*IsText=*/true);
   if (!buffer)
     return checkpointError(indexPath,
@@ -63,19 +96,17 @@ llvm::Expected<Checkpoint> Checkpoint::open(llvm::StringRef modelDir) {
                                    name.str(), value));
     auto [it, inserted] = shardIndex.try_emplace(*shard, c.files.size());
     if (inserted) {
-      llvm::SmallString<256> shardPath(modelDir);
-      llvm::sys::path::append(shardPath, *shard);
-      llvm::Expected<SafetensorsFile> file = SafetensorsFile::open(shardPath);
+      llvm::Expected<File> file = openFile(pathOf(*shard), found->torch);
       if (!file)
         return file.takeError();
-      c.files.push_back(std::make_unique<SafetensorsFile>(std::move(*file)));
+      c.files.push_back(std::move(*file));
     }
-    if (!c.files[it->second]->lookup(name))
+    c.fileOf[name] = it->second;
+    if (!c.lookup(name))
       return checkpointError(indexPath,
                              llvm::formatv("tensor '{0}' is not in its shard "
                                            "{1}",
                                            name.str(), *shard));
-    c.fileOf[name] = it->second;
   }
   if (c.files.empty())
     return checkpointError(indexPath, "the weight_map names no tensors");
@@ -84,9 +115,13 @@ llvm::Expected<Checkpoint> Checkpoint::open(llvm::StringRef modelDir) {
 
 const TensorInfo *Checkpoint::lookup(llvm::StringRef name) const {
   auto it = fileOf.find(name);
-  return it == fileOf.end() ? nullptr : files[it->second]->lookup(name);
+  if (it == fileOf.end())
+    return nullptr;
+  return std::visit([&](const auto &f) { return f.lookup(name); },
+                    files[it->second]);
 }
 
 llvm::ArrayRef<char> Checkpoint::bytes(const TensorInfo &tensor) const {
-  return files[fileOf.lookup(tensor.name)]->bytes(tensor);
+  return std::visit([&](const auto &f) { return f.bytes(tensor); },
+                    files[fileOf.lookup(tensor.name)]);
 }

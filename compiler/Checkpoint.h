@@ -1,9 +1,11 @@
 //===- Checkpoint.h - The tensors of a checkpoint directory -------*- C++ -*-===//
 //
-// A Hugging Face checkpoint keeps its tensors in model.safetensors, or, when
-// large, in shards that model.safetensors.index.json lists (its
-// "weight_map": tensor name -> shard file). Either way the compiler sees
-// one set of named tensors, each in the mapped file that holds it.
+// A Hugging Face checkpoint keeps its tensors in model.safetensors, or in
+// pytorch_model.bin (torch.save's zip of a pickled state_dict, as most
+// OPUS-MT models on the Hub ship), or, when large, in shards that
+// model.safetensors.index.json or pytorch_model.bin.index.json lists (a
+// "weight_map": tensor name -> shard file). Whatever the files, the compiler
+// sees one set of named tensors, each in the mapped file that holds it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,12 +13,13 @@
 #define TFM_COMPILER_CHECKPOINT_H
 
 #include "compiler/Safetensors.h"
+#include "compiler/TorchCheckpoint.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 
-#include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace mlir {
@@ -24,12 +27,13 @@ namespace tfm {
 
 class Checkpoint {
 public:
-  /// Opens `modelDir`'s model.safetensors if it has one, else the shards of
-  /// its model.safetensors.index.json; every file's header is validated and
-  /// every tensor of the index must be in the shard it names.
+  /// Opens the first of model.safetensors, model.safetensors.index.json,
+  /// pytorch_model.bin, pytorch_model.bin.index.json in `modelDir` (Hugging
+  /// Face's order); every file is validated and every tensor of an index
+  /// must be in the shard it names.
   static llvm::Expected<Checkpoint> open(llvm::StringRef modelDir);
 
-  /// The file to name in messages: model.safetensors, or the index.
+  /// The file to name in messages: the single file, or the index.
   llvm::StringRef path() const { return description; }
   /// The tensor called `name`, or null.
   const TensorInfo *lookup(llvm::StringRef name) const;
@@ -37,8 +41,9 @@ public:
   llvm::ArrayRef<char> bytes(const TensorInfo &tensor) const;
 
 private:
+  using File = std::variant<SafetensorsFile, TorchCheckpointFile>;
   std::string description;
-  std::vector<std::unique_ptr<SafetensorsFile>> files;
+  std::vector<File> files;
   /// Tensor name -> index into `files`.
   llvm::StringMap<size_t> fileOf;
 };

@@ -34,6 +34,25 @@ import text_io  # noqa: E402
 torch.set_grad_enabled(False)
 
 
+def load_weights(model_dir):
+    """{name: float32 tensor} of a checkpoint directory, in Hugging Face's
+    order of preference: safetensors (one file or shards), then torch.save's
+    pytorch_model.bin (one file or shards)."""
+    if any(os.path.exists(os.path.join(model_dir, f))
+           for f in ("model.safetensors", "model.safetensors.index.json")):
+        return {k: torch.from_numpy(v) for k, v in safetensors_io.read_checkpoint(model_dir).items()}
+    files = ["pytorch_model.bin"]
+    index = os.path.join(model_dir, "pytorch_model.bin.index.json")
+    if os.path.exists(index):
+        with open(index) as f:
+            files = sorted(set(json.load(f)["weight_map"].values()))
+    weights = {}
+    for name in files:
+        state = torch.load(os.path.join(model_dir, name), map_location="cpu")
+        weights.update({k: v.detach().float() for k, v in state.items()})
+    return weights
+
+
 class Model:
     def __init__(self, model_dir):
         with open(os.path.join(model_dir, "config.json")) as f:
@@ -48,8 +67,7 @@ class Model:
                 if g.get(key) is not None:
                     c[key] = g[key]
         self.c = c
-        self.w = {k: torch.from_numpy(v) for k, v in
-                  safetensors_io.read_checkpoint(model_dir).items()}
+        self.w = load_weights(model_dir)
         self.d = c["d_model"]
         self.pre_norm = c.get("normalize_before", False)
         self.embed_scale = math.sqrt(self.d) if c.get("scale_embedding", False) else 1.0
