@@ -17,13 +17,36 @@ static llvm::Error checkpointError(const llvm::Twine &path,
 }
 
 /// A file of tensors, read by its format.
-template <typename FileT>
-static llvm::Expected<std::variant<SafetensorsFile, TorchCheckpointFile>>
-openAs(llvm::StringRef path) {
+template <typename FileT, typename Variant>
+static llvm::Expected<Variant> openAs(llvm::StringRef path) {
   llvm::Expected<FileT> file = FileT::open(path);
   if (!file)
     return file.takeError();
   return std::move(*file);
+}
+
+static const char *const kHuggingFaceFiles[] = {
+    "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+    "pytorch_model.bin.index.json"};
+
+llvm::Expected<std::optional<std::string>>
+Checkpoint::findMarianModel(llvm::StringRef modelDir) {
+  std::vector<std::string> npz;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(modelDir, ec), end;
+       it != end && !ec; it.increment(ec)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    if (llvm::is_contained(kHuggingFaceFiles, name))
+      return std::nullopt;
+    if (name.ends_with(".npz"))
+      npz.push_back(it->path());
+  }
+  if (npz.size() > 1)
+    return checkpointError(modelDir, "more than one Marian .npz model; keep "
+                                     "the one to compile");
+  if (npz.empty())
+    return std::nullopt;
+  return npz[0];
 }
 
 llvm::Expected<Checkpoint> Checkpoint::open(llvm::StringRef modelDir) {
@@ -37,8 +60,8 @@ llvm::Expected<Checkpoint> Checkpoint::open(llvm::StringRef modelDir) {
     return path.str().str();
   };
   auto openFile = [](llvm::StringRef path, bool torch) {
-    return torch ? openAs<TorchCheckpointFile>(path)
-                 : openAs<SafetensorsFile>(path);
+    return torch ? openAs<TorchCheckpointFile, File>(path)
+                 : openAs<SafetensorsFile, File>(path);
   };
   std::optional<Layout> found;
   for (Layout layout : {Layout{"model.safetensors", false, false},
@@ -47,11 +70,26 @@ llvm::Expected<Checkpoint> Checkpoint::open(llvm::StringRef modelDir) {
                         Layout{"pytorch_model.bin.index.json", true, true}})
     if (!found && llvm::sys::fs::exists(pathOf(layout.name)))
       found = layout;
-  // None: model.safetensors is the one to ask for.
-  if (!found)
-    found = Layout{"model.safetensors", false, false};
-
   Checkpoint c;
+  if (!found) {
+    llvm::Expected<std::optional<std::string>> npz = findMarianModel(modelDir);
+    if (!npz)
+      return npz.takeError();
+    if (*npz) {
+      llvm::Expected<File> file = openAs<MarianCheckpointFile, File>(**npz);
+      if (!file)
+        return file.takeError();
+      c.description = **npz;
+      c.files.push_back(std::move(*file));
+      for (const TensorInfo &t :
+           std::get<MarianCheckpointFile>(c.files[0]).tensors())
+        c.fileOf[t.name] = 0;
+      return std::move(c);
+    }
+    // None: model.safetensors is the one to ask for.
+    found = Layout{"model.safetensors", false, false};
+  }
+
   c.description = pathOf(found->name);
   auto tensorsOf = [](const File &file) {
     return std::visit([](const auto &f) { return f.tensors(); }, file);
@@ -111,6 +149,13 @@ llvm::Expected<Checkpoint> Checkpoint::open(llvm::StringRef modelDir) {
   if (c.files.empty())
     return checkpointError(indexPath, "the weight_map names no tensors");
   return std::move(c);
+}
+
+const ModelConfig *Checkpoint::marianConfig() const {
+  if (files.size() != 1)
+    return nullptr;
+  const auto *marian = std::get_if<MarianCheckpointFile>(&files[0]);
+  return marian ? &marian->config() : nullptr;
 }
 
 const TensorInfo *Checkpoint::lookup(llvm::StringRef name) const {

@@ -6,12 +6,15 @@
 // model.safetensors.index.json or pytorch_model.bin.index.json lists (a
 // "weight_map": tensor name -> shard file). Whatever the files, the compiler
 // sees one set of named tensors, each in the mapped file that holds it.
+// A directory without those and with one .npz is a Marian model
+// (MarianCheckpoint.h), whose config comes with it.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TFM_COMPILER_CHECKPOINT_H
 #define TFM_COMPILER_CHECKPOINT_H
 
+#include "compiler/MarianCheckpoint.h"
 #include "compiler/Safetensors.h"
 #include "compiler/TorchCheckpoint.h"
 
@@ -30,8 +33,18 @@ public:
   /// Opens the first of model.safetensors, model.safetensors.index.json,
   /// pytorch_model.bin, pytorch_model.bin.index.json in `modelDir` (Hugging
   /// Face's order); every file is validated and every tensor of an index
-  /// must be in the shard it names.
+  /// must be in the shard it names. Else the directory's one .npz, a Marian
+  /// model.
   static llvm::Expected<Checkpoint> open(llvm::StringRef modelDir);
+
+  /// The path of `modelDir`'s one .npz when it holds no Hugging Face
+  /// weights files, else nothing; an error if it holds several.
+  static llvm::Expected<std::optional<std::string>>
+  findMarianModel(llvm::StringRef modelDir);
+
+  /// A Marian model's config (from its YAML), or null: then config.json
+  /// describes the model.
+  const ModelConfig *marianConfig() const;
 
   /// The file to name in messages: the single file, or the index.
   llvm::StringRef path() const { return description; }
@@ -41,7 +54,8 @@ public:
   llvm::ArrayRef<char> bytes(const TensorInfo &tensor) const;
 
 private:
-  using File = std::variant<SafetensorsFile, TorchCheckpointFile>;
+  using File = std::variant<SafetensorsFile, TorchCheckpointFile,
+                            MarianCheckpointFile>;
   std::string description;
   std::vector<File> files;
   /// Tensor name -> index into `files`.

@@ -441,6 +441,18 @@ mlir::tfm::importModel(MLIRContext &context, llvm::StringRef modelDir) {
                                    (modelDir + ": not a model directory").str());
   SmallString<256> configPath(modelDir);
   llvm::sys::path::append(configPath, "config.json");
+  // Without config.json, a Marian model's .npz brings its config.
+  llvm::Expected<std::optional<std::string>> npz =
+      Checkpoint::findMarianModel(modelDir);
+  if (!npz)
+    return npz.takeError();
+  if (!llvm::sys::fs::exists(configPath) && *npz) {
+    llvm::Expected<Checkpoint> marian = Checkpoint::open(modelDir);
+    if (!marian)
+      return marian.takeError();
+    if (const ModelConfig *config = marian->marianConfig())
+      return ModelImporter(context, *config, *marian).run();
+  }
   llvm::Expected<ModelConfig> config = ModelConfig::load(configPath);
   if (!config)
     return config.takeError();

@@ -11,6 +11,8 @@ packages=(
   libomp-19-dev zlib1g-dev libzstd-dev libedit-dev libxml2-dev libcurl4-openssl-dev libffi-dev
   # runtime libraries
   libdnnl-dev libfmt-dev libsentencepiece-dev sentencepiece libopenblas-dev
+  # Marian's .npz models carry a YAML config
+  libyaml-cpp-dev
   # unit tests
   libgtest-dev googletest
   # reference implementation, golden data and test models
