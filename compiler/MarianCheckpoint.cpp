@@ -9,6 +9,7 @@
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -139,6 +140,42 @@ static llvm::Expected<MarianYaml> parseYaml(const std::string &where,
   if (!error.empty())
     return fail(where, error);
   return keys;
+}
+
+llvm::Expected<std::string>
+mlir::tfm::marianVocabularyJson(llvm::StringRef path) {
+  auto text = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!text)
+    return fail(path, "cannot open: " + text.getError().message());
+  std::vector<std::pair<std::string, int64_t>> pieces;
+  std::string error;
+  try {
+    YAML::Node root = YAML::Load((*text)->getBuffer().str());
+    if (!root.IsMap())
+      error = "expected a map from pieces to ids";
+    else
+      for (const auto &entry : root)
+        pieces.emplace_back(entry.first.as<std::string>(),
+                            entry.second.as<int64_t>());
+  } catch (const YAML::Exception &e) {
+    error = formatv("invalid YAML at line {0}: {1}", e.mark.line + 1, e.msg);
+  }
+  if (!error.empty())
+    return fail(path, error);
+  int64_t last = -1;
+  llvm::json::Object vocab;
+  for (auto &[piece, id] : pieces) {
+    if (id < 0)
+      return fail(path, formatv("piece '{0}' has id {1}", piece, id));
+    last = std::max(last, id);
+    vocab[piece] = id;
+  }
+  if (!vocab.get("<pad>"))
+    vocab["<pad>"] = last + 1;
+  std::string json;
+  llvm::raw_string_ostream os(json);
+  os << llvm::json::Value(std::move(vocab));
+  return json;
 }
 
 /// Hugging Face's MarianConfig for Marian's config, checked as its

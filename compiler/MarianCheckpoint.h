@@ -28,6 +28,11 @@
 namespace mlir {
 namespace tfm {
 
+/// The vocabulary of a Marian release (`*.vocab.yml`: piece -> id) as the
+/// JSON object of vocab.json, with `<pad>` after the last id, as Hugging
+/// Face's converter adds it; errors name the file.
+llvm::Expected<std::string> marianVocabularyJson(llvm::StringRef path);
+
 class MarianCheckpointFile {
 public:
   /// Reads the .npz at `path` and its config; errors name the file, the

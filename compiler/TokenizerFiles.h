@@ -22,11 +22,14 @@ namespace tfm {
 
 /// The tokenizer files of `modelDir`: all three paths, none (the model
 /// reads and writes ids), or an error naming the missing ones or what is
-/// wrong with vocab.json (its size, </s> and <unk> against config.json).
+/// wrong with vocab.json (its size, </s> and <unk> against the model's
+/// `vocabSize` and `eosTokenId`). A Marian release has a `*.vocab.yml`
+/// instead of vocab.json: it is written as `outDir`/vocab.json.
 llvm::Expected<llvm::SmallVector<std::string, 3>>
-findTokenizerFiles(llvm::StringRef modelDir);
+findTokenizerFiles(llvm::StringRef modelDir, int64_t vocabSize,
+                   int64_t eosTokenId, llvm::StringRef outDir);
 
-/// Copies `files` into `outDir`.
+/// Copies `files` into `outDir` (a file already there stays).
 llvm::Error copyTokenizerFiles(llvm::ArrayRef<std::string> files,
                                llvm::StringRef outDir);
 

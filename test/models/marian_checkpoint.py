@@ -11,13 +11,14 @@ MARIAN_DIR gets NAME (default model.npz): numpy's savez of Marian's tensors
 (Wemb without the padding row, decoder_ff_logit_out_b, encoder_lN_* and
 decoder_lN_* with matrices [in, out] and vectors [1, n]) and the YAML config
 as the int8 entry special:model.yml (or, with --yml-beside, decoder.yml
-beside it). HF_DIR is rewritten as the converter's output of that release:
+beside it); with a tokenizer, source.spm, target.spm and a vocab.yml. HF_DIR is rewritten as the converter's output of that release:
 a zero embedding row and logits bias for the padding token, positions up to
 d_model, forced EOS 0, the padding token a bad word.
 """
 import argparse
 import json
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -99,6 +100,17 @@ def main():
     else:
         arrays["special:model.yml"] = np.frombuffer(yml.encode() + b"\0", dtype=np.int8)
     np.savez(os.path.join(a.marian, a.name), **arrays)
+    # The tokenizer as Marian ships it: the .spm files and a vocab.yml of
+    # piece: id without <pad> (JSON strings are YAML double-quoted scalars).
+    vocab_json = os.path.join(a.hf, "vocab.json")
+    if os.path.exists(vocab_json):
+        pieces = json.load(open(vocab_json))
+        with open(os.path.join(a.marian, "opus.spm-spm.vocab.yml"), "w") as f:
+            for piece, i in sorted(pieces.items(), key=lambda p: p[1]):
+                if piece != "<pad>":
+                    f.write(f"{json.dumps(piece, ensure_ascii=False)}: {i}\n")
+        for spm in ("source.spm", "target.spm"):
+            shutil.copy(os.path.join(a.hf, spm), a.marian)
 
     # The converter's output of that release.
     t["model.shared.weight"][vocab] = 0

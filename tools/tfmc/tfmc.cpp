@@ -259,8 +259,16 @@ static int compileTranslator(mlir::ModuleOp module) {
       mlir::tfm::Checkpoint::open(checkpointDir());
   if (!checkpoint)
     return reportError(toString(checkpoint.takeError()));
+  // The tokenizer is checked against the model being compiled.
+  auto model = module->getAttrOfType<mlir::DictionaryAttr>("tfm.model");
+  auto modelInt = [&](StringRef key) {
+    auto value = model ? model.getAs<mlir::IntegerAttr>(key) : nullptr;
+    return value ? value.getInt() : int64_t(-1);
+  };
   Expected<SmallVector<std::string, 3>> tokenizerFiles =
-      mlir::tfm::findTokenizerFiles(checkpointDir());
+      mlir::tfm::findTokenizerFiles(checkpointDir(),
+                                    modelInt("source_vocab_size"),
+                                    modelInt("eos_token_id"), outputFile);
   if (!tokenizerFiles)
     return reportError(toString(tokenizerFiles.takeError()));
   if (Error err = mlir::tfm::writeWeightsFile(module, *checkpoint, weights))
@@ -279,8 +287,15 @@ static int compileTranslator(mlir::ModuleOp module) {
     return rc;
   for (const std::string &path : *objects)
     sys::fs::remove(path);
-  if (embedWeights)
-    return embed(translator, weights, *tokenizerFiles);
+  if (embedWeights) {
+    if (int rc = embed(translator, weights, *tokenizerFiles))
+      return rc;
+    // A vocab.json made from a Marian vocab.yml is inside the translator now.
+    for (const std::string &file : *tokenizerFiles)
+      if (sys::path::parent_path(file) == outputFile)
+        sys::fs::remove(file);
+    return 0;
+  }
   if (Error err = mlir::tfm::copyTokenizerFiles(*tokenizerFiles, outputFile))
     return reportError(toString(std::move(err)));
   return 0;
