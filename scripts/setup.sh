@@ -13,6 +13,8 @@ packages=(
   libdnnl-dev libfmt-dev libsentencepiece-dev sentencepiece libopenblas-dev
   # Marian's .npz models carry a YAML config
   libyaml-cpp-dev
+  # the Python API (import tfmc)
+  pybind11-dev python3-dev
   # unit tests
   libgtest-dev googletest
   # reference implementation, golden data and test models

@@ -169,9 +169,13 @@ static bool callsOneDnn(mlir::ModuleOp module) {
   return calls;
 }
 
-/// Links the model's objects with the runtime into OUT_DIR/translator.
+/// Links the model's objects with the runtime into OUT_DIR/translator, or,
+/// with `sharedLibrary`, into a shared library exporting the runtime's C
+/// API (tfm/runtime.h) for programs that load a model, such as the Python
+/// module.
 static int linkTranslator(ArrayRef<std::string> objectPaths,
-                          StringRef translatorPath, bool withOneDnn) {
+                          StringRef translatorPath, bool withOneDnn,
+                          bool sharedLibrary = false) {
   ErrorOr<std::string> linker = sys::findProgramByName("clang++-19");
   if (!linker)
     linker = sys::findProgramByName("c++");
@@ -186,7 +190,13 @@ static int linkTranslator(ArrayRef<std::string> objectPaths,
   std::string oneDnnLib = libs + "/libtfm_onednn.a";
   SmallVector<StringRef> args = {*linker, "-o", translatorPath};
   args.append(objectPaths.begin(), objectPaths.end());
-  args.append({mainLib, runtimeLib});
+  if (sharedLibrary)
+    // All of the runtime, bound to itself: two models loaded in one process
+    // keep their own code.
+    args.append({"-shared", "-Wl,-Bsymbolic", "-Wl,--whole-archive",
+                 runtimeLib, "-Wl,--no-whole-archive"});
+  else
+    args.append({mainLib, runtimeLib});
   if (withOneDnn)
     args.push_back(oneDnnLib);
   // libomp before libdnnl: oneDNN's OpenMP calls (GOMP_parallel, ...) then
@@ -284,6 +294,11 @@ static int compileTranslator(mlir::ModuleOp module) {
   if (!objects)
     return reportError(toString(objects.takeError()));
   if (int rc = linkTranslator(*objects, translator, callsOneDnn(module)))
+    return rc;
+  SmallString<256> library(outputFile);
+  sys::path::append(library, "libtranslator.so");
+  if (int rc = linkTranslator(*objects, library, callsOneDnn(module),
+                              /*sharedLibrary=*/true))
     return rc;
   for (const std::string &path : *objects)
     sys::fs::remove(path);
