@@ -13,8 +13,8 @@ packages=(
   libdnnl-dev libfmt-dev libsentencepiece-dev sentencepiece libopenblas-dev
   # Marian's .npz models carry a YAML config
   libyaml-cpp-dev
-  # the Python API (import tfmc)
-  pybind11-dev python3-dev
+  # the Python API (import tfmc), pictures of the graph (tfmc graph)
+  pybind11-dev python3-dev graphviz
   # unit tests
   libgtest-dev googletest
   # reference implementation, golden data and test models

@@ -6,6 +6,7 @@
 //   tfmc compile MODEL_DIR --compile-to=input|fused|llvm [-o out.mlir]
 //                [--mlir-print-ir-after=PASS] [--tfm-pass-statistics] ...
 //   tfmc compile GRAPH.mlir --weights MODEL_DIR [the options above]
+//   tfmc graph   MODEL_DIR [--stage=imported|fused|backends] -o model.svg
 //
 // `import` reads a MarianMT-style checkpoint and prints the model as `tfm`
 // IR in primitive form. `compile` runs the compiler's pipeline on it: to a
@@ -13,13 +14,15 @@
 // the model's tokenizer files if it has them), or up to an IR phase; MLIR's
 // pass-manager options (print the IR after any pass, timing) apply. Given a
 // `tfm` graph instead (imported, edited, fused), `compile` takes it with the
-// tensors it names from MODEL_DIR.
+// tensors it names from MODEL_DIR. `graph` draws the model at a stage of
+// the pipeline with Graphviz.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Checkpoint.h"
 #include "compiler/Codegen.h"
 #include "compiler/GraphFile.h"
+#include "compiler/GraphPicture.h"
 #include "compiler/Importer.h"
 #include "compiler/TokenizerFiles.h"
 #include "compiler/WeightsFile.h"
@@ -48,6 +51,7 @@ using namespace llvm;
 
 namespace {
 enum class Phase { Input, Fused, LLVM, Translator };
+enum class Stage { Imported, Fused, Backends };
 } // namespace
 
 // tfmc's own options; --help shows only these (--help-hidden: all of
@@ -83,6 +87,16 @@ static cl::opt<Phase> compileTo(
                clEnumValN(Phase::Translator, "translator",
                           "a translator binary and its weights (default)")),
     cl::init(Phase::Translator), cl::cat(tfmcOptions));
+static cl::opt<Stage> graphStage(
+    "stage", cl::desc("graph: the model to draw"),
+    cl::values(clEnumValN(Stage::Imported, "imported",
+                          "as imported, primitive tfm ops"),
+               clEnumValN(Stage::Fused, "fused",
+                          "after the fusion pipeline (default)"),
+               clEnumValN(Stage::Backends, "backends",
+                          "fused, each op coloured by the backend that runs "
+                          "it (--backend)")),
+    cl::init(Stage::Fused), cl::cat(tfmcOptions));
 static cl::opt<bool> embedWeights(
     "embed-weights",
     cl::desc("Put the weights inside the translator: one file is all"),
@@ -122,7 +136,8 @@ static const char *kUsage =
     "  tfmc compile MODEL_DIR -o OUT_DIR [--embed-weights] "
     "[--backend=llvm|onednn|auto]\n"
     "  tfmc compile MODEL_DIR --compile-to=input|fused|llvm [-o out.mlir]\n"
-    "  tfmc compile GRAPH.mlir --weights MODEL_DIR [the options above]\n\n"
+    "  tfmc compile GRAPH.mlir --weights MODEL_DIR [the options above]\n"
+    "  tfmc graph   MODEL_DIR [--stage=imported|fused|backends] -o model.svg\n\n"
     "MODEL_DIR holds config.json and model.safetensors (Hugging Face "
     "MarianMT layout),\nand for text in and out source.spm, target.spm and "
     "vocab.json.\nGRAPH.mlir is a tfm graph (as `tfmc import` writes it, edited or "
@@ -316,6 +331,49 @@ static int compileTranslator(mlir::ModuleOp module) {
   return 0;
 }
 
+/// `tfmc graph`: the module as DOT, or through Graphviz's `dot` for an
+/// output named .svg, .png or .pdf.
+static int drawGraph(mlir::ModuleOp module) {
+  static const char *const kStageNames[] = {"imported", "fused", "backends"};
+  std::string title = (sys::path::filename(modelDir) + ", " +
+                       kStageNames[int(graphStage.getValue())])
+                          .str();
+  if (graphStage == Stage::Backends)
+    title += " (" + backend + ")";
+  std::string dot;
+  raw_string_ostream dotStream(dot);
+  mlir::tfm::writeGraphPicture(module, title, dotStream);
+  StringRef format = sys::path::extension(outputFile).drop_front();
+  if (format != "svg" && format != "png" && format != "pdf")
+    return writeOutput([&](raw_ostream &os) { os << dot; });
+  ErrorOr<std::string> graphviz = sys::findProgramByName("dot");
+  if (!graphviz)
+    return reportError("drawing " + outputFile + " needs Graphviz's `dot` "
+                       "(Debian's graphviz; scripts/setup.sh installs it); "
+                       "-o NAME.dot writes the graph without it");
+  SmallString<128> dotPath;
+  if (std::error_code ec =
+          sys::fs::createTemporaryFile("tfmc-graph", "dot", dotPath))
+    return reportError("a temporary file: " + ec.message());
+  {
+    std::error_code ec;
+    raw_fd_ostream file(dotPath, ec);
+    if (ec)
+      return reportError(dotPath + ": " + ec.message());
+    file << dot;
+  }
+  std::string typeFlag = ("-T" + format).str(), outFlag = "-o" + outputFile;
+  std::string errorMessage;
+  int rc = sys::ExecuteAndWait(*graphviz,
+                               {*graphviz, typeFlag, outFlag, dotPath},
+                               std::nullopt, {}, 0, 0, &errorMessage);
+  sys::fs::remove(dotPath);
+  if (rc != 0)
+    return reportError("dot failed to draw " + outputFile +
+                       (errorMessage.empty() ? "" : ": " + errorMessage));
+  return 0;
+}
+
 static int run(StringRef command) {
   mlir::DialectRegistry registry;
   mlir::tfm::registerCodegenDialects(registry);
@@ -323,8 +381,8 @@ static int run(StringRef command) {
   // A checkpoint directory is imported; a graph file is parsed and checked
   // against the checkpoint of --weights.
   bool graph = !sys::fs::is_directory(modelDir) && sys::fs::exists(modelDir);
-  if (graph && command == "import")
-    return reportError("import reads a checkpoint directory; " + modelDir +
+  if (graph && command != "compile")
+    return reportError(command + " reads a checkpoint directory; " + modelDir +
                        " is a file (`tfmc compile " + modelDir +
                        " --weights MODEL_DIR` compiles a graph)");
   if (graph && graphWeights.empty())
@@ -367,6 +425,20 @@ static int run(StringRef command) {
     if (failed(pm.run(**module)))
       return reportError("compiling " + modelDir + " failed");
   }
+  if (command == "graph") {
+    if (graphStage != Stage::Imported) {
+      mlir::PassManager pm(&context);
+      mlir::tfm::buildFusionPipeline(pm);
+      if (graphStage == Stage::Backends) {
+        mlir::tfm::TfmSelectBackendPassOptions selection;
+        selection.backend = backend;
+        pm.addPass(mlir::tfm::createTfmSelectBackendPass(selection));
+      }
+      if (failed(pm.run(**module)))
+        return reportError("compiling " + modelDir + " failed");
+    }
+    return drawGraph(**module);
+  }
   if (passStatistics)
     mlir::tfm::printPassStatistics(errs());
   if (command == "compile" && compileTo == Phase::Translator)
@@ -389,7 +461,7 @@ int main(int argc, char **argv) {
   mlir::registerDefaultTimingManagerCLOptions();
 
   StringRef command = argc > 1 ? argv[1] : "";
-  if (command != "import" && command != "compile") {
+  if (command != "import" && command != "compile" && command != "graph") {
     if (command == "--help" || command == "-h" || command == "help") {
       outs() << kUsage << "\nRun `tfmc import --help` or `tfmc compile "
                           "--help` for the options.\n";
