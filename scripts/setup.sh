@@ -15,6 +15,8 @@ packages=(
   libyaml-cpp-dev
   # the Python API (import tfmc), pictures of the graph (tfmc graph)
   pybind11-dev python3-dev graphviz
+  # corpus translation on a Slurm cluster (and its test's one-node cluster)
+  slurm-wlm munge
   # unit tests
   libgtest-dev googletest
   # reference implementation, golden data and test models

@@ -44,3 +44,14 @@ tools = ["tfm-opt", "tfm-run", "tfmc", "tfm-bench"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.tfm_tools_dir, append_path=True)
+
+# The Slurm test starts a one-node cluster (scripts/slurm/local-cluster.sh):
+# it needs Debian's slurm-wlm and munge, and root for slurmd.
+import shutil  # noqa: E402
+sbin_path = os.environ.get("PATH", "") + ":/usr/sbin"
+if all(shutil.which(p, path=sbin_path) for p in ("munged", "slurmctld", "slurmd", "sbatch")) \
+        and os.geteuid() == 0:
+    config.available_features.add("slurm")
+else:
+    lit_config.note("Slurm (slurm-wlm, munge) or root missing: "
+                    "Integration/slurm.test is unsupported")
