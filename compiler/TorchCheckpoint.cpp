@@ -39,7 +39,13 @@ struct PyValue {
   std::vector<PyValue> items;
   DType dtype = DType::F32; // Storage, Tensor
   llvm::SmallVector<int64_t> sizes, strides; // Tensor
+  /// Values in this one, itself included, and how deeply they nest: a
+  /// hostile pickle must not blow up memory or the stack.
+  uint64_t count = 1, depth = 1;
 };
+
+/// A state_dict is a flat dict of shallow records.
+constexpr uint64_t kMaxDepth = 32, kMaxValues = uint64_t(1) << 18;
 
 using Kind = PyValue::Kind;
 
@@ -138,8 +144,12 @@ llvm::Error Unpickler::setItems(std::vector<PyValue> pairs) {
     return error("SETITEMS with an odd number of items");
   if (stack.empty() || stack.back().kind != Kind::Dict)
     return error("SETITEMS on something that is not a dict");
-  for (PyValue &v : pairs)
-    stack.back().items.push_back(std::move(v));
+  PyValue &dict = stack.back();
+  for (PyValue &v : pairs) {
+    dict.count += v.count;
+    dict.depth = std::max(dict.depth, v.depth + 1);
+    dict.items.push_back(std::move(v));
+  }
   return llvm::Error::success();
 }
 
@@ -191,6 +201,7 @@ llvm::Error Unpickler::reduce(PyValue callable, PyValue args) {
 
 llvm::Expected<PyValue> Unpickler::run() {
   auto push = [&](PyValue v) { stack.push_back(std::move(v)); };
+  uint64_t values = 0; // made or copied so far
   auto integer = [](int64_t i) {
     PyValue v;
     v.kind = Kind::Int;
@@ -207,6 +218,10 @@ llvm::Expected<PyValue> Unpickler::run() {
     PyValue v;
     v.kind = Kind::Tuple;
     v.items = std::move(items);
+    for (const PyValue &item : v.items) {
+      v.count += item.count;
+      v.depth = std::max(v.depth, item.depth + 1);
+    }
     return v;
   };
   // Memo and stack hold copies, not references: a state_dict never
@@ -218,6 +233,12 @@ llvm::Expected<PyValue> Unpickler::run() {
     if (!op)
       return op.takeError();
     uint8_t opcode = uint8_t((*op)[0]);
+    if (!stack.empty()) {
+      values += stack.back().count;
+      if (stack.back().depth > kMaxDepth || values > kMaxValues)
+        return error("the pickle nests or repeats values far beyond a "
+                     "state_dict");
+    }
     switch (opcode) {
     case 0x80: // PROTO
     case 0x95: { // FRAME: a length hint
@@ -350,8 +371,12 @@ llvm::Expected<PyValue> Unpickler::run() {
       }
       if (stack.empty() || stack.back().kind != Kind::Tuple)
         return error("APPEND to something that is not a list");
-      for (PyValue &v : items)
-        stack.back().items.push_back(std::move(v));
+      PyValue &list = stack.back();
+      for (PyValue &v : items) {
+        list.count += v.count;
+        list.depth = std::max(list.depth, v.depth + 1);
+        list.items.push_back(std::move(v));
+      }
       break;
     }
     case 's': { // SETITEM
@@ -388,8 +413,9 @@ llvm::Expected<PyValue> Unpickler::run() {
       }
       if (stack.empty())
         return error("memoizing an empty stack");
-      if (slot > (uint64_t(1) << 24))
-        return error("memo slot " + llvm::Twine(slot) + " is out of range");
+      // The pickler numbers its memo 0, 1, 2, ...
+      if (slot > memo.size())
+        return error("memo slot " + llvm::Twine(slot) + " is out of order");
       if (slot >= memo.size())
         memo.resize(slot + 1);
       memo[slot] = stack.back();
