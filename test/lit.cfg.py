@@ -45,6 +45,11 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.tfm_tools_dir, append_path=True)
 
+# A sanitized build (scripts/test.sh --sanitize): the Python module and
+# libtranslator.so need the sanitizers' runtime loaded before Python starts.
+if config.tfm_sanitize.upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("sanitize")
+
 # The Slurm test starts a one-node cluster (scripts/slurm/local-cluster.sh):
 # it needs Debian's slurm-wlm and munge, and root for slurmd.
 import shutil  # noqa: E402

@@ -19,8 +19,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <fcntl.h>
 #include <memory>
+#include <new>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -429,7 +431,18 @@ tfm_status loadVocab(const NamedBytes &file, const tfm_model_config &config,
 
 tfm_status loadSentencePiece(const NamedBytes &file,
                              sentencepiece::SentencePieceProcessor &sp) {
-  sentencepiece::util::Status s = sp.LoadFromSerializedProto(file.bytes);
+  sentencepiece::util::Status s;
+  // SentencePiece checks most of a model and returns a status, but some
+  // damage throws from deep inside it (a piece of zero length: darts_clone's
+  // "zero-length key"), which would end the translator; found by
+  // fuzz/TokenizerFuzzer.
+  try {
+    s = sp.LoadFromSerializedProto(file.bytes);
+  } catch (const std::bad_alloc &) {
+    throw;
+  } catch (const std::exception &e) {
+    return makeError(file.name + ": not a SentencePiece model: " + e.what());
+  }
   if (!s.ok())
     return makeError(file.name +
                      ": not a SentencePiece model: " + s.ToString());

@@ -222,6 +222,11 @@ static int linkTranslator(ArrayRef<std::string> objectPaths,
   // The runtime's text I/O needs SentencePiece (a shared library), its
   // search glibc's vector math (libmvec).
   args.append({"-lmvec", "-lm", "-lpthread", TFM_SENTENCEPIECE_LIB});
+#ifdef TFM_SANITIZE_TRANSLATORS
+  // The runtime libraries are instrumented (TFM_SANITIZE): link the
+  // sanitizers' runtimes, as CMake does for tfmc itself.
+  args.append({"-fsanitize=address,undefined", "-fno-sanitize-recover=all"});
+#endif
   std::string errorMessage;
   int rc = sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
                                &errorMessage);

@@ -1,0 +1,36 @@
+//===- FuzzModelStub.cpp - A compiled model's exports, faked ----*- C++ -*-===//
+//
+// The runtime links against what tfmc generates (runtime/src/ModelInfo.h).
+// The weights-file and tokenizer fuzzers exercise only the loaders, so a
+// small fake model stands in: its fingerprint and data size are what the
+// seeds in corpus/WeightsFile are written for (make_seeds.py).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/src/ModelInfo.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+extern "C" {
+const tfm_model_info tfm_model_info_data = {
+    /*abiVersion=*/int64_t(tfm_runtime::kAbiVersion),
+    /*fingerprint=*/0x5eed5eed,
+    /*dModel=*/16, /*encoderLayers=*/1, /*decoderLayers=*/1,
+    /*encoderHeads=*/2, /*decoderHeads=*/2,
+    /*sourceVocabSize=*/64, /*targetVocabSize=*/64, /*maxPositions=*/32,
+    /*eosTokenId=*/0, /*padTokenId=*/63, /*decoderStartTokenId=*/63,
+    /*forcedEosTokenId=*/-1, /*weightsSize=*/256};
+const int64_t tfm_model_bad_words[] = {0};
+const char tfm_model_backends[] = "";
+
+// Never reached: the fuzzers do not translate.
+void tfm_encode(void **) {
+  std::fprintf(stderr, "fuzz stub: tfm_encode called\n");
+  std::abort();
+}
+void tfm_decode_step(void **) {
+  std::fprintf(stderr, "fuzz stub: tfm_decode_step called\n");
+  std::abort();
+}
+}

@@ -1,0 +1,40 @@
+//===- ModelConfigFuzzer.cpp - Fuzz config.json parsing ----------*- C++ -*-===//
+//
+// Input: a config.json. ModelConfig::load either fails with a message that
+// names the file, or returns a configuration that satisfies the checks the
+// importer relies on (sizes positive, heads dividing d_model, special
+// tokens inside the target vocabulary).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/ModelConfig.h"
+#include "fuzz/FuzzUtil.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir::tfm;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static tfm_fuzz::MemFile file;
+  file.set(data, size);
+  llvm::Expected<ModelConfig> config = ModelConfig::load(file.path());
+  if (!config) {
+    std::string message = llvm::toString(config.takeError());
+    TFM_FUZZ_CHECK(llvm::StringRef(message).starts_with(file.path() + ": "));
+    if (tfm_fuzz::verbose())
+      llvm::errs() << message << "\n";
+    return 0;
+  }
+  const ModelConfig &c = *config;
+  TFM_FUZZ_CHECK(c.dModel >= 1 && c.dModel % 2 == 0);
+  TFM_FUZZ_CHECK(c.encoderLayers >= 1 && c.decoderLayers >= 1);
+  TFM_FUZZ_CHECK(c.encoderHeads >= 1 && c.dModel % c.encoderHeads == 0);
+  TFM_FUZZ_CHECK(c.decoderHeads >= 1 && c.dModel % c.decoderHeads == 0);
+  TFM_FUZZ_CHECK(c.encoderFfnDim >= 1 && c.decoderFfnDim >= 1);
+  TFM_FUZZ_CHECK(c.vocabSize >= 1 && c.targetVocabSize >= 1);
+  TFM_FUZZ_CHECK(!c.shareEmbeddings || c.vocabSize == c.targetVocabSize);
+  TFM_FUZZ_CHECK(c.maxPositions >= 1);
+  for (int64_t id : {c.eosTokenId, c.padTokenId, c.decoderStartTokenId})
+    TFM_FUZZ_CHECK(id >= 0 && id < c.targetVocabSize);
+  return 0;
+}
