@@ -73,11 +73,7 @@ static LogicalResult addModelInfo(llvm::Module &llvmModule, ModuleOp module) {
   if (!model || !size)
     return failure();
   SmallVector<uint64_t> fields = {tfm_runtime::kAbiVersion, layoutFingerprint(module)};
-  for (StringRef key :
-       {"d_model", "encoder_layers", "decoder_layers", "encoder_heads",
-        "decoder_heads", "source_vocab_size", "target_vocab_size",
-        "max_positions", "eos_token_id", "pad_token_id",
-        "decoder_start_token_id"}) {
+  for (StringRef key : kModelInfoKeys) {
     auto value = model.getAs<IntegerAttr>(key);
     if (!value)
       return failure();

@@ -18,6 +18,14 @@
 namespace mlir {
 namespace tfm {
 
+/// The integer keys of the module's `tfm.model` that tfm_model_info
+/// carries, in its field order (runtime/src/ModelInfo.h).
+constexpr const char *kModelInfoKeys[] = {
+    "d_model",           "encoder_layers",    "decoder_layers",
+    "encoder_heads",     "decoder_heads",     "source_vocab_size",
+    "target_vocab_size", "max_positions",     "eos_token_id",
+    "pad_token_id",      "decoder_start_token_id"};
+
 struct CodegenOptions {
   /// LLVM CPU name; empty: the host's.
   std::string targetCpu;

@@ -3,6 +3,7 @@
 #include "compiler/GraphFile.h"
 
 #include "compiler/Checkpoint.h"
+#include "compiler/Codegen.h"
 #include "dialects/Tfm/IR/TfmOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -40,11 +41,7 @@ static llvm::Error checkEntryPoints(ModuleOp module, StringRef graphPath) {
                       ": the module has no tfm.model attribute (the "
                       "model's sizes and special tokens, as `tfmc import` "
                       "writes them)");
-  for (StringRef key :
-       {"d_model", "encoder_layers", "decoder_layers", "encoder_heads",
-        "decoder_heads", "source_vocab_size", "target_vocab_size",
-        "max_positions", "eos_token_id", "pad_token_id",
-        "decoder_start_token_id"})
+  for (StringRef key : kModelInfoKeys)
     if (!model.getAs<IntegerAttr>(key))
       return graphError(graphPath + ": tfm.model lacks the integer '" + key +
                         "'");

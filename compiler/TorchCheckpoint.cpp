@@ -91,6 +91,8 @@ private:
   /// The items pushed since the last mark, which is popped.
   llvm::Expected<std::vector<PyValue>> popToMark();
   llvm::Error reduce(PyValue callable, PyValue args);
+  /// Pushes the global "module.name", if a state_dict may name it.
+  llvm::Error pushGlobal(std::string global);
   llvm::Error setItems(std::vector<PyValue> pairs);
 
   llvm::StringRef where, code;
@@ -150,6 +152,18 @@ llvm::Error Unpickler::setItems(std::vector<PyValue> pairs) {
     dict.depth = std::max(dict.depth, v.depth + 1);
     dict.items.push_back(std::move(v));
   }
+  return llvm::Error::success();
+}
+
+llvm::Error Unpickler::pushGlobal(std::string global) {
+  if (!allowedGlobal(global))
+    return error("the pickle refers to '" + global +
+                 "', which a saved state_dict does not; tfmc never runs "
+                 "pickled code");
+  PyValue v;
+  v.kind = Kind::Global;
+  v.text = std::move(global);
+  stack.push_back(std::move(v));
   return llvm::Error::success();
 }
 
@@ -442,14 +456,8 @@ llvm::Expected<PyValue> Unpickler::run() {
                             code.slice(moduleEnd + 1, nameEnd))
                                .str();
       pos = nameEnd + 1;
-      if (!allowedGlobal(global))
-        return error("the pickle refers to '" + global +
-                     "', which a saved state_dict does not; tfmc never runs "
-                     "pickled code");
-      PyValue v;
-      v.kind = Kind::Global;
-      v.text = global;
-      push(std::move(v));
+      if (llvm::Error e = pushGlobal(std::move(global)))
+        return std::move(e);
       break;
     }
     case 0x93: { // STACK_GLOBAL: module and name from the stack
@@ -462,14 +470,8 @@ llvm::Expected<PyValue> Unpickler::run() {
       if (name->kind != Kind::String || module->kind != Kind::String)
         return error("STACK_GLOBAL of non-strings");
       std::string global = module->text + "." + name->text;
-      if (!allowedGlobal(global))
-        return error("the pickle refers to '" + global +
-                     "', which a saved state_dict does not; tfmc never runs "
-                     "pickled code");
-      PyValue v;
-      v.kind = Kind::Global;
-      v.text = global;
-      push(std::move(v));
+      if (llvm::Error e = pushGlobal(std::move(global)))
+        return std::move(e);
       break;
     }
     case 'R': { // REDUCE
