@@ -183,7 +183,35 @@ void tfm::buildLoweringPipeline(OpPassManager &pm, StringRef backend,
   // pipeline's time on the base model, and LLVM's -O3 does the same.
 }
 
+namespace {
+/// The caches, which memref.prefetch fills: a resource of its own, so that
+/// writing it aliases no memory.
+struct CacheResource : public SideEffects::Resource::Base<CacheResource> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CacheResource)
+  StringRef getName() final { return "tfm.cache"; }
+};
+
+/// memref.prefetch reads its memref and writes the caches. Upstream
+/// declares no effects, which buffer deallocation refuses; with only the
+/// read, canonicalization would erase it as dead. The linears prefetch the
+/// next panel of weights.
+struct PrefetchMemoryEffects
+    : public MemoryEffectOpInterface::ExternalModel<PrefetchMemoryEffects,
+                                                    memref::PrefetchOp> {
+  void getEffects(Operation *op,
+                  SmallVectorImpl<SideEffects::EffectInstance<
+                      MemoryEffects::Effect>> &effects) const {
+    effects.emplace_back(MemoryEffects::Read::get(), &op->getOpOperand(0),
+                         SideEffects::DefaultResource::get());
+    effects.emplace_back(MemoryEffects::Write::get(), CacheResource::get());
+  }
+};
+} // namespace
+
 void tfm::registerCodegenDialects(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, memref::MemRefDialect *) {
+    memref::PrefetchOp::attachInterface<PrefetchMemoryEffects>(*ctx);
+  });
   registry.insert<omp::OpenMPDialect>();
   registry.insert<TfmDialect, arith::ArithDialect, bufferization::BufferizationDialect,
                   cf::ControlFlowDialect, func::FuncDialect, linalg::LinalgDialect,

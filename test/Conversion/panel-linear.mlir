@@ -6,10 +6,14 @@
 // panel (8 accumulators), then single rows, the epilogue after the last
 // block. With more rows, one block over K, sums from zero: tiles of 6 rows
 // by 2 vectors (12 accumulators) in two column groups, then pairs of rows
-// by the whole panel, then single rows.
+// by the whole panel, then single rows; each of those tiles prefetches
+// the line of the next panel (the last panel: itself) matching each line it
+// reads, and the few-row tiles prefetch nothing.
 // CHECK-LABEL: func.func @ffn(
-// CHECK: memref.view %{{.+}} to memref<3x150x32xf32>
+// CHECK: %[[VIEW:.+]] = memref.view %{{.+}} to memref<3x150x32xf32>
 // CHECK: scf.forall (%[[P:.+]]) in (3)
+// CHECK: %[[NEXT0:.+]] = arith.addi %[[P]], %c1
+// CHECK: %[[NEXT:.+]] = arith.minui %[[NEXT0]], %c2
 // CHECK: %[[FEW:.+]] = arith.cmpi ule, %{{.+}}, %c8
 // CHECK: scf.if %[[FEW]] -> (tensor<?x32xf32>) {
 // CHECK: %[[ZEROS:.+]] = linalg.fill
@@ -22,15 +26,19 @@
 // CHECK: %[[RELU:.+]] = arith.maximumf
 // CHECK: %[[WITH:.+]] = arith.addf %[[RELU]], %{{.+}} : vector<8xf32>
 // CHECK: arith.select %[[LAST]], %[[WITH]], %{{.+}} : vector<8xf32>
+// CHECK-NOT: memref.prefetch
 // CHECK: } else {
 // CHECK-NOT: linalg.fill
 // CHECK: scf.for %{{.+}} step %c6
-// CHECK: scf.for %{{.+}} = %c0 to %c150 step %c1 iter_args(%{{.+}} = %cst{{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: scf.for %[[KA:.+]] = %c0 to %c150 step %c1 iter_args(%{{.+}} = %cst{{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHECK: vector.transfer_read %{{.+}}[%[[P]], %{{.+}}, %c0], {{.+}} : tensor<3x150x32xf32>, vector<8xf32>
 // CHECK: vector.transfer_read %{{.+}}[%[[P]], %{{.+}}, %c8], {{.+}} : tensor<3x150x32xf32>, vector<8xf32>
-// CHECK: scf.for %{{.+}} = %c0 to %c150 step %c1 iter_args(%{{.+}} = %cst{{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: memref.prefetch %[[VIEW]][%[[NEXT]], %[[KA]], %c0], read, locality<3>, data : memref<3x150x32xf32>
+// CHECK-NOT: memref.prefetch
+// CHECK: scf.for %[[KB:.+]] = %c0 to %c150 step %c1 iter_args(%{{.+}} = %cst{{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHECK: vector.transfer_read %{{.+}}[%[[P]], %{{.+}}, %c16], {{.+}} : tensor<3x150x32xf32>, vector<8xf32>
 // CHECK: vector.transfer_read %{{.+}}[%[[P]], %{{.+}}, %c24], {{.+}} : tensor<3x150x32xf32>, vector<8xf32>
+// CHECK: memref.prefetch %[[VIEW]][%[[NEXT]], %[[KB]], %c16], read, locality<3>, data : memref<3x150x32xf32>
 // CHECK: scf.for %{{.+}} step %c2
 // CHECK: scf.for %{{.+}} = %c0 to %c150 step %c1 iter_args(%{{.+}} = %cst{{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHECK: scf.for %{{.+}} step %c1

@@ -181,8 +181,8 @@ static Value packPanels(OpBuilder &b, Location loc, Value weight,
 /// contiguous stream; the column groups of a tile read disjoint cache lines
 /// of it, and later row tiles re-read it from cache.
 static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
-                         int64_t n, Value bias, Activation act,
-                         Value residual) {
+                         Value panelsMemref, int64_t n, Value bias,
+                         Activation act, Value residual) {
   RankedTensorType panelType = tensorTypeOf(panels);
   int64_t numPanels = panelType.getDimSize(0), k = panelType.getDimSize(1);
   int64_t width = panelType.getDimSize(2), lanes = width / 4;
@@ -232,9 +232,24 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
     // The R x C tile at rows m0.., columns c0.. of the panel over the K
     // block [kStart, kEnd): its accumulators start from the tile's sums so
     // far, and after the last block (`last`) get the epilogue.
+    // With many rows, the first row tile reads panel p from memory and the
+    // others from L2; the memory would idle while they run, so every tile
+    // prefetches the line of the next panel that matches the line it reads
+    // (the first tile's prefetches miss, the rest hit): the next panel
+    // streams in while this one is computed. (Zen 3, 2 threads, 32 rows,
+    // weights from DRAM, GFLOP/s without -> with: 512->512 60-70 -> 83-89,
+    // 512->2048 64-78 -> 74-93, 2048->512 64-68 -> 79-85, 512->32000
+    // 62-72 -> 87-94; greedy batch 32 on the base model 8% faster. With few
+    // rows it cost more in cache than it gained from DRAM.)
+    Value nextPanel; // p + 1, or p for the last
+    if (panelsMemref)
+      nextPanel = b.create<arith::MinUIOp>(
+          loc, b.create<arith::AddIOp>(loc, p, indexConstant(b, loc, 1)),
+          indexConstant(b, loc, numPanels - 1));
     auto emitTile = [&](OpBuilder &lb, Location ll, Value m0, int64_t rows,
                         int64_t c0, int64_t vectors, Value t, Value kStart,
-                        Value kEnd, Value last, bool fromZero) {
+                        Value kEnd, Value last, bool fromZero,
+                        bool prefetch) {
       SmallVector<Value> rowIndex;
       for (int64_t r = 0; r < rows; ++r)
         rowIndex.push_back(
@@ -260,6 +275,14 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
                   kl, vecType, panels,
                   ValueRange{p, kk, indexConstant(kb, kl, c0 + c * lanes)},
                   fzero, ArrayRef<bool>{true}));
+            // One prefetch per 64-byte line the tile reads of a panel row.
+            if (prefetch)
+              for (int64_t c = 0; c < vectors * lanes; c += 16)
+                kb.create<memref::PrefetchOp>(
+                    kl, panelsMemref,
+                    ValueRange{nextPanel, kk, indexConstant(kb, kl, c0 + c)},
+                    /*isWrite=*/false, /*localityHint=*/3,
+                    /*isDataCache=*/true);
             SmallVector<Value> next;
             for (int64_t r = 0; r < rows; ++r) {
               Value xs = kb.create<tensor::ExtractOp>(
@@ -305,14 +328,15 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
     // Rows [lo, hi) in tiles of `rows` rows and `vectors` vectors.
     auto rowLoop = [&](OpBuilder &bb, Location bl, Value lo, Value hi,
                        int64_t rows, int64_t vectors, Value init,
-                       Value kStart, Value kEnd, Value last, bool fromZero) {
+                       Value kStart, Value kEnd, Value last, bool fromZero,
+                       bool prefetch) {
       auto loop = bb.create<scf::ForOp>(
           bl, lo, hi, indexConstant(bb, bl, rows), ValueRange{init},
           [&](OpBuilder &lb, Location ll, Value m0, ValueRange tileIter) {
             Value t = tileIter[0];
             for (int64_t c0 = 0; c0 < width; c0 += vectors * lanes)
               t = emitTile(lb, ll, m0, rows, c0, vectors, t, kStart, kEnd,
-                           last, fromZero);
+                           last, fromZero, prefetch);
             lb.create<scf::YieldOp>(ll, t);
           });
       return loop.getResult(0);
@@ -321,7 +345,7 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
     // in tiles of the next, ..., over K in blocks of `block` rows of the
     // panel. The last shape has one row.
     auto allRows = [&](OpBuilder &bb, Location bl, Value t, int64_t block,
-                       ArrayRef<TileShape> shapes) {
+                       ArrayRef<TileShape> shapes, bool prefetch) {
       Value kTotal = indexConstant(bb, bl, k);
       // Rows [start, start + R·floor((m - start) / R)) for each shape R x C.
       auto eachShape = [&](OpBuilder &sb, Location sl, Value u, Value kStart,
@@ -337,7 +361,7 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
                 sl, start, sb.create<arith::MulIOp>(sl, count, r));
           }
           u = rowLoop(sb, sl, start, end, rows, vectors, u, kStart, kEnd,
-                      last, fromZero);
+                      last, fromZero, prefetch);
           start = end;
         }
         return u;
@@ -376,11 +400,11 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
         loc, few,
         [&](OpBuilder &bb, Location bl) {
           bb.create<scf::YieldOp>(
-              bl, allRows(bb, bl, tile, kBlock, fewTiles));
+              bl, allRows(bb, bl, tile, kBlock, fewTiles, false));
         },
         [&](OpBuilder &bb, Location bl) {
           bb.create<scf::YieldOp>(
-              bl, allRows(bb, bl, tile, k, manyTiles));
+              bl, allRows(bb, bl, tile, k, manyTiles, bool(panelsMemref)));
         });
     tile = choice.getResult(0);
 
@@ -417,12 +441,12 @@ static Value lowerLinear(OpBuilder &b, Location loc, RankedTensorType type,
         RankedTensorType::get(cast<MemRefType>(view.getType()).getShape(),
                               weightType.getElementType()),
         view, /*restrict=*/true, /*writable=*/false);
-    y = panelLinear(b, loc, x, panels, weightType.getDimSize(0), bias, act,
-                    flatResidual);
+    y = panelLinear(b, loc, x, panels, view, weightType.getDimSize(0), bias,
+                    act, flatResidual);
   } else if (weightType.hasStaticShape()) {
     Value panels = packPanels(b, loc, weight, 4 * lanes);
-    y = panelLinear(b, loc, x, panels, weightType.getDimSize(0), bias, act,
-                    flatResidual);
+    y = panelLinear(b, loc, x, panels, Value(), weightType.getDimSize(0), bias,
+                    act, flatResidual);
   } else {
     y = linearOfDynamicWeight(b, loc, x, weight, bias, act, flatResidual);
   }
