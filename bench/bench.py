@@ -47,8 +47,9 @@ TOKENS = 32  # target tokens per sentence
 
 
 def run(cmd, out_path, env):
-    """(load seconds, translate seconds, peak RSS MiB) of one run, as the
-    engine reports its own timing (--timing) and the kernel its memory; the
+    """(load seconds, translate seconds, peak RSS MiB, parts) of one run, as
+    the engine reports its own timing (--timing) and the kernel its memory;
+    parts: where a tfmc translator's time went (None for the others). The
     translations go to out_path."""
     with open(out_path, "w") as out:
         proc = subprocess.Popen(cmd + ["--timing"], stdout=out, stderr=subprocess.PIPE,
@@ -61,7 +62,14 @@ def run(cmd, out_path, env):
     m = re.search(r"load ([0-9.]+) s, translate ([0-9.]+) s", err)
     if not m:
         sys.exit(f"{' '.join(cmd)}: no 'load X s, translate Y s' in its --timing output:\n{err}")
-    return float(m.group(1)), float(m.group(2)), usage.ru_maxrss / 1024
+    p = re.search(r"encode ([0-9.]+) s, decode ([0-9.]+) s in (\d+) steps of (\d+) rows in all, "
+                  r"search ([0-9.]+) s, cache moves ([0-9.]+) s", err)
+    parts = None
+    if p:
+        parts = {"encode": float(p.group(1)), "decode": float(p.group(2)),
+                 "steps": int(p.group(3)), "row_steps": int(p.group(4)),
+                 "search": float(p.group(5)), "cache_moves": float(p.group(6))}
+    return float(m.group(1)), float(m.group(2)), usage.ru_maxrss / 1024, parts
 
 
 def read_tokens(path):
@@ -197,6 +205,7 @@ def end_to_end(args, notes):
     results["read_bandwidth_gbs"] = bandwidths
     results["step_weight_bytes"] = step_bytes
     results["memory_bound_tokens_per_second"] = bandwidth * 1e9 / step_bytes
+    parts = {}
     for name, (_, sentences, info) in engines.items():
         engine = {"sentences": sentences, **info, "cases": {}}
         for case, _, _ in args.cases:
@@ -207,6 +216,10 @@ def end_to_end(args, notes):
                                      "tokens": tokens,
                                      "tokens_per_second": tokens / seconds,
                                      "peak_rss_mib": max(r[2] for r in runs)}
+            # Where the time went, in the run whose time is the median.
+            median_run = min(runs, key=lambda r: abs(r[1] - seconds))
+            if median_run[3]:
+                parts[(name, case)] = median_run[3]
         engine["load_seconds"] = statistics.median(
             r[0] for case, _, _ in args.cases for r in timings[(name, case)])
         results["engines"][name] = engine
@@ -227,6 +240,8 @@ def end_to_end(args, notes):
             if case.endswith("-b1"):
                 r["of_memory_bound"] = (r["tokens_per_second"]
                                         / results["memory_bound_tokens_per_second"])
+            if (name, case) in parts:
+                r["parts"] = parts[(name, case)]
     return results
 
 
@@ -263,7 +278,33 @@ def e2e_table(results):
     if core.get("used") and core["used"] != core["detected"]:
         summary += (f" The reference's OpenBLAS ran its {core['used']} kernels "
                     f"(OPENBLAS_CORETYPE); it takes this CPU for a {core['detected']}.")
-    return summary + "\n\n" + "\n".join(rows) + "\n\n" + "\n".join(compile_rows)
+    return (summary + "\n\n" + "\n".join(rows) + "\n\n" + "\n".join(compile_rows)
+            + parts_table(results))
+
+
+def parts_table(results):
+    """Markdown: where each tfmc translator's time went, per case (its own
+    --timing of the median run): the encoder, the decoder steps, the search
+    over their logits and the cache moves (beam reorders, finished rows
+    leaving the batch), and a step's mean time with the search and moves'
+    share of it."""
+    rows = ["| case | engine | steps | rows decoded | encode (s) | decode (s) | search (s) | "
+            "cache moves (s) | ms per step | search + moves of a step |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, engine in results["engines"].items():
+        for case, r in engine["cases"].items():
+            p = r.get("parts")
+            if not p or not p["steps"]:
+                continue
+            overhead = p["search"] + p["cache_moves"]
+            step = (p["decode"] + overhead) / p["steps"]
+            rows.append(f"| {case} | {name} | {p['steps']} | {p['row_steps']} | {p['encode']:.3f} | "
+                        f"{p['decode']:.3f} | {p['search']:.3f} | {p['cache_moves']:.3f} | "
+                        f"{step * 1e3:.2f} | {overhead / (p['decode'] + overhead):.1%} |")
+    if len(rows) == 2:
+        return ""
+    return ("\n\n**Where a translator's time goes** (its own `--timing`, the median run)\n\n"
+            + "\n".join(rows))
 
 
 def plot(results, path):

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
@@ -310,15 +311,26 @@ struct Hypothesis {
 struct tfm_results_t {
   std::vector<std::vector<Hypothesis>> nbest;
   std::vector<std::vector<float>> firstLogits;
+  tfm_translate_timing timing{};
 };
 
 namespace {
 
-/// max and log(sum exp(x - max)) of one row: log p(x) = x - max - logSum.
+/// What log p(x) = x - max - logSum needs of a row of logits. (A plain
+/// struct, not std::pair: clang 19 leaves the pair's constructor undefined
+/// in the target clones below when sanitizing.)
+struct SoftmaxTerms {
+  float max, logSum;
+};
+
+/// max and log(sum exp(x - max)) of one row.
 /// Both loops run in vectors: the max in 8 independent lanes, the sum with
 /// the C library's vector expf (-fveclib=libmvec), accumulated in double
-/// lanes so 32000 terms lose nothing.
-std::pair<float, float> logSoftmaxTerms(const float *row, int64_t n) {
+/// lanes so 32000 terms lose nothing. The runtime is built for any x86-64;
+/// a second copy for AVX2, chosen when the program loads, takes expf 8
+/// lanes at a time instead of 4 (glibc's _ZGVdN8v_expf).
+__attribute__((target_clones("avx2", "default")))
+SoftmaxTerms logSoftmaxTerms(const float *row, int64_t n) {
   constexpr int64_t kLanes = 8;
   float lanes[kLanes];
   std::fill(lanes, lanes + kLanes, row[0]);
@@ -333,8 +345,24 @@ std::pair<float, float> logSoftmaxTerms(const float *row, int64_t n) {
 #pragma omp simd reduction(+ : sum)
   for (int64_t i = 0; i < n; ++i)
     sum += double(std::exp(row[i] - max));
-  return {max, float(std::log(sum))};
+  return SoftmaxTerms{max, float(std::log(sum))};
 }
+
+/// Adds the seconds since it was made to `total` when it goes.
+class ScopedTimer {
+public:
+  explicit ScopedTimer(double &total)
+      : total(total), start(std::chrono::steady_clock::now()) {}
+  ~ScopedTimer() {
+    total += std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                           start)
+                 .count();
+  }
+
+private:
+  double &total;
+  std::chrono::steady_clock::time_point start;
+};
 
 /// What ends a search with an error instead of results.
 struct SearchError : std::runtime_error {
@@ -421,6 +449,10 @@ private:
   /// Row r of every self-attention cache takes row parents[r]'s first
   /// `length` positions; rows that keep their own are not touched.
   void reorderCaches(const std::vector<int64_t> &parents, int64_t length);
+  /// Row i of the caches (first `length` positions), of the cross-attention
+  /// keys/values and of rowLengths takes row kept[i] (kept increasing,
+  /// kept[i] >= i): the rows of finished sentences leave the batch.
+  void compactRows(const std::vector<int64_t> &kept, int64_t length);
 
   tfm_model &model;
   const tfm_model_config &cfg;
@@ -553,6 +585,37 @@ void Translator::reorderCaches(const std::vector<int64_t> &parents,
   }
 }
 
+void Translator::compactRows(const std::vector<int64_t> &kept,
+                             int64_t length) {
+  // Row i is written after rows < i and read from row kept[i] >= i, so no
+  // row is overwritten before it is read.
+  int64_t chunk = length * headDim, headStride = capacity * headDim;
+  int64_t crossRow = heads * srcLen * headDim;
+  size_t buffers = caches.size() + crossKV.size();
+#pragma omp parallel for schedule(static)
+  for (size_t c = 0; c < buffers; ++c) {
+    bool cache = c < caches.size();
+    float *base = cache ? caches[c]->data : crossKV[c - caches.size()]->data;
+    for (size_t i = 0; i < kept.size(); ++i) {
+      int64_t from = kept[i];
+      if (from == int64_t(i))
+        continue;
+      if (!cache) {
+        std::memcpy(base + i * crossRow, base + from * crossRow,
+                    crossRow * sizeof(float));
+        continue;
+      }
+      for (int64_t h = 0; h < heads; ++h)
+        std::memcpy(base + (i * heads + h) * headStride,
+                    base + (from * heads + h) * headStride,
+                    chunk * sizeof(float));
+    }
+  }
+  for (size_t i = 0; i < kept.size(); ++i)
+    rowLengths[i] = rowLengths[kept[i]];
+  rows = int64_t(kept.size());
+}
+
 void Translator::run(const int32_t *const *sources, const int32_t *lengths,
                      int32_t count, tfm_results &results) {
   batch = count;
@@ -584,7 +647,12 @@ void Translator::run(const int32_t *const *sources, const int32_t *lengths,
   }
   capacity = *std::max_element(maxLen.begin(), maxLen.end());
 
-  encode();
+  tfm_translate_timing &timing = results.timing;
+  timing = {};
+  {
+    ScopedTimer timer(timing.encode);
+    encode();
+  }
   caches.clear();
   for (int64_t l = 0; l < 2 * cfg.decoder_layers; ++l)
     caches.push_back(
@@ -601,12 +669,23 @@ void Translator::run(const int32_t *const *sources, const int32_t *lengths,
       scores[r] = -std::numeric_limits<float>::infinity();
   std::vector<std::vector<Hypothesis>> finished(batch);
   std::vector<bool> done(batch, false);
+  // The sentences still searched, in batch order: slot s has rows
+  // s·beam .. s·beam + beam - 1. A finished sentence's rows leave the batch
+  // at the end of its step, so the steps after it cost it nothing.
+  std::vector<int64_t> live(batch);
+  std::iota(live.begin(), live.end(), 0);
   std::vector<int32_t> tokens(rows, int32_t(cfg.decoder_start_token_id));
   const float ninf = -std::numeric_limits<float>::infinity();
   std::vector<std::vector<Candidate>> rowBest(rows);
 
   for (int64_t step = 0; step < capacity; ++step) {
-    decodeStep(step, tokens);
+    {
+      ScopedTimer timer(timing.decode);
+      decodeStep(step, tokens);
+    }
+    ++timing.steps;
+    timing.row_steps += rows;
+    std::optional<ScopedTimer> searchTimer(std::in_place, timing.search);
     if (step == 0)
       for (int64_t b = 0; b < batch; ++b)
         results.firstLogits[b].assign(logits.data + b * beam * vocab,
@@ -622,9 +701,9 @@ void Translator::run(const int32_t *const *sources, const int32_t *lengths,
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       rowBest[r].clear();
-      if (done[r / beam] || scores[r] == ninf)
+      if (scores[r] == ninf)
         continue;
-      bool forced = forceEos && step + 1 >= maxLen[r / beam];
+      bool forced = forceEos && step + 1 >= maxLen[live[r / beam]];
       std::optional<std::vector<Candidate>> best = bestExtensions(
           logits.data + r * vocab, vocab, scores[r], (r % beam) * vocab,
           2 * beam, bannedTokens(prefixes[r], eosAllowed),
@@ -639,7 +718,7 @@ void Translator::run(const int32_t *const *sources, const int32_t *lengths,
     for (int64_t r = 0; r < rows; ++r)
       if (nonFinite[r])
         throw SearchError(
-            "sentence " + std::to_string(r / beam + 1) +
+            "sentence " + std::to_string(live[r / beam] + 1) +
             " of the batch: the logits of step " + std::to_string(step + 1) +
             " are not finite; the weights in " + model.path +
             " are damaged (--verify-weights names the tensors) or the "
@@ -649,16 +728,15 @@ void Translator::run(const int32_t *const *sources, const int32_t *lengths,
     std::vector<std::vector<int32_t>> nextPrefixes(prefixes);
     std::vector<float> nextScores(scores);
 
-    for (int64_t b = 0; b < batch; ++b) {
-      if (done[b])
-        continue;
+    for (size_t s = 0; s < live.size(); ++s) {
+      int64_t b = live[s];
       bool last = step + 1 >= maxLen[b];
       // The best 2k of (beam score + log p(token)) over live beams and
       // tokens: the best of the rows' own best 2k (rowBest).
       size_t want = 2 * beam;
       std::vector<Candidate> best;
       for (int64_t j = 0; j < beam; ++j) {
-        const std::vector<Candidate> &row = rowBest[b * beam + j];
+        const std::vector<Candidate> &row = rowBest[s * beam + j];
         best.insert(best.end(), row.begin(), row.end());
       }
       std::sort(best.begin(), best.end(), before);
@@ -671,7 +749,7 @@ void Translator::run(const int32_t *const *sources, const int32_t *lengths,
         auto [score, flat] = candidates[c];
         int64_t j = flat / vocab;
         int32_t token = int32_t(flat % vocab);
-        int64_t parent = b * beam + j;
+        int64_t parent = s * beam + j;
         if (token == eos) {
           // An EOS ranked beyond the beam width does not count.
           if (int64_t(c) < beam) {
@@ -682,20 +760,20 @@ void Translator::run(const int32_t *const *sources, const int32_t *lengths,
           }
           continue;
         }
-        int64_t r = b * beam + next++;
+        int64_t r = s * beam + next++;
         parents[r] = parent;
         nextPrefixes[r] = prefixes[parent];
         nextPrefixes[r].push_back(token);
         nextScores[r] = score;
       }
       for (; next < beam; ++next)
-        nextScores[b * beam + next] = ninf;
+        nextScores[s * beam + next] = ninf;
       if (int64_t(finished[b].size()) >= beam) {
         done[b] = true;
       } else if (last) {
         // Out of length: the live beams end here, unterminated.
         for (int64_t j = 0; j < beam; ++j) {
-          int64_t r = b * beam + j;
+          int64_t r = s * beam + j;
           if (nextScores[r] == ninf)
             continue;
           Hypothesis h{nextPrefixes[r], nextScores[r], 0};
@@ -708,9 +786,31 @@ void Translator::run(const int32_t *const *sources, const int32_t *lengths,
     }
     prefixes.swap(nextPrefixes);
     scores.swap(nextScores);
+    searchTimer.reset();
     if (std::all_of(done.begin(), done.end(), [](bool d) { return d; }))
       break;
+    ScopedTimer cachesTimer(timing.caches);
     reorderCaches(parents, step + 1);
+    if (std::any_of(live.begin(), live.end(),
+                    [&](int64_t b) { return done[b]; })) {
+      std::vector<int64_t> keptRows, keptSlots;
+      for (size_t s = 0; s < live.size(); ++s)
+        if (!done[live[s]]) {
+          keptSlots.push_back(live[s]);
+          for (int64_t j = 0; j < beam; ++j)
+            keptRows.push_back(int64_t(s) * beam + j);
+        }
+      compactRows(keptRows, step + 1);
+      for (size_t i = 0; i < keptRows.size(); ++i)
+        if (keptRows[i] != int64_t(i)) { // (a self-move would empty it)
+          prefixes[i] = std::move(prefixes[keptRows[i]]);
+          scores[i] = scores[keptRows[i]];
+        }
+      prefixes.resize(rows);
+      scores.resize(rows);
+      live = std::move(keptSlots);
+    }
+    tokens.resize(rows);
     for (int64_t r = 0; r < rows; ++r)
       tokens[r] = prefixes[r].empty() ? int32_t(cfg.decoder_start_token_id)
                                       : prefixes[r].back();
@@ -793,6 +893,11 @@ extern "C" float tfm_results_score(const tfm_results *results, int32_t index,
 extern "C" const float *tfm_results_first_logits(const tfm_results *results,
                                                  int32_t index) {
   return results->firstLogits[index].data();
+}
+
+extern "C" void tfm_results_timing(const tfm_results *results,
+                                   tfm_translate_timing *out_timing) {
+  *out_timing = results->timing;
 }
 
 extern "C" void tfm_results_free(tfm_results *results) { delete results; }

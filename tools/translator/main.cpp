@@ -63,7 +63,9 @@ options:
                            in the same file or beside it
   -o, --output FILE        write translations to FILE (default: stdout)
   -q, --quiet              no warnings, no progress (errors still print)
-      --timing             report load and translation seconds on stderr
+      --timing             report load and translation seconds on stderr,
+                           and the encoder's, decoder steps', search's and
+                           cache moves' shares
       --dump-first-logits FILE
                            write each sentence's first-step logits (f32,
                            little-endian) to FILE, for testing
@@ -287,6 +289,7 @@ int main(int argc, char **argv) {
         weights + "); use ids");
   auto loaded = now();
   double translateSeconds = 0;
+  tfm_translate_timing parts{}; // summed over the batches
 
   Output out(output);
   std::ofstream logitsFile;
@@ -404,6 +407,14 @@ int main(int argc, char **argv) {
             std::to_string(ptrs.size()) + "): " + tfm_status_message(s));
       translateSeconds +=
           std::chrono::duration<double>(now() - batchStart).count();
+      tfm_translate_timing batchTiming;
+      tfm_results_timing(results, &batchTiming);
+      parts.encode += batchTiming.encode;
+      parts.decode += batchTiming.decode;
+      parts.search += batchTiming.search;
+      parts.caches += batchTiming.caches;
+      parts.steps += batchTiming.steps;
+      parts.row_steps += batchTiming.row_steps;
       for (size_t k = begin; k < end; ++k) {
         Sentence &s = sentences[order[k]];
         int32_t index = int32_t(k - begin);
@@ -459,10 +470,16 @@ int main(int argc, char **argv) {
   warnings.summarize();
   tfm_tokenizer_close(tokenizer);
   tfm_model_close(model);
-  if (timing)
+  if (timing) {
     std::fprintf(stderr,
                  "translator: load %.4f s, translate %.4f s, %zu lines\n",
                  std::chrono::duration<double>(loaded - started).count(),
                  translateSeconds, sentencesDone);
+    std::fprintf(stderr,
+                 "translator: encode %.4f s, decode %.4f s in %lld steps of "
+                 "%lld rows in all, search %.4f s, cache moves %.4f s\n",
+                 parts.encode, parts.decode, (long long)parts.steps,
+                 (long long)parts.row_steps, parts.search, parts.caches);
+  }
   return 0;
 }

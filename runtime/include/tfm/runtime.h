@@ -84,6 +84,18 @@ float tfm_results_score(const tfm_results *results, int32_t index,
  * floats), kept for testing against a reference implementation. */
 const float *tfm_results_first_logits(const tfm_results *results,
                                       int32_t index);
+/* Where tfm_translate's time went, in seconds (a monotonic clock): the
+ * encoder (with the cross-attention keys/values per row), the decoder
+ * steps, the search over their logits, and moving cache rows (beam
+ * reorders, finished sentences leaving the batch). `steps` decoder steps
+ * ran over `row_steps` rows in all: a finished sentence's rows leave the
+ * batch, so later steps run fewer. */
+typedef struct tfm_translate_timing {
+  double encode, decode, search, caches;
+  int64_t steps, row_steps;
+} tfm_translate_timing;
+void tfm_results_timing(const tfm_results *results,
+                        tfm_translate_timing *out_timing);
 void tfm_results_free(tfm_results *results);
 
 /* Text in and out: SentencePiece in Marian's layout. source.spm cuts source
