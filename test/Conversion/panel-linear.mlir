@@ -6,9 +6,10 @@
 // panel (8 accumulators), then single rows, the epilogue after the last
 // block. With more rows, one block over K, sums from zero: tiles of 6 rows
 // by 2 vectors (12 accumulators) in two column groups, then pairs of rows
-// by the whole panel, then single rows; each of those tiles prefetches
-// the line of the next panel (the last panel: itself) matching each line it
-// reads, and the few-row tiles prefetch nothing.
+// by the whole panel, then single rows. Up to 64 rows each of those tiles
+// prefetches the line of the next panel (the last panel: itself) matching
+// each line it reads; the few-row tiles and those of more than 64 rows
+// prefetch nothing.
 // CHECK-LABEL: func.func @ffn(
 // CHECK: %[[VIEW:.+]] = memref.view %{{.+}} to memref<3x150x32xf32>
 // CHECK: scf.forall (%[[P:.+]]) in (3)
@@ -29,6 +30,8 @@
 // CHECK-NOT: memref.prefetch
 // CHECK: } else {
 // CHECK-NOT: linalg.fill
+// CHECK: %[[MEDIUM:.+]] = arith.cmpi ule, %{{.+}}, %c64
+// CHECK: scf.if %[[MEDIUM]] -> (tensor<?x32xf32>) {
 // CHECK: scf.for %{{.+}} step %c6
 // CHECK: scf.for %[[KA:.+]] = %c0 to %c150 step %c1 iter_args(%{{.+}} = %cst{{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHECK: vector.transfer_read %{{.+}}[%[[P]], %{{.+}}, %c0], {{.+}} : tensor<3x150x32xf32>, vector<8xf32>
@@ -42,6 +45,13 @@
 // CHECK: scf.for %{{.+}} step %c2
 // CHECK: scf.for %{{.+}} = %c0 to %c150 step %c1 iter_args(%{{.+}} = %cst{{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHECK: scf.for %{{.+}} step %c1
+// CHECK: memref.prefetch
+// CHECK: } else {
+// CHECK-NOT: memref.prefetch
+// CHECK: scf.for %{{.+}} step %c6
+// CHECK: scf.for %{{.+}} step %c2
+// CHECK: scf.for %{{.+}} step %c1
+// CHECK-NOT: memref.prefetch
 // CHECK: tensor.extract_slice %{{.+}}[0, 0] [%{{.+}}, 70] [1, 1] : tensor<?x96xf32> to tensor<?x70xf32>
 func.func @ffn(%x: tensor<?x150xf32>, %r: tensor<?x70xf32>) -> tensor<?x70xf32> {
   %w = tfm.weight "fc.weight" : tensor<70x150xf32>

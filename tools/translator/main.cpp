@@ -64,8 +64,9 @@ options:
   -o, --output FILE        write translations to FILE (default: stdout)
   -q, --quiet              no warnings, no progress (errors still print)
       --timing             report load and translation seconds on stderr,
-                           and the encoder's, decoder steps', search's and
-                           cache moves' shares
+                           then the seconds of the encoder, the decoder
+                           steps (and the rows they ran), the search and
+                           the cache moves
       --dump-first-logits FILE
                            write each sentence's first-step logits (f32,
                            little-endian) to FILE, for testing

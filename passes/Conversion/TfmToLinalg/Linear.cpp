@@ -204,7 +204,7 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
   // (AVX2) or 16 KiB (AVX-512), in L1. (4 rows from DRAM, Zen 3: 4 x
   // 512->2048 in 333 us with blocks against 386 without, 4 x 512->32000
   // in 5.0 ms against 5.5.)
-  const int64_t kBlock = 64, kFewRows = 8;
+  const int64_t kBlock = 64, kFewRows = 8, kPrefetchRows = 64;
   Type elt = panelType.getElementType();
   auto vecType = VectorType::get({lanes}, elt);
   // Columns past N (the last panel's zero rows) are computed and dropped;
@@ -232,15 +232,17 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
     // The R x C tile at rows m0.., columns c0.. of the panel over the K
     // block [kStart, kEnd): its accumulators start from the tile's sums so
     // far, and after the last block (`last`) get the epilogue.
-    // With many rows, the first row tile reads panel p from memory and the
-    // others from L2; the memory would idle while they run, so every tile
+    // With 9 to 64 rows (a decoder step of a batch), the first row tile
+    // reads panel p from memory and the others from L2; the memory would
+    // idle while they run, so every tile
     // prefetches the line of the next panel that matches the line it reads
     // (the first tile's prefetches miss, the rest hit): the next panel
     // streams in while this one is computed. (Zen 3, 2 threads, 32 rows,
     // weights from DRAM, GFLOP/s without -> with: 512->512 60-70 -> 83-89,
     // 512->2048 64-78 -> 74-93, 2048->512 64-68 -> 79-85, 512->32000
-    // 62-72 -> 87-94; greedy batch 32 on the base model 8% faster. With few
-    // rows it cost more in cache than it gained from DRAM.)
+    // 62-72 -> 87-94; greedy batch 32 on the base model 8% faster. With
+    // fewer rows it cost more in cache than it gained from DRAM; with 1024
+    // rows, 2048->512 fell from 0.93x to 0.70x oneDNN's matmul.)
     Value nextPanel; // p + 1, or p for the last
     if (panelsMemref)
       nextPanel = b.create<arith::MinUIOp>(
@@ -403,8 +405,29 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
               bl, allRows(bb, bl, tile, kBlock, fewTiles, false));
         },
         [&](OpBuilder &bb, Location bl) {
-          bb.create<scf::YieldOp>(
-              bl, allRows(bb, bl, tile, k, manyTiles, bool(panelsMemref)));
+          if (!panelsMemref) {
+            bb.create<scf::YieldOp>(
+                bl, allRows(bb, bl, tile, k, manyTiles, false));
+            return;
+          }
+          // Up to kPrefetchRows rows the next panel is prefetched; with
+          // more, the tiles are compute-bound and the prefetches cost more
+          // than they hide (and the next K=2048 panel's 256 KB evict this
+          // one's from L2).
+          Value medium = bb.create<arith::CmpIOp>(
+              bl, arith::CmpIPredicate::ule, m,
+              indexConstant(bb, bl, kPrefetchRows));
+          auto inner = bb.create<scf::IfOp>(
+              bl, medium,
+              [&](OpBuilder &ib, Location il) {
+                ib.create<scf::YieldOp>(
+                    il, allRows(ib, il, tile, k, manyTiles, true));
+              },
+              [&](OpBuilder &ib, Location il) {
+                ib.create<scf::YieldOp>(
+                    il, allRows(ib, il, tile, k, manyTiles, false));
+              });
+          bb.create<scf::YieldOp>(bl, inner.getResults());
         });
     tile = choice.getResult(0);
 
