@@ -396,40 +396,45 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
     // L1 by the others, so the stream of weights pauses only briefly; tiles
     // over the whole panel, whose reads are contiguous. With many, one
     // block: the sums stay in registers over all of K.
-    Value few = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ule, m,
-                                        indexConstant(b, loc, kFewRows));
-    auto choice = b.create<scf::IfOp>(
-        loc, few,
+    // scf.if (m <= bound) { below } else { above }: the tile's rows done
+    // one way or the other.
+    auto splitOnRows = [&](OpBuilder &ob, Location ol, int64_t bound,
+                           function_ref<Value(OpBuilder &, Location)> below,
+                           function_ref<Value(OpBuilder &, Location)> above) {
+      Value within = ob.create<arith::CmpIOp>(
+          ol, arith::CmpIPredicate::ule, m, indexConstant(ob, ol, bound));
+      return ob
+          .create<scf::IfOp>(
+              ol, within,
+              [&](OpBuilder &tb, Location tl) {
+                tb.create<scf::YieldOp>(tl, below(tb, tl));
+              },
+              [&](OpBuilder &eb, Location el) {
+                eb.create<scf::YieldOp>(el, above(eb, el));
+              })
+          .getResult(0);
+    };
+    tile = splitOnRows(
+        b, loc, kFewRows,
         [&](OpBuilder &bb, Location bl) {
-          bb.create<scf::YieldOp>(
-              bl, allRows(bb, bl, tile, kBlock, fewTiles, false));
+          return allRows(bb, bl, tile, kBlock, fewTiles, false);
         },
         [&](OpBuilder &bb, Location bl) {
-          if (!panelsMemref) {
-            bb.create<scf::YieldOp>(
-                bl, allRows(bb, bl, tile, k, manyTiles, false));
-            return;
-          }
+          if (!panelsMemref)
+            return allRows(bb, bl, tile, k, manyTiles, false);
           // Up to kPrefetchRows rows the next panel is prefetched; with
           // more, the tiles are compute-bound and the prefetches cost more
           // than they hide (and the next K=2048 panel's 256 KB evict this
           // one's from L2).
-          Value medium = bb.create<arith::CmpIOp>(
-              bl, arith::CmpIPredicate::ule, m,
-              indexConstant(bb, bl, kPrefetchRows));
-          auto inner = bb.create<scf::IfOp>(
-              bl, medium,
+          return splitOnRows(
+              bb, bl, kPrefetchRows,
               [&](OpBuilder &ib, Location il) {
-                ib.create<scf::YieldOp>(
-                    il, allRows(ib, il, tile, k, manyTiles, true));
+                return allRows(ib, il, tile, k, manyTiles, true);
               },
               [&](OpBuilder &ib, Location il) {
-                ib.create<scf::YieldOp>(
-                    il, allRows(ib, il, tile, k, manyTiles, false));
+                return allRows(ib, il, tile, k, manyTiles, false);
               });
-          bb.create<scf::YieldOp>(bl, inner.getResults());
         });
-    tile = choice.getResult(0);
 
     b.setInsertionPointToStart(forall.getTerminator().getBody());
     b.create<tensor::ParallelInsertSliceOp>(loc, tile,
