@@ -142,10 +142,13 @@ void tfm::buildLoweringPipeline(OpPassManager &pm, StringRef backend,
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
 
   // Temporaries stay on the heap: allocas inside loops that cannot be
-  // hoisted grow the stack every iteration. Hoist what can be, then free.
+  // hoisted grow the stack every iteration. Hoist what can be, then free
+  // each buffer after its last use (not at the end of its block), so the
+  // allocator reuses it while it is still in cache.
   pm.addNestedPass<func::FuncOp>(bufferization::createBufferLoopHoistingPass());
   bufferization::BufferDeallocationPipelineOptions deallocation;
   bufferization::buildBufferDeallocationPipeline(pm, deallocation);
+  pm.addPass(createTfmFreeAfterLastUsePass());
 
   // One function per distinct loop nest: what follows, and LLVM, see each
   // layer's kernels once.

@@ -182,6 +182,21 @@ def TfmLowerVectorsPass : Pass<"tfm-lower-vectors", "::mlir::ModuleOp"> {
   }];
 }
 
+def TfmFreeAfterLastUsePass : Pass<"tfm-free-after-last-use"> {
+  let summary = "Free each buffer right after its last use";
+  let description = [{
+    After buffer deallocation, which frees a buffer at the end of the block
+    that owns it (a function's temporaries all at its return): moves every
+    `memref.dealloc` up to just after the last op of its block that uses,
+    or holds a use of, a value that may alias the buffer (by
+    BufferViewFlowAnalysis: views, casts, branch and loop results). A
+    dealloc whose buffer has an alias used outside its block stays. The
+    allocator can then reuse the memory, still in cache, for the ops that
+    follow, and the peak memory of a function is what is live at once.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def TfmOutlineKernelsPass : Pass<"tfm-outline-kernels", "::mlir::ModuleOp"> {
   let summary = "Outline loop nests into kernel functions, one per distinct body";
   let description = [{
