@@ -453,6 +453,8 @@ private:
   /// keys/values and of rowLengths takes row kept[i] (kept increasing,
   /// kept[i] >= i): the rows of finished sentences leave the batch.
   void compactRows(const std::vector<int64_t> &kept, int64_t length);
+  void copyHeads(float *to, int64_t toStride, const float *from,
+                 int64_t fromStride, int64_t chunk) const;
 
   tfm_model &model;
   const tfm_model_config &cfg;
@@ -534,6 +536,15 @@ void Translator::decodeStep(int64_t step, const std::vector<int32_t> &tokens) {
   tfm_decode_step(args.data());
 }
 
+/// Copies the first `chunk` floats of each head of one cache row: head h
+/// starts at to + h * toStride and from + h * fromStride.
+void Translator::copyHeads(float *to, int64_t toStride, const float *from,
+                           int64_t fromStride, int64_t chunk) const {
+  for (int64_t h = 0; h < heads; ++h)
+    std::memcpy(to + h * toStride, from + h * fromStride,
+                chunk * sizeof(float));
+}
+
 void Translator::reorderCaches(const std::vector<int64_t> &parents,
                                int64_t length) {
   // Rows that take another row's cache, and the parents among them whose
@@ -567,19 +578,16 @@ void Translator::reorderCaches(const std::vector<int64_t> &parents,
     for (size_t c = 0; c < caches.size(); ++c) {
       float *base = caches[c]->data;
       for (size_t i = 0; i < staged.size(); ++i)
-        for (int64_t h = 0; h < heads; ++h)
-          std::memcpy(&stage[i * rowChunk + h * chunk],
-                      base + (staged[i] * heads + h) * headStride,
-                      chunk * sizeof(float));
+        copyHeads(&stage[i * rowChunk], chunk,
+                  base + staged[i] * heads * headStride, headStride, chunk);
       for (int64_t r : moved) {
         int64_t p = parents[r];
-        for (int64_t h = 0; h < heads; ++h) {
-          const float *from =
-              overwritten[p] ? &stage[stageSlot[p] * rowChunk + h * chunk]
-                             : base + (p * heads + h) * headStride;
-          std::memcpy(base + (r * heads + h) * headStride, from,
-                      chunk * sizeof(float));
-        }
+        if (overwritten[p])
+          copyHeads(base + r * heads * headStride, headStride,
+                    &stage[stageSlot[p] * rowChunk], chunk, chunk);
+        else
+          copyHeads(base + r * heads * headStride, headStride,
+                    base + p * heads * headStride, headStride, chunk);
       }
     }
   }
@@ -605,10 +613,8 @@ void Translator::compactRows(const std::vector<int64_t> &kept,
                     crossRow * sizeof(float));
         continue;
       }
-      for (int64_t h = 0; h < heads; ++h)
-        std::memcpy(base + (i * heads + h) * headStride,
-                    base + (from * heads + h) * headStride,
-                    chunk * sizeof(float));
+      copyHeads(base + i * heads * headStride, headStride,
+                base + from * heads * headStride, headStride, chunk);
     }
   }
   for (size_t i = 0; i < kept.size(); ++i)
