@@ -1,4 +1,4 @@
-//===- FreeAfterLastUse.cpp - Free each buffer after its last use -*- C++ -*-===//
+//===- FreeAfterLastUse.cpp - Free buffers at their last use ----*- C++ -*-===//
 //
 // Ownership-based buffer deallocation frees a buffer at the end of the block
 // that owns it: in a function body, at the return. The encoder then holds

@@ -6,10 +6,12 @@
 // panel (8 accumulators), then single rows, the epilogue after the last
 // block. With more rows, one block over K, sums from zero: tiles of 6 rows
 // by 2 vectors (12 accumulators) in two column groups, then pairs of rows
-// by the whole panel, then single rows. Up to 64 rows each of those tiles
-// prefetches the line of the next panel (the last panel: itself) matching
-// each line it reads; the few-row tiles and those of more than 64 rows
-// prefetch nothing.
+// by the whole panel, then single rows. The few-row tiles prefetch the
+// panel 64 rows (a block) ahead of each row they read, past the panel's end
+// in the next one (the last panel: its own last row). Up to 64 rows each of
+// the others prefetches the line of the next panel (the last panel:
+// itself) matching each line it reads; those of more than 64 rows prefetch
+// nothing.
 // CHECK-LABEL: func.func @ffn(
 // CHECK: %[[VIEW:.+]] = memref.view %{{.+}} to memref<3x150x32xf32>
 // CHECK: scf.forall (%[[P:.+]]) in (3)
@@ -22,12 +24,19 @@
 // CHECK: %[[K1:.+]] = arith.minui %{{.+}}, %c150
 // CHECK: %[[LAST:.+]] = arith.cmpi eq, %[[K1]], %c150
 // CHECK: scf.for %{{.+}} step %c2
-// CHECK: scf.for %{{.+}} = %[[K0]] to %[[K1]] step %c1 iter_args({{[^)]+}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: scf.for %[[KF:.+]] = %[[K0]] to %[[K1]] step %c1 iter_args({{[^)]+}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: %[[AHEAD:.+]] = arith.addi %[[KF]], %c64
+// CHECK: %[[INSIDE:.+]] = arith.cmpi ult, %[[AHEAD]], %c150
+// CHECK: %[[PANEL:.+]] = arith.select %[[INSIDE]], %[[P]], %[[NEXT]]
+// CHECK: %[[WRAPPED:.+]] = arith.addi %[[KF]], %c-86
+// CHECK: %[[CLAMPED:.+]] = arith.minui %[[WRAPPED]], %c149
+// CHECK: %[[ROW:.+]] = arith.select %[[INSIDE]], %[[AHEAD]], %[[CLAMPED]]
+// CHECK: memref.prefetch %[[VIEW]][%[[PANEL]], %[[ROW]], %c0], read, locality<3>, data : memref<3x150x32xf32>
+// CHECK-NEXT: memref.prefetch %[[VIEW]][%[[PANEL]], %[[ROW]], %c16], read, locality<3>, data : memref<3x150x32xf32>
 // CHECK: vector.fma
 // CHECK: %[[RELU:.+]] = arith.maximumf
 // CHECK: %[[WITH:.+]] = arith.addf %[[RELU]], %{{.+}} : vector<8xf32>
 // CHECK: arith.select %[[LAST]], %[[WITH]], %{{.+}} : vector<8xf32>
-// CHECK-NOT: memref.prefetch
 // CHECK: } else {
 // CHECK-NOT: linalg.fill
 // CHECK: %[[MEDIUM:.+]] = arith.cmpi ule, %{{.+}}, %c64
