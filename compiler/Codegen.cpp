@@ -83,6 +83,7 @@ static LogicalResult addModelInfo(llvm::Module &llvmModule, ModuleOp module) {
   auto forcedEos = model.getAs<IntegerAttr>("forced_eos_token_id");
   fields.push_back(forcedEos ? forcedEos.getInt() : -1);
   fields.push_back(size.getInt());
+  fields.push_back(precisionCode(module));
   llvm::Constant *init = llvm::ConstantDataArray::get(ctx, fields);
   new llvm::GlobalVariable(llvmModule, init->getType(), /*isConstant=*/true,
                            llvm::GlobalValue::ExternalLinkage, init,

@@ -3,7 +3,8 @@
 // tfm-layout-weights stores the weight W [N, K] of a linear that our code
 // runs as panels of P output features with K contiguous (P = 4 vectors):
 //   panels[p, k, j] = W[p·P + j, k],  0 where p·P + j >= N.
-// Whoever writes a weights file (tfmc, tfm-bench) packs with this.
+// Whoever writes a weights file (tfmc, tfm-bench) packs with this; with
+// --precision bf16 the panels hold bfloat16 (toBFloat16).
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,7 @@
 #define TFM_COMPILER_PANELS_H
 
 #include <cstdint>
+#include <cstring>
 
 namespace mlir::tfm {
 
@@ -20,17 +22,36 @@ inline int64_t panelsSize(int64_t n, int64_t k, int64_t panel) {
 }
 
 /// Writes the panels of the [n, k] matrix whose element (row, col) is
-/// `element(row, col)` to `dst` (panelsSize floats).
-template <typename ElementFn>
+/// `element(row, col)` to `dst` (panelsSize elements of type T: float, or
+/// uint16_t holding bf16 from toBFloat16).
+template <typename T, typename ElementFn>
 void packPanels(int64_t n, int64_t k, int64_t panel, ElementFn element,
-                float *dst) {
+                T *dst) {
   int64_t panels = (n + panel - 1) / panel;
   for (int64_t p = 0; p < panels; ++p)
     for (int64_t col = 0; col < k; ++col)
       for (int64_t j = 0; j < panel; ++j) {
         int64_t row = p * panel + j;
-        *dst++ = row < n ? element(row, col) : 0.0f;
+        *dst++ = row < n ? element(row, col) : T(0);
       }
+}
+
+/// The bfloat16 nearest to a finite `value` (ties to even): its top 16
+/// bits after adding 0x7fff plus the lowest kept bit. The result is an
+/// infinity only for |value| within half a bf16 step of FLT_MAX.
+inline uint16_t toBFloat16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  bits += 0x7fff + ((bits >> 16) & 1);
+  return uint16_t(bits >> 16);
+}
+
+/// The float a bfloat16 stands for (exact).
+inline float fromBFloat16(uint16_t value) {
+  uint32_t bits = uint32_t(value) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
 }
 
 } // namespace mlir::tfm

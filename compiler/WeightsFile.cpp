@@ -8,6 +8,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/FileOutputBuffer.h"
 #include "llvm/Support/xxhash.h"
 
@@ -28,6 +29,13 @@ uint64_t mlir::tfm::layoutFingerprint(ModuleOp module) {
     model.print(os);
   // Non-zero and positive, so it survives an i64 round trip unchanged.
   return (llvm::xxh3_64bits(text) >> 1) | 1;
+}
+
+uint64_t mlir::tfm::precisionCode(ModuleOp module) {
+  auto precision = module->getAttrOfType<StringAttr>("tfm.precision");
+  return precision && precision.getValue() == "bf16"
+             ? tfm_runtime::kPrecisionBf16
+             : tfm_runtime::kPrecisionFp32;
 }
 
 /// IEEE half -> float.
@@ -56,6 +64,13 @@ static float halfToFloat(uint16_t h) {
   return f;
 }
 
+/// Whether a layout entry's panels hold bf16 (tfm-layout-weights with
+/// precision=bf16).
+static bool isBFloat16(DictionaryAttr entry) {
+  auto type = dyn_cast_or_null<TypeAttr>(entry.get("element_type"));
+  return type && type.getValue().isBF16();
+}
+
 llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
                                         const Checkpoint &checkpoint,
                                         llvm::StringRef path) {
@@ -79,13 +94,14 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
     auto dict = cast<DictionaryAttr>(entry);
     std::string name = cast<StringAttr>(dict.get("name")).getValue().str();
     auto shape = cast<DenseI64ArrayAttr>(dict.get("shape")).asArrayRef();
-    int64_t elements = ShapedType::getNumElements(shape);
+    int64_t bytes = ShapedType::getNumElements(shape) * 4;
     if (auto panel = dyn_cast_or_null<IntegerAttr>(dict.get("panel_width"))) {
-      elements = panelsSize(shape[0], shape[1], panel.getInt());
-      name += " (in panels)";
+      bytes = panelsSize(shape[0], shape[1], panel.getInt()) *
+              (isBFloat16(dict) ? 2 : 4);
+      name += isBFloat16(dict) ? " (in bf16 panels)" : " (in panels)";
     }
     uint64_t offset = cast<IntegerAttr>(dict.get("offset")).getInt();
-    regions.push_back({name, offset, uint64_t(elements) * 4});
+    regions.push_back({name, offset, uint64_t(bytes)});
     tableSize += 32 + llvm::alignTo(name.size(), 8);
   }
   uint64_t fileSize = tfm_runtime::kWeightsHeaderSize + dataSize + tableSize;
@@ -123,14 +139,10 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
       };
       break;
     case DType::BF16:
-      // bfloat16 is the top half of a float32.
       element = [&](int64_t i) {
-        uint32_t bits = 0;
-        std::memcpy(reinterpret_cast<char *>(&bits) + 2, bytes.data() + 2 * i,
-                    2);
-        float f;
-        std::memcpy(&f, &bits, 4);
-        return f;
+        uint16_t b;
+        std::memcpy(&b, bytes.data() + 2 * i, 2);
+        return fromBFloat16(b);
       };
       break;
     default:
@@ -159,10 +171,28 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
                     llvm::Twine(tensor->numElements()) +
                     " elements; the compiled layout expects " +
                     llvm::Twine(rows * cols));
-      packPanels(
-          rows, cols, panel.getInt(),
-          [&](int64_t row, int64_t col) { return element(row * cols + col); },
-          dst);
+      auto at = [&](int64_t row, int64_t col) {
+        return element(row * cols + col);
+      };
+      if (isBFloat16(dict)) {
+        // Finite in f32 but past bf16's largest value: refuse, like a NaN.
+        for (int64_t i = 0, n = tensor->numElements(); i < n; ++i)
+          if (std::isinf(fromBFloat16(toBFloat16(element(i)))))
+            return llvm::createStringError(
+                llvm::inconvertibleErrorCode(),
+                (checkpoint.path() + ": tensor '" + name + "' holds " +
+                 llvm::formatv("{0:e}", element(i)) + " at element " +
+                 llvm::Twine(i) +
+                 ", which rounds to an infinity in bf16; compile it with "
+                 "--precision fp32")
+                    .str());
+        packPanels(
+            rows, cols, panel.getInt(),
+            [&](int64_t row, int64_t col) { return toBFloat16(at(row, col)); },
+            reinterpret_cast<uint16_t *>(data + offset));
+      } else {
+        packPanels(rows, cols, panel.getInt(), at, dst);
+      }
     } else if (tensor->dtype == DType::F32) {
       std::memcpy(dst, bytes.data(), tensor->numElements() * 4);
     } else {
@@ -188,6 +218,7 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
   std::memcpy(header.magic, tfm_runtime::kWeightsMagic, 8);
   header.abiVersion = tfm_runtime::kAbiVersion;
   header.fingerprint = layoutFingerprint(module);
+  header.precision = precisionCode(module);
   header.dataSize = dataSize;
   header.tableSize = tableSize;
   header.tableChecksum = tfm_runtime::checksum(table, tableSize);

@@ -3,7 +3,7 @@
 // tfmc writes the tensors a compiled model reads into one file: a header
 // (runtime/src/ModelInfo.h) then each tensor as f32 at the offset that
 // tfm-layout-weights gave it, converted from the checkpoint's F32, F16 or
-// BF16. A fingerprint of the layout, compiled into the code too, ties the
+// BF16 (a linear's panels as bf16 with --precision bf16). A fingerprint of the layout, compiled into the code too, ties the
 // two together.
 //
 //===----------------------------------------------------------------------===//
@@ -21,6 +21,10 @@ namespace tfm {
 
 /// A hash of the module's `tfm.weights_layout` and `tfm.model`.
 uint64_t layoutFingerprint(ModuleOp module);
+
+/// The module's `tfm.precision` as the runtime's code for it
+/// (tfm_runtime::kPrecisionFp32 or kPrecisionBf16).
+uint64_t precisionCode(ModuleOp module);
 
 /// Writes the weights file for a module that went through
 /// tfm-layout-weights, reading the tensors from `checkpoint`.

@@ -20,7 +20,8 @@ const tfm_model_info tfm_model_info_data = {
     /*encoderHeads=*/2, /*decoderHeads=*/2,
     /*sourceVocabSize=*/64, /*targetVocabSize=*/64, /*maxPositions=*/32,
     /*eosTokenId=*/0, /*padTokenId=*/63, /*decoderStartTokenId=*/63,
-    /*forcedEosTokenId=*/-1, /*weightsSize=*/256};
+    /*forcedEosTokenId=*/-1, /*weightsSize=*/256,
+    /*precision=*/int64_t(tfm_runtime::kPrecisionFp32)};
 const int64_t tfm_model_bad_words[] = {0};
 const char tfm_model_backends[] = "";
 

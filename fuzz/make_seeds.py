@@ -88,7 +88,7 @@ def config_seeds(micro):
 
 def weights_seeds():
     # The compact form WeightsFileFuzzer.cpp expands: flags, the header's
-    # 56 bytes, then data and table. FuzzModelStub.cpp's model has 256
+    # 64 bytes, then data and table. FuzzModelStub.cpp's model has 256
     # bytes of data.
     def table(regions):
         out = b""
@@ -97,7 +97,7 @@ def weights_seeds():
             out += struct.pack("<4Q", offset, size, 0, len(n))
             out += n + b"\0" * (-len(n) % 8)
         return out
-    header = b"\0" * 56
+    header = b"\0" * 64
     data = bytes(range(256))
     good = table([(0, 64, "model.shared.weight"), (64, 192, "final_logits_bias")])
     put("WeightsFile", "good", bytes([7]) + header + data + good)
@@ -111,7 +111,7 @@ def weights_seeds():
     put("WeightsFile", "bad-header-checksum", bytes([3]) + header + data + good)
     put("WeightsFile", "bad-table-checksum", bytes([5]) + header + data + good)
     put("WeightsFile", "bad-magic", bytes([0]) + b"TFMWGT00" + header[8:] + data)
-    magic = b"TFMWGT01" + struct.pack("<6Q", 2, 0x5eed5eed, 256, 0, 0, 0)
+    magic = b"TFMWGT01" + struct.pack("<7Q", 2, 0x5eed5eed, 256, 0, 0, 0, 0)
     put("WeightsFile", "old-version", bytes([0]) + magic + data)
 
 

@@ -105,16 +105,19 @@ int64_t tfm::hostVectorWidth() {
 // The canonicalizations of the lowering run per function, so that MLIR runs
 // them on the entry points (encode, decode_step) in parallel threads.
 void tfm::buildLoweringPipeline(OpPassManager &pm, StringRef backend,
-                                bool reportBackends, int64_t vectorWidth) {
+                                bool reportBackends, int64_t vectorWidth,
+                                StringRef precision) {
   TfmSelectBackendPassOptions selection;
   selection.backend = backend.str();
   selection.report = reportBackends;
+  selection.precision = precision.str();
   pm.addPass(createTfmSelectBackendPass(selection));
   pm.addPass(createConvertTfmToOneDnnPass());
   // After the oneDNN calls: weights that only our linears read go in
   // panels, those a call reads stay plain.
   TfmLayoutWeightsPassOptions layout;
   layout.panelWidth = 4 * vectorWidth;
+  layout.precision = precision.str();
   pm.addPass(createTfmLayoutWeightsPass(layout));
   ConvertTfmToLinalgPassOptions linalgOptions;
   linalgOptions.vectorWidth = vectorWidth;
@@ -171,7 +174,10 @@ void tfm::buildLoweringPipeline(OpPassManager &pm, StringRef backend,
   perFunction.addPass(memref::createExpandStridedMetadataPass());
   perFunction.addPass(createLowerAffinePass());
   perFunction.addPass(createConvertSCFToCFPass());
-  perFunction.addPass(arith::createArithExpandOpsPass());
+  // With bf16: extf as a 16-bit shift, truncf rounding to nearest even.
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  perFunction.addPass(arith::createArithExpandOpsPass(expand));
   perFunction.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addNestedPass<func::FuncOp>(createConvertVectorToLLVMPass());
@@ -257,6 +263,9 @@ struct LoweringPipelineOptions
   Option<int64_t> vectorWidth{*this, "vector-width",
                               llvm::cl::desc("Floats per SIMD register"),
                               llvm::cl::init(16)};
+  Option<std::string> precision{*this, "precision",
+                                llvm::cl::desc("fp32 or bf16 linears"),
+                                llvm::cl::init("fp32")};
 };
 } // namespace
 
@@ -272,6 +281,6 @@ void tfm::registerAllTfmPasses() {
       "bufferization, loops)",
       [](OpPassManager &pm, const LoweringPipelineOptions &options) {
         buildLoweringPipeline(pm, options.backend, /*reportBackends=*/false,
-                              options.vectorWidth);
+                              options.vectorWidth, options.precision);
       });
 }

@@ -34,6 +34,10 @@ void populateTfmToLinalgPatterns(RewritePatternSet &patterns,
 /// contiguous, zero-padded: panels[p, k, j] = W[p·P + j, k].
 constexpr llvm::StringLiteral kPanelWidthAttr = "tfm.panel_width";
 
+/// On such a weight, if its panels are not f32: their element type (bf16
+/// with `--precision bf16`), which the kernel widens to f32 as it reads.
+constexpr llvm::StringLiteral kPanelElementTypeAttr = "tfm.panel_element_type";
+
 /// The attribute tfm-select-backend sets on ops: "llvm" or "onednn".
 constexpr llvm::StringLiteral kBackendAttr = "tfm.backend";
 
@@ -60,9 +64,11 @@ void buildFusionPipeline(OpPassManager &pm);
 /// caches updated in place, loops, and the LLVM conversions. Entry points get
 /// `llvm.emit_c_interface`. `backend` (llvm, onednn, auto) chooses who runs
 /// the ops oneDNN can run (tfm-select-backend, convert-tfm-to-onednn).
+/// `precision` (fp32, bf16) is the linears' (tfm-layout-weights).
 void buildLoweringPipeline(OpPassManager &pm, StringRef backend = "llvm",
                            bool reportBackends = false,
-                           int64_t vectorWidth = 16);
+                           int64_t vectorWidth = 16,
+                           StringRef precision = "fp32");
 
 /// Floats per SIMD register on this host: 16 with AVX-512, 8 without.
 int64_t hostVectorWidth();

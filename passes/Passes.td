@@ -85,13 +85,21 @@ def TfmLayoutWeightsPass : Pass<"tfm-layout-weights", "::mlir::ModuleOp"> {
     (`panel_width` in the layout, `tfm.panel_width` on the op). A weight
     that other ops read too (a tied embedding table, a oneDNN call) is
     stored twice: plain for them, in panels for the linears.
+
+    With `precision=bf16` the panels hold bfloat16 (rounded to nearest
+    even when the file is written; `element_type` in the layout,
+    `tfm.panel_element_type` on the op): half the bytes that a decoder step
+    streams. Everything else stays f32. The module records its precision
+    as `tfm.precision`.
   }];
   let options = [
     Option<"alignment", "alignment", "int64_t", "64",
            "Byte alignment of each tensor in the weights file">,
     Option<"panelWidth", "panel-width", "int64_t", "64",
            "Output features per panel of a linear's weight (4 vectors; 0: "
-           "no panels)">
+           "no panels)">,
+    Option<"precision", "precision", "std::string", "\"fp32\"",
+           "Element type of the linears' panels: fp32 or bf16">
   ];
 }
 
@@ -148,7 +156,10 @@ def TfmSelectBackendPass : Pass<"tfm-select-backend", "::mlir::ModuleOp"> {
     Option<"backend", "backend", "std::string", "\"llvm\"",
            "llvm, onednn or auto">,
     Option<"report", "report", "bool", "false",
-           "Print which backend each op got">
+           "Print which backend each op got">,
+    Option<"precision", "precision", "std::string", "\"fp32\"",
+           "fp32 or bf16: with bf16 the linears run our code (the only "
+           "bf16 linear there is)">
   ];
 }
 

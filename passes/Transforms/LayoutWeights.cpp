@@ -43,7 +43,15 @@ struct TfmLayoutWeightsPass
                          << int64_t(panelWidth);
       return signalPassFailure();
     }
+    if (precision != "fp32" && precision != "bf16") {
+      module.emitError() << "unknown precision '" << precision
+                         << "': expected fp32 or bf16";
+      return signalPassFailure();
+    }
     Builder b(&getContext());
+    // The panels' element type, and its bytes.
+    Type panelType = precision == "bf16" ? Type(b.getBF16Type()) : b.getF32Type();
+    int64_t panelBytes = panelType.getIntOrFloatBitWidth() / 8;
     SmallVector<WeightOp> weights;
     module.walk([&](WeightOp weight) { weights.push_back(weight); });
     for (WeightOp weight : weights) {
@@ -69,22 +77,29 @@ struct TfmLayoutWeightsPass
       if (inserted) {
         // offset = end rounded up to the alignment
         it->second = (end + alignment - 1) / alignment * alignment;
-        int64_t elements = type.getNumElements();
+        int64_t bytes = type.getNumElements() * 4;
         if (panel)
-          elements = llvm::divideCeil(type.getDimSize(0), panel) * panel *
-                     type.getDimSize(1);
-        end = it->second + elements * 4;
+          bytes = llvm::divideCeil(type.getDimSize(0), panel) * panel *
+                  type.getDimSize(1) * panelBytes;
+        end = it->second + bytes;
         SmallVector<NamedAttribute> entry = {
             b.getNamedAttr("name", weight.getNameAttr()),
             b.getNamedAttr("offset", b.getI64IntegerAttr(it->second)),
             b.getNamedAttr("shape", b.getDenseI64ArrayAttr(type.getShape())),
         };
-        if (panel)
+        if (panel) {
           entry.push_back(b.getNamedAttr("panel_width", width));
+          if (panelType != b.getF32Type())
+            entry.push_back(
+                b.getNamedAttr("element_type", TypeAttr::get(panelType)));
+        }
         layout.push_back(b.getDictionaryAttr(entry));
       }
       weight.setOffsetAttr(b.getI64IntegerAttr(it->second));
+      if (panel && panelType != b.getF32Type())
+        weight->setAttr(kPanelElementTypeAttr, TypeAttr::get(panelType));
     });
+    module->setAttr("tfm.precision", b.getStringAttr(precision));
     module->setAttr("tfm.weights_layout", b.getArrayAttr(layout));
     module->setAttr("tfm.weights_size", b.getI64IntegerAttr(end));
   }

@@ -79,6 +79,12 @@ struct TfmSelectBackendPass
                          << "': expected llvm, onednn or auto";
       return signalPassFailure();
     }
+    bool bf16 = precision == "bf16";
+    if (!bf16 && precision != "fp32") {
+      module.emitError() << "unknown precision '" << precision
+                         << "': expected fp32 or bf16";
+      return signalPassFailure();
+    }
     // One line per op kind, operand types and backend, in program order.
     SmallVector<std::pair<std::string, int64_t>> choices;
     llvm::StringMap<size_t> lineIndex;
@@ -116,13 +122,27 @@ struct TfmSelectBackendPass
       }
       rewriter.replaceOp(op, *values);
     }
+    // bf16 linears are ours: oneDNN 2.6's bf16 matmul needs AVX-512 (and
+    // rounds differently from our kernel, whose arithmetic the reference
+    // implements).
+    bool bf16LinearOnOneDnn = false;
     module.walk([&](Operation *op) {
       if (!isOneDnnCandidate(op))
         return;
       StringRef chosen = backend == "auto" ? autoBackend(op) : StringRef(backend);
+      if (bf16 && isa<LinearOp, FusedLinearOp>(op)) {
+        if (chosen == "onednn" && !bf16LinearOnOneDnn)
+          op->emitError("bf16 linears run on tfmc's own kernels, not "
+                        "oneDNN: use --backend=llvm or auto with "
+                        "--precision=bf16");
+        bf16LinearOnOneDnn |= chosen == "onednn";
+        chosen = "llvm";
+      }
       op->setAttr(kBackendAttr, StringAttr::get(op->getContext(), chosen));
       record(op, chosen);
     });
+    if (bf16LinearOnOneDnn)
+      return signalPassFailure();
     std::string text;
     llvm::raw_string_ostream os(text);
     for (auto &[line, count] : choices)

@@ -18,12 +18,24 @@ namespace tfm_runtime {
 /// Bumped whenever the entry points' arguments, this struct or the weights
 /// file's format change. 2: linears' weights stored as panels. 3: the
 /// tensors' regions with checksums, and a checksum of the header. 4: the
-/// forced EOS token and the bad words.
-constexpr uint64_t kAbiVersion = 4;
+/// forced EOS token and the bad words. 5: the precision (bf16 panels).
+constexpr uint64_t kAbiVersion = 5;
+
+/// The arithmetic of the linears (tfmc compile --precision): f32 weights,
+/// or bf16 weights (panels of bf16) times activations rounded to bf16,
+/// summed in f32.
+constexpr uint64_t kPrecisionFp32 = 0;
+constexpr uint64_t kPrecisionBf16 = 1;
+inline const char *precisionName(uint64_t precision) {
+  return precision == kPrecisionBf16 ? "bf16"
+         : precision == kPrecisionFp32 ? "fp32"
+                                       : "unknown";
+}
 
 /// Weights files start with this header (little-endian, kHeaderSize bytes,
 /// then the tensors: f32, at the offsets compiled into the code, row-major
-/// or, for linears, as panels; see compiler/Panels.h), then the region
+/// or, for linears, as panels of f32 or bf16; see compiler/Panels.h), then
+/// the region
 /// table.
 constexpr char kWeightsMagic[8] = {'T', 'F', 'M', 'W', 'G', 'T', '0', '1'};
 constexpr uint64_t kWeightsHeaderSize = 4096;
@@ -34,6 +46,7 @@ struct WeightsHeader {
   uint64_t dataSize;       // bytes of tensor data after the header
   uint64_t tableSize;      // bytes of the region table after the data
   uint64_t tableChecksum;  // checksum() of the table
+  uint64_t precision;      // kPrecisionFp32 or kPrecisionBf16
   uint64_t headerChecksum; // checksum() of the fields above
 };
 
@@ -114,6 +127,7 @@ struct tfm_model_info {
       decoderStartTokenId;
   int64_t forcedEosTokenId; // -1: none
   int64_t weightsSize;
+  int64_t precision; // kPrecisionFp32 or kPrecisionBf16
 };
 extern const tfm_model_info tfm_model_info_data;
 /// The checkpoint's bad_words_ids: their count, then per sequence its

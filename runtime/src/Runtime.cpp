@@ -173,6 +173,12 @@ extern "C" tfm_status tfm_model_open(const char *path, tfm_model **out_model) {
                                               headerChecksum)))
     return makeError(name + ": the weights file's header is damaged "
                             "(checksum mismatch)");
+  if (int64_t(header.precision) != info.precision)
+    return makeError(name + ": these weights are " +
+                     tfm_runtime::precisionName(header.precision) +
+                     ", the compiled model reads " +
+                     tfm_runtime::precisionName(info.precision) +
+                     " (tfmc compile --precision)");
   if (int64_t(header.fingerprint) != info.fingerprint)
     return makeError(name + ": these weights were written for another "
                             "compiled model (layout fingerprint mismatch)");

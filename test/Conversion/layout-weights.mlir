@@ -3,13 +3,16 @@
 // RUN: tfm-opt %s -tfm-layout-weights="panel-width=0" | FileCheck %s --check-prefix=PLAIN
 // RUN: tfm-opt %s -tfm-layout-weights -convert-tfm-to-linalg | FileCheck %s --check-prefix=LOWER
 // RUN: not tfm-opt %s -tfm-layout-weights="panel-width=6" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: tfm-opt %s -tfm-layout-weights="precision=bf16" | FileCheck %s --check-prefix=BF16
+// RUN: tfm-opt %s -tfm-layout-weights="precision=bf16" -convert-tfm-to-linalg | FileCheck %s --check-prefix=LOWER-BF16
+// RUN: not tfm-opt %s -tfm-layout-weights="precision=fp16" 2>&1 | FileCheck %s --check-prefix=BAD-PRECISION
 
 // Weights are laid end to end in order of first use, 64-byte aligned. The
 // matrix a linear reads is stored as panels of 64 output features with K
 // contiguous: ceil(50 / 64) = 1 panel of 16 x 64 floats (4096 bytes), zero
 // beyond row 50. The embedding reads the same tensor row by row: it gets a
 // plain copy of its own. The same tensor read twice alike is stored once.
-// LAYOUT: module attributes {tfm.weights_layout = [{name = "table", offset = 0 : i64, panel_width = 64 : i64, shape = array<i64: 50, 16>}, {name = "bias", offset = 4096 : i64, shape = array<i64: 50>}, {name = "table", offset = 4352 : i64, shape = array<i64: 50, 16>}], tfm.weights_size = 7552 : i64}
+// LAYOUT: module attributes {tfm.precision = "fp32", tfm.weights_layout = [{name = "table", offset = 0 : i64, panel_width = 64 : i64, shape = array<i64: 50, 16>}, {name = "bias", offset = 4096 : i64, shape = array<i64: 50>}, {name = "table", offset = 4352 : i64, shape = array<i64: 50, 16>}], tfm.weights_size = 7552 : i64}
 // LAYOUT-LABEL: func.func @logits
 // LAYOUT: %[[W:.+]] = tfm.weight "table" at 0 {tfm.panel_width = 64 : i64} : tensor<50x16xf32>
 // LAYOUT: tfm.weight "bias" at 4096 : tensor<50xf32>
@@ -26,9 +29,37 @@
 // PANEL32: tfm.weights_layout = [{name = "table", offset = 0 : i64, panel_width = 32 : i64, shape = array<i64: 50, 16>}, {name = "bias", offset = 4096 : i64
 
 // Without panels, one plain copy serves every reader.
-// PLAIN: module attributes {tfm.weights_layout = [{name = "table", offset = 0 : i64, shape = array<i64: 50, 16>}, {name = "bias", offset = 3200 : i64, shape = array<i64: 50>}], tfm.weights_size = 3400 : i64}
+// PLAIN: module attributes {tfm.precision = "fp32", tfm.weights_layout = [{name = "table", offset = 0 : i64, shape = array<i64: 50, 16>}, {name = "bias", offset = 3200 : i64, shape = array<i64: 50>}], tfm.weights_size = 3400 : i64}
 
 // BAD: error: panel-width must be 0 or a multiple of 4, found 6
+
+// bf16: the panels (only) hold bfloat16, half the bytes: 1 x 16 x 64 x 2 =
+// 2048; the bias and the embedding's plain copy stay f32.
+// BF16: module attributes {tfm.precision = "bf16", tfm.weights_layout = [{element_type = bf16, name = "table", offset = 0 : i64, panel_width = 64 : i64, shape = array<i64: 50, 16>}, {name = "bias", offset = 2048 : i64, shape = array<i64: 50>}, {name = "table", offset = 2304 : i64, shape = array<i64: 50, 16>}], tfm.weights_size = 5504 : i64}
+// BF16: tfm.weight "table" at 0 {tfm.panel_element_type = bf16, tfm.panel_width = 64 : i64} : tensor<50x16xf32>
+// BF16: tfm.weight "bias" at 2048 : tensor<50xf32>
+
+// BAD-PRECISION: error: unknown precision 'fp16': expected fp32 or bf16
+
+// Lowered with bf16 panels: x rounded to bf16 and back once, the panels
+// viewed as bf16, each vector of weights widened as it is read, the FMAs
+// in f32.
+// LOWER-BF16-LABEL: func.func @logits(
+// LOWER-BF16: memref.view %{{.+}} : memref<?xi8> to memref<1x16x64xbf16>
+// LOWER-BF16: %[[X:.+]] = linalg.generic
+// LOWER-BF16: %[[NARROW:.+]] = arith.truncf %{{.+}} : f32 to bf16
+// LOWER-BF16: arith.extf %[[NARROW]] : bf16 to f32
+// LOWER-BF16: scf.forall
+// LOWER-BF16: %[[W:.+]] = vector.transfer_read %{{.+}} : tensor<1x16x64xbf16>, vector<16xbf16>
+// LOWER-BF16: %[[WIDE:.+]] = arith.extf %[[W]] : vector<16xbf16> to vector<16xf32>
+// LOWER-BF16: %[[XS:.+]] = tensor.extract %[[X]]
+// LOWER-BF16: %[[XB:.+]] = vector.broadcast %[[XS]] : f32 to vector<16xf32>
+// LOWER-BF16: vector.fma %[[XB]], %[[WIDE]], %{{.+}} : vector<16xf32>
+// LOWER-BF16-LABEL: func.func @again
+// LOWER-BF16-NOT: bf16
+// LOWER-BF16-LABEL: func.func @shared
+// LOWER-BF16: memref.view %{{.+}} : memref<?xi8> to memref<50x16xf32>
+// LOWER-BF16: memref.view %{{.+}} : memref<?xi8> to memref<1x16x64xbf16>
 
 // The lowered linear reads the panels [1, 16, 64] through a view of the
 // weights argument; in parallel over panels, 4 rows at a time (then one), 4

@@ -3,6 +3,7 @@
 
   metrics.py HYP REF [--bleu-only | --chrf-only] [--score-only]
              [--min-bleu B] [--min-chrf C]
+             [--baseline HYP0 --max-bleu-drop D --min-identical F]
   metrics.py --tokenize FILE     prints FILE in the 13a tokenization
 
 HYP and REF are text files of the same number of lines (detokenized text,
@@ -10,6 +11,11 @@ one sentence a line). Prints
 
   BLEU = 23.41 55.1/30.2/18.0/11.1 (BP = 1.000 ratio = 1.012 hyp_len = 9012 ref_len = 8905)
   chrF2 = 48.77
+
+With --baseline (another system's translation of the same lines, e.g. the
+fp32 translator's when HYP is bf16's) it also prints the fraction of lines
+identical to the baseline and the BLEU change, and exits 1 when fewer than
+F of the lines are identical or BLEU fell by more than D.
 
 The definitions are the usual ones for comparable scores (those of
 sacreBLEU's defaults), written here from the papers and the mteval-v13a
@@ -151,6 +157,11 @@ def main():
                     help="print the bare numbers, BLEU then chrF")
     ap.add_argument("--min-bleu", type=float, help="exit 1 when BLEU is below this")
     ap.add_argument("--min-chrf", type=float, help="exit 1 when chrF is below this")
+    ap.add_argument("--baseline", metavar="HYP0", help="compare HYP with this translation")
+    ap.add_argument("--max-bleu-drop", type=float, default=float("inf"),
+                    help="exit 1 when BLEU is this much below the baseline's")
+    ap.add_argument("--min-identical", type=float, default=0.0,
+                    help="exit 1 when fewer than this fraction of lines equal the baseline's")
     a = ap.parse_args()
     if a.tokenize:
         for line in read_lines(a.tokenize):
@@ -175,6 +186,23 @@ def main():
         print(f"{chrf:.2f}" if a.score_only else f"chrF2 = {chrf:.2f}")
         if a.min_chrf is not None and chrf < a.min_chrf:
             print(f"metrics.py: chrF2 {chrf:.2f} is below {a.min_chrf}", file=sys.stderr)
+            status = 1
+    if a.baseline:
+        base = read_lines(a.baseline)
+        if len(base) != len(hyps):
+            print(f"metrics.py: {a.baseline} has {len(base)} lines, {a.hyp} has {len(hyps)}",
+                  file=sys.stderr)
+            return 1
+        identical = sum(x == y for x, y in zip(hyps, base)) / len(hyps)
+        change = corpus_bleu(hyps, refs).score - corpus_bleu(base, refs).score
+        print(f"identical to the baseline: {100 * identical:.1f}%; BLEU change {change:+.2f}")
+        if identical < a.min_identical:
+            print(f"metrics.py: {100 * identical:.1f}% of the lines equal the baseline's, "
+                  f"fewer than {100 * a.min_identical:g}%", file=sys.stderr)
+            status = 1
+        if change < -a.max_bleu_drop:
+            print(f"metrics.py: BLEU fell by {-change:.2f}, more than {a.max_bleu_drop}",
+                  file=sys.stderr)
             status = 1
     return status
 

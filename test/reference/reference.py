@@ -6,7 +6,7 @@
                [--suppress-eos] [--batch-size N] [--threads N] [--timing]
                [--dump-first-logits FILE]
                [--input-format text|ids] [--output-format text|ids]
-               [--encode-only]
+               [--encode-only] [--precision fp32|bf16]
 
 The model of a Hugging Face MarianMT-style checkpoint, written directly in
 PyTorch from "Attention is all you need" and independently of the compiler,
@@ -53,8 +53,13 @@ def load_weights(model_dir):
     return weights
 
 
+def to_bf16(t):
+    """t rounded to the nearest bfloat16 (ties to even), as float32."""
+    return t.to(torch.bfloat16).to(torch.float32)
+
+
 class Model:
-    def __init__(self, model_dir):
+    def __init__(self, model_dir, precision="fp32"):
         with open(os.path.join(model_dir, "config.json")) as f:
             c = json.load(f)
         # generation_config.json overrides config.json's generation keys.
@@ -76,6 +81,13 @@ class Model:
         self.tgt_embed = self.w["model.shared.weight" if shared else "model.decoder.embed_tokens.weight"]
         self.lm_head = self.tgt_embed if c.get("tie_word_embeddings", True) else self.w["lm_head.weight"]
         self.logits_bias = self.w.get("final_logits_bias")
+        # --precision bf16: every linear (and the output projection) takes
+        # weights and inputs rounded to bf16, products summed in f32;
+        # embeddings, layer norm, attention and the residual stream stay f32.
+        self.bf16 = precision == "bf16"
+        self.rounded = {}  # linear name -> its weight in bf16
+        if self.bf16:
+            self.lm_head = to_bf16(self.lm_head)
         act = c["activation_function"]
         self.act = {"relu": torch.relu, "gelu": torch.nn.functional.gelu,
                     "swish": torch.nn.functional.silu, "silu": torch.nn.functional.silu}[act]
@@ -100,8 +112,16 @@ class Model:
             out[:, :dim // 2], out[:, dim // 2:] = np.sin(angle), np.cos(angle)
         return torch.from_numpy(out)
 
+    def narrow(self, x):
+        return to_bf16(x) if self.bf16 else x
+
     def linear(self, x, name):
-        return x @ self.w[name + ".weight"].T + self.w[name + ".bias"]
+        w = self.w[name + ".weight"]
+        if self.bf16:
+            if name not in self.rounded:
+                self.rounded[name] = to_bf16(w)
+            w = self.rounded[name]
+        return self.narrow(x) @ w.T + self.w[name + ".bias"]
 
     def layer_norm(self, x, name):
         return torch.nn.functional.layer_norm(
@@ -186,7 +206,7 @@ class Model:
             x = self.sublayer(x, p + ".final_layer_norm", lambda h: self.ffn(h, p))
         if self.pre_norm:
             x = self.layer_norm(x, "model.decoder.layer_norm")
-        logits = x[:, -1] @ self.lm_head.T
+        logits = self.narrow(x[:, -1]) @ self.lm_head.T
         if self.logits_bias is not None:
             logits = logits + self.logits_bias[0]
         return logits
@@ -339,6 +359,8 @@ def main():
     ap.add_argument("--batch-size", type=int, default=1,
                     help="sentences decoded together (padded); results do not change")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                    help="the linears' arithmetic, as tfmc compile --precision")
     ap.add_argument("--timing", action="store_true",
                     help="report load and translation seconds on stderr")
     ap.add_argument("--input-format", choices=["text", "ids"],
@@ -353,7 +375,7 @@ def main():
     output_format = opts.output_format or default_format
     set_threads(opts.threads)
     started = time.perf_counter()
-    model = Model(opts.model)
+    model = Model(opts.model, opts.precision)
     c = model.c
     tokenizer = None
     if "text" in (input_format, output_format):

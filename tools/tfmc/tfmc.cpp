@@ -2,7 +2,8 @@
 //
 //   tfmc import  MODEL_DIR [-o model.mlir] [--summary]
 //   tfmc compile MODEL_DIR -o OUT_DIR [--embed-weights] [--target-cpu=CPU]
-//                [--backend=llvm|onednn|auto] [--print-backends]
+//                [--backend=llvm|onednn|auto] [--precision=fp32|bf16]
+//                [--print-backends]
 //   tfmc compile MODEL_DIR --compile-to=input|fused|llvm [-o out.mlir]
 //                [--mlir-print-ir-after=PASS] [--tfm-pass-statistics] ...
 //   tfmc compile GRAPH.mlir --weights MODEL_DIR [the options above]
@@ -115,6 +116,14 @@ static cl::opt<std::string> backend(
              "elementwise ops: llvm (our generated code), onednn (oneDNN "
              "primitives), auto (per op kind and shape, from measurements)"),
     cl::value_desc("llvm|onednn|auto"), cl::init("auto"), cl::cat(tfmcOptions));
+static cl::opt<std::string> precision(
+    "precision",
+    cl::desc("compile: the linears' arithmetic: fp32, or bf16 (weights "
+             "rounded to bfloat16 at compile time, activations rounded to "
+             "bf16 for the products, sums in f32: half the bytes a decoder "
+             "step reads; layer norm, softmax, attention and the residual "
+             "stream stay f32)"),
+    cl::value_desc("fp32|bf16"), cl::init("fp32"), cl::cat(tfmcOptions));
 static cl::opt<unsigned> codegenThreads(
     "codegen-threads",
     cl::desc("compile: LLVM optimizes and emits the model in this many "
@@ -135,6 +144,7 @@ static const char *kUsage =
     "  tfmc import  MODEL_DIR [-o model.mlir] [--summary]\n"
     "  tfmc compile MODEL_DIR -o OUT_DIR [--embed-weights] "
     "[--backend=llvm|onednn|auto]\n"
+    "               [--precision=fp32|bf16]\n"
     "  tfmc compile MODEL_DIR --compile-to=input|fused|llvm [-o out.mlir]\n"
     "  tfmc compile GRAPH.mlir --weights MODEL_DIR [the options above]\n"
     "  tfmc graph   MODEL_DIR [--stage=imported|fused|backends] -o model.svg\n\n"
@@ -380,6 +390,9 @@ static int drawGraph(mlir::ModuleOp module) {
 }
 
 static int run(StringRef command) {
+  if (precision != "fp32" && precision != "bf16")
+    return reportError("unknown --precision '" + precision +
+                       "': expected fp32 or bf16");
   mlir::DialectRegistry registry;
   mlir::tfm::registerCodegenDialects(registry);
   mlir::MLIRContext context(registry);
@@ -425,7 +438,7 @@ static int run(StringRef command) {
       if (!vectorWidth)
         return reportError(toString(vectorWidth.takeError()));
       mlir::tfm::buildLoweringPipeline(pm, backend, printBackends,
-                                       *vectorWidth);
+                                       *vectorWidth, precision);
     }
     if (failed(pm.run(**module)))
       return reportError("compiling " + modelDir + " failed");

@@ -97,6 +97,7 @@ void printModelInfo() {
               (long long)m.decoderLayers, (long long)m.encoderHeads,
               (long long)m.sourceVocabSize, (long long)m.targetVocabSize,
               (long long)m.maxPositions);
+  std::printf("precision: %s\n", tfm_runtime::precisionName(m.precision));
   if (m.forcedEosTokenId >= 0)
     std::printf("forced EOS at the length limit: %lld\n",
                 (long long)m.forcedEosTokenId);

@@ -76,14 +76,18 @@ struct MatmulLowering : public OpConversionPattern<MatmulOp> {
 };
 
 /// The panels [Np, K, P] of a weight stored packed for linears
-/// (tfm-layout-weights), as a view of the weights argument.
+/// (tfm-layout-weights), as a view of the weights argument: f32, or the
+/// element type the layout gave them (bf16).
 static Value panelsOf(OpBuilder &b, WeightOp op) {
   Location loc = op.getLoc();
   RankedTensorType type = op.getType();
   int64_t p = op->getAttrOfType<IntegerAttr>(kPanelWidthAttr).getInt();
+  Type elt = type.getElementType();
+  if (auto stored = op->getAttrOfType<TypeAttr>(kPanelElementTypeAttr))
+    elt = stored.getValue();
   auto panelsType = MemRefType::get(
       {int64_t(llvm::divideCeil(type.getDimSize(0), p)), type.getDimSize(1), p},
-      type.getElementType());
+      elt);
   Value weights = op->getParentOfType<FunctionOpInterface>().getArgument(0);
   Value view = b.create<memref::ViewOp>(
       loc, panelsType, weights, indexConstant(b, loc, *op.getOffset()),
@@ -191,6 +195,9 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
   RankedTensorType panelType = tensorTypeOf(panels);
   int64_t numPanels = panelType.getDimSize(0), k = panelType.getDimSize(1);
   int64_t width = panelType.getDimSize(2), lanes = width / 4;
+  // bf16 panels: each vector of L weights is read as L bf16 and widened
+  // (exactly: a bf16 is the top half of an f32).
+  Type stored = panelType.getElementType();
   // Tiles of R rows by C vectors, then the rows left in smaller tiles. The
   // accumulators, a broadcast and the weight vectors fit the registers:
   // 4 x 4 of 32 zmm with AVX-512 (a beam of 4 reads each weight once). With
@@ -210,8 +217,12 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
   // 512->2048 in 333 us with blocks against 386 without, 4 x 512->32000
   // in 5.0 ms against 5.5.)
   const int64_t kBlock = 64, kFewRows = 8, kPrefetchRows = 64;
-  Type elt = panelType.getElementType();
+  Type elt = tensorTypeOf(x).getElementType();
   auto vecType = VectorType::get({lanes}, elt);
+  auto storedVecType = VectorType::get({lanes}, stored);
+  Value storedZero = floatConstant(b, loc, stored, 0.0);
+  // Elements of a panel row per 64-byte line, which one prefetch fetches.
+  int64_t lineElements = 512 / stored.getIntOrFloatBitWidth();
   // Columns past N (the last panel's zero rows) are computed and dropped;
   // reads of the bias and residual there are padded.
   bool whole = numPanels * width == n;
@@ -286,11 +297,15 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
           ll, kStart, kEnd, indexConstant(lb, ll, 1), acc0,
           [&](OpBuilder &kb, Location kl, Value kk, ValueRange acc) {
             SmallVector<Value> w;
-            for (int64_t c = 0; c < vectors; ++c)
-              w.push_back(kb.create<vector::TransferReadOp>(
-                  kl, vecType, panels,
+            for (int64_t c = 0; c < vectors; ++c) {
+              Value wc = kb.create<vector::TransferReadOp>(
+                  kl, storedVecType, panels,
                   ValueRange{p, kk, indexConstant(kb, kl, c0 + c * lanes)},
-                  fzero, ArrayRef<bool>{true}));
+                  storedZero, ArrayRef<bool>{true});
+              if (stored != elt)
+                wc = kb.create<arith::ExtFOp>(kl, vecType, wc);
+              w.push_back(wc);
+            }
             // One prefetch per 64-byte line the tile reads of a panel row.
             Value aheadPanel = nextPanel, aheadRow = kk;
             if (prefetch == Prefetch::nextBlock) {
@@ -309,7 +324,7 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
                       indexConstant(kb, kl, k - 1)));
             }
             if (prefetch != Prefetch::none)
-              for (int64_t c = 0; c < vectors * lanes; c += 16)
+              for (int64_t c = 0; c < vectors * lanes; c += lineElements)
                 kb.create<memref::PrefetchOp>(
                     kl, panelsMemref,
                     ValueRange{aheadPanel, aheadRow,
@@ -496,10 +511,23 @@ static Value lowerLinear(OpBuilder &b, Location loc, RankedTensorType type,
   auto packed = weight.getDefiningOp<WeightOp>();
   if (packed && packed->hasAttr(kPanelWidthAttr)) {
     Value view = panelsOf(b, packed);
+    auto viewType = cast<MemRefType>(view.getType());
+    // bf16 weights multiply bf16 activations, as AVX512-BF16's dot product
+    // and oneDNN's bf16 matmul do: x rounded to nearest even, then every
+    // product is exact in f32 and only the sums round.
+    //   x' = f32(bf16(x))
+    if (!viewType.getElementType().isF32())
+      x = elementwise(b, loc, tensorTypeOf(x), ValueRange{x},
+                      [&](OpBuilder &nb, Location nl, ValueRange args) {
+                        Value narrow = nb.create<arith::TruncFOp>(
+                            nl, nb.getBF16Type(), args[0]);
+                        return nb.create<arith::ExtFOp>(
+                                     nl, args[0].getType(), narrow)
+                            .getResult();
+                      });
     Value panels = b.create<bufferization::ToTensorOp>(
         loc,
-        RankedTensorType::get(cast<MemRefType>(view.getType()).getShape(),
-                              weightType.getElementType()),
+        RankedTensorType::get(viewType.getShape(), viewType.getElementType()),
         view, /*restrict=*/true, /*writable=*/false);
     y = panelLinear(b, loc, x, panels, view, weightType.getDimSize(0), bias,
                     act, flatResidual);
