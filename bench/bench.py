@@ -9,6 +9,7 @@ all in one run.
   /usr/bin/python3 bench/bench.py --quick --out DIR     # tiny model, one run
 
   options: [--size base|small|tiny] [--backends llvm,onednn,auto]
+           [--precisions fp32,bf16]
            [--sentences 128] [--reference-sentences 16] [--runs 3]
            [--cases greedy-b1,greedy-b32,beam4-b1,beam4-b32]
            [--no-micro | --micro-only] [--plot] [--build build]
@@ -22,6 +23,13 @@ peak RSS, model load time (reported by each engine, --timing), and per
 backend the compile time of `tfmc compile`. Backends that this tfmc does not
 list in `tfmc compile --help` are skipped with a note. Only ratios measured
 in the same run mean anything: these machines are shared and noisy.
+
+--precisions fp32,bf16: each backend compiled at each precision (`tfmc
+compile --precision`; engines tfmc-BACKEND and tfmc-BACKEND-bf16, oneDNN's
+linears have no bf16 and are skipped), every case run at each; the memory
+bound of batch-1 decoding per precision (bf16 weights take half the bytes),
+and the translations identical to the fp32 reference's as an accuracy
+figure for bf16.
 
 --quick: the tiny test model (test/models/make_test_model.py), 8 sentences,
 one run, small micro-benchmark shapes: ~1.5 minutes with three backends;
@@ -88,17 +96,19 @@ def make_model(size, out, quick):
                        stdout=subprocess.DEVNULL)
 
 
-def step_weight_bytes(model):
-    """Bytes of weights a batch-1 decoder step reads once per target token
-    (f32): each decoder layer's self-attention Q, K, V, O, cross-attention
-    Q and O (cross K and V are computed once per sentence) and FFN, with
-    their biases, then the output projection and its bias."""
+def step_weight_bytes(model, precision="fp32"):
+    """Bytes of weights a batch-1 decoder step reads once per target token:
+    each decoder layer's self-attention Q, K, V, O, cross-attention Q and O
+    (cross K and V are computed once per sentence) and FFN, with their
+    biases, then the output projection and its bias. The matrices take 4
+    bytes an element, 2 in bf16; biases stay f32."""
     with open(os.path.join(model, "config.json")) as f:
         c = json.load(f)
     d, ffn, layers = c["d_model"], c["decoder_ffn_dim"], c["decoder_layers"]
     vocab = c.get("decoder_vocab_size") or c["vocab_size"]
-    per_layer = 6 * d * d + 2 * d * ffn + 6 * d + ffn + d
-    return 4 * (layers * per_layer + vocab * d + vocab)
+    matrices = layers * (6 * d * d + 2 * d * ffn) + vocab * d
+    biases = layers * (6 * d + ffn + d) + vocab
+    return (2 if precision == "bf16" else 4) * matrices + 4 * biases
 
 
 def read_bandwidth(build, threads, env):
@@ -151,23 +161,31 @@ def end_to_end(args, notes):
     if not backends:
         sys.exit("bench: none of the backends " + args.backends + " is in this tfmc")
     results = {"size": args.size, "threads": args.threads, "runs": args.runs,
-               "tokens_per_sentence": TOKENS, "backends": backends, "engines": {}}
+               "tokens_per_sentence": TOKENS, "backends": backends,
+               "precisions": args.precisions, "engines": {}}
 
     common = ["--suppress-eos", "--max-length", str(TOKENS), "--threads", str(args.threads)]
     engines = {}
-    for backend in backends:
-        out_dir = os.path.join(args.out, f"tfmc-{args.size}-{backend}")
+    builds = [(b, p) for p in args.precisions for b in backends]
+    for backend, precision in builds:
+        if precision == "bf16" and backend == "onednn":
+            notes.append("tfmc-onednn-bf16 skipped: oneDNN runs no bf16 linears in tfmc")
+            continue
+        name = f"tfmc-{backend}" + ("" if precision == "fp32" else f"-{precision}")
+        out_dir = os.path.join(args.out, f"{name}-{args.size}")
         shutil.rmtree(out_dir, ignore_errors=True)
         cmd = [tfmc, "compile", model, "-o", out_dir] + ([f"--backend={backend}"] if has_flag else [])
+        if precision != "fp32":
+            cmd.append(f"--precision={precision}")
         start = time.perf_counter()
         subprocess.run(cmd, check=True)
         compile_s = time.perf_counter() - start
         translator = os.path.join(out_dir, "translator")
-        info = {"compile_seconds": compile_s,
+        info = {"precision": precision, "compile_seconds": compile_s,
                 "translator_bytes": os.path.getsize(translator),
                 "weights_bytes": os.path.getsize(os.path.join(out_dir, "model.tfmw"))}
-        print(f"tfmc-{backend}: compiled in {compile_s:.1f} s", file=sys.stderr)
-        engines[f"tfmc-{backend}"] = (
+        print(f"{name}: compiled in {compile_s:.1f} s", file=sys.stderr)
+        engines[name] = (
             lambda beam, batch, src, t=translator: [t, src, "-b", str(beam), "--batch-size",
                                                     str(batch)] + common,
             args.sentences, info)
@@ -205,6 +223,11 @@ def end_to_end(args, notes):
     results["read_bandwidth_gbs"] = bandwidths
     results["step_weight_bytes"] = step_bytes
     results["memory_bound_tokens_per_second"] = bandwidth * 1e9 / step_bytes
+    # Per precision: bytes a batch-1 step reads and the bound they set.
+    results["memory_bound"] = {
+        p: {"step_weight_bytes": step_weight_bytes(model, p),
+            "tokens_per_second": bandwidth * 1e9 / step_weight_bytes(model, p)}
+        for p in args.precisions}
     parts = {}
     for name, (_, sentences, info) in engines.items():
         engine = {"sentences": sentences, **info, "cases": {}}
@@ -238,8 +261,10 @@ def end_to_end(args, notes):
             r["ratio_to_reference"] = (r["tokens_per_second"]
                                        / results["engines"]["reference"]["cases"][case]["tokens_per_second"])
             if case.endswith("-b1"):
-                r["of_memory_bound"] = (r["tokens_per_second"]
-                                        / results["memory_bound_tokens_per_second"])
+                bound = results["memory_bound"][engine.get("precision", "fp32")]
+                r["of_memory_bound"] = r["tokens_per_second"] / bound["tokens_per_second"]
+                # The weights a step streams, per second (the roofline).
+                r["weights_gbs"] = r["tokens_per_second"] * bound["step_weight_bytes"] / 1e9
             if (name, case) in parts:
                 r["parts"] = parts[(name, case)]
     return results
@@ -255,7 +280,8 @@ def e2e_table(results):
             ratio = f"{r['ratio_to_reference']:.2f}x" if name != "reference" else "1"
             same = (f"{r['identical_to_reference']}/{r['compared_sentences']}"
                     if name != "reference" else "-")
-            bound = f"{r['of_memory_bound']:.0%}" if "of_memory_bound" in r else "-"
+            bound = (f"{r['of_memory_bound']:.0%} ({r['weights_gbs']:.1f} GB/s)"
+                     if "of_memory_bound" in r else "-")
             rows.append(f"| {case} | {name} | {r['tokens_per_second']:.1f} | {ratio} | {bound} | {same} | "
                         f"{r['peak_rss_mib']:.0f} | {engine['load_seconds']:.2f} |")
     compile_rows = ["| backend | compile (s) | translator (MB) | weights (MB) |", "|---|---|---|---|"]
@@ -269,11 +295,19 @@ def e2e_table(results):
                f"{ref['sentences']}, {TOKENS} tokens each (EOS suppressed), {results['threads']} "
                f"threads, median of {results['runs']} run(s); load time reported by each engine, "
                f"not in tokens/s. Memory bound of batch-1 decoding: "
-               f"{results['step_weight_bytes'] / 1e6:.0f} MB of weights per target token at the "
+               f"{results['step_weight_bytes'] / 1e6:.1f} MB of weights per target token at the "
                f"read bandwidth measured before and after the cases ("
                + ", ".join(f"{b:.1f}" for b in results["read_bandwidth_gbs"])
                + f" GB/s, {results['threads']} threads) = "
                f"{results['memory_bound_tokens_per_second']:.0f} tokens/s.")
+    for p, bound in results.get("memory_bound", {}).items():
+        if p != "fp32":
+            summary += (f" In {p}: {bound['step_weight_bytes'] / 1e6:.1f} MB per token, "
+                        f"{bound['tokens_per_second']:.0f} tokens/s.")
+    if any(p != "fp32" for p in results.get("precisions", [])):
+        summary += (" Engines of another precision than fp32 are compared with the fp32 "
+                    "reference: their \"identical\" column is an accuracy figure; "
+                    "\"of memory bound\" is against their precision's bound.")
     core = results.get("openblas_core") or {}
     if core.get("used") and core["used"] != core["detected"]:
         summary += (f" The reference's OpenBLAS ran its {core['used']} kernels "
@@ -335,6 +369,8 @@ def main():
     ap.add_argument("--size", default="base", choices=["tiny", "small", "base"])
     ap.add_argument("--backends", default="llvm,onednn,auto",
                     help="tfmc backends, comma-separated; those tfmc lacks are skipped")
+    ap.add_argument("--precisions", default="fp32",
+                    help="tfmc compile --precision values, comma-separated: fp32,bf16")
     ap.add_argument("--sentences", type=int, default=128)
     ap.add_argument("--reference-sentences", type=int, default=16)
     ap.add_argument("--runs", type=int, default=3)
@@ -355,6 +391,10 @@ def main():
     if unknown:
         ap.error(f"unknown case(s) {', '.join(unknown)}: expected some of {', '.join(known)}")
     args.cases = [known[c] for c in args.cases.split(",")]
+    args.precisions = args.precisions.split(",")
+    bad = [p for p in args.precisions if p not in ("fp32", "bf16")]
+    if bad:
+        ap.error(f"unknown precision(s) {', '.join(bad)}: expected fp32 or bf16")
     if args.quick:
         args.size, args.sentences, args.reference_sentences, args.runs = "tiny", 8, 8, 1
 
