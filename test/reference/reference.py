@@ -85,9 +85,7 @@ class Model:
         # weights and inputs rounded to bf16, products summed in f32;
         # embeddings, layer norm, attention and the residual stream stay f32.
         self.bf16 = precision == "bf16"
-        self.rounded = {}  # linear name -> its weight in bf16
-        if self.bf16:
-            self.lm_head = to_bf16(self.lm_head)
+        self.rounded = {}  # weight name -> it in bf16
         act = c["activation_function"]
         self.act = {"relu": torch.relu, "gelu": torch.nn.functional.gelu,
                     "swish": torch.nn.functional.silu, "silu": torch.nn.functional.silu}[act]
@@ -112,16 +110,16 @@ class Model:
             out[:, :dim // 2], out[:, dim // 2:] = np.sin(angle), np.cos(angle)
         return torch.from_numpy(out)
 
-    def narrow(self, x):
-        return to_bf16(x) if self.bf16 else x
+    def product(self, x, w, name):
+        """x · wᵀ in the model's precision; `name` keys w's bf16 copy."""
+        if not self.bf16:
+            return x @ w.T
+        if name not in self.rounded:
+            self.rounded[name] = to_bf16(w)
+        return to_bf16(x) @ self.rounded[name].T
 
     def linear(self, x, name):
-        w = self.w[name + ".weight"]
-        if self.bf16:
-            if name not in self.rounded:
-                self.rounded[name] = to_bf16(w)
-            w = self.rounded[name]
-        return self.narrow(x) @ w.T + self.w[name + ".bias"]
+        return self.product(x, self.w[name + ".weight"], name) + self.w[name + ".bias"]
 
     def layer_norm(self, x, name):
         return torch.nn.functional.layer_norm(
@@ -206,7 +204,7 @@ class Model:
             x = self.sublayer(x, p + ".final_layer_norm", lambda h: self.ffn(h, p))
         if self.pre_norm:
             x = self.layer_norm(x, "model.decoder.layer_norm")
-        logits = self.narrow(x[:, -1]) @ self.lm_head.T
+        logits = self.product(x[:, -1], self.lm_head, "lm_head")
         if self.logits_bias is not None:
             logits = logits + self.logits_bias[0]
         return logits
