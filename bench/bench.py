@@ -407,7 +407,7 @@ def main():
         sections.append(e2e_table(results["end_to_end"]))
     if not args.no_micro:
         results["micro"] = micro.run(args.build, args.backends.split(","), args.quick,
-                                     args.threads)
+                                     args.threads, precisions=args.precisions)
         sections.append("\n\n".join(
             t for t in (micro.summary(results["micro"]), micro.roofline(results["micro"]),
                         micro.tables(results["micro"])) if t))

@@ -2,7 +2,8 @@
 //
 //   tfm-bench [--linear=MxKxN,...] [--attention=encoder:S[:B],decoder:S[:B],...]
 //             [--layer-norm=RxD,...] [--backends=llvm] [--num-threads=2]
-//             [--min-time=0.1] [--repetitions=5] [--settle=0.25]
+//             [--precisions=fp32,bf16] [--min-time=0.1] [--repetitions=5]
+//             [--settle=0.25]
 //
 // Each benchmark is a tfm snippet generated for one shape, compiled by the
 // JIT through the same lowering as tfmc (per backend), and timed against a
@@ -23,6 +24,10 @@
 // is the median seconds per call. Between engines it sleeps --settle seconds
 // so the previous engine's spinning worker threads (OpenMP, OpenBLAS) are
 // idle. The results go to stdout as JSON.
+//
+// --precisions with bf16: each linear also as tfmc compile --precision bf16
+// builds it ("tfmc-llvm-bf16", and streamed), checked against the fp32
+// peers within --bf16-rtol (its weights and inputs are rounded to bf16).
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,6 +66,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <deque>
 #include <map>
 #include <memory>
 #include <thread>
@@ -85,6 +91,13 @@ static cl::list<std::string>
     backends("backends", cl::CommaSeparated,
              cl::desc("tfmc backends to compile each snippet with: llvm, onednn, "
                       "auto (default: llvm)"));
+static cl::list<std::string>
+    precisions("precisions", cl::CommaSeparated,
+               cl::desc("Precisions of our linears: fp32 (always), bf16"));
+static cl::opt<double> bf16Rtol(
+    "bf16-rtol", cl::init(3e-2),
+    cl::desc("Largest difference of a bf16 engine from the fp32 peer, "
+             "relative to the peer's largest value"));
 static cl::opt<bool> listBackends("list-backends",
                                   cl::desc("Print the backends and exit"));
 static cl::opt<bool> noOneDnn("no-onednn",
@@ -338,6 +351,7 @@ public:
     std::string name;
     int64_t offset, rows, columns;
     int64_t panelWidth; // 0: row-major; else panels (compiler/Panels.h)
+    bool bf16 = false;  // panels of bf16
   };
   std::vector<Weight> weights;
   int64_t weightsSize = 0;
@@ -360,11 +374,11 @@ std::unique_ptr<TargetMachine> hostMachine() {
 /// (tfmc's TargetMachine has AllowFPOpFusion = Fast; here every FP
 /// instruction gets the `contract` flag, which lets the same FMAs form).
 Compiled compile(mlir::ModuleOp module, StringRef backend,
-                 TargetMachine *machine) {
+                 TargetMachine *machine, StringRef precision = "fp32") {
   Compiled out;
   mlir::PassManager pm(module.getContext());
   mlir::tfm::buildLoweringPipeline(pm, backend, /*reportBackends=*/false,
-                                   mlir::tfm::hostVectorWidth());
+                                   mlir::tfm::hostVectorWidth(), precision);
   if (failed(pm.run(module)))
     fail("lowering with the " + backend + " backend failed");
   // The C interface's arguments: the weights file first if the function
@@ -386,6 +400,8 @@ Compiled compile(mlir::ModuleOp module, StringRef backend,
       w.columns = shape.size() > 1 ? shape[1] : 1;
       auto panel = dyn_cast_or_null<mlir::IntegerAttr>(entry.get("panel_width"));
       w.panelWidth = panel ? panel.getInt() : 0;
+      auto type = dyn_cast_or_null<mlir::TypeAttr>(entry.get("element_type"));
+      w.bf16 = type && type.getValue().isBF16();
       out.weights.push_back(w);
     }
   if (auto size = module->getAttrOfType<mlir::IntegerAttr>("tfm.weights_size"))
@@ -443,11 +459,14 @@ struct Weights {
       Random random(std::hash<std::string>()(w.name) | 1);
       random.fill(values.data(), values.size());
       auto *dst = reinterpret_cast<float *>(data.get() + w.offset);
-      if (w.panelWidth)
+      auto at = [&](int64_t r, int64_t c) { return values[r * w.columns + c]; };
+      if (w.panelWidth && w.bf16)
         mlir::tfm::packPanels(
             w.rows, w.columns, w.panelWidth,
-            [&](int64_t r, int64_t c) { return values[r * w.columns + c]; },
-            dst);
+            [&](int64_t r, int64_t c) { return mlir::tfm::toBFloat16(at(r, c)); },
+            reinterpret_cast<uint16_t *>(dst));
+      else if (w.panelWidth)
+        mlir::tfm::packPanels(w.rows, w.columns, w.panelWidth, at, dst);
       else
         std::copy(values.begin(), values.end(), dst);
     }
@@ -473,6 +492,7 @@ struct Engine {
   double seconds = 0, minSeconds = 0;
   int64_t calls = 0;
   double maxAbsDiff = -1, relDiff = -1;
+  double rtol = 0; // 0: --rtol
 };
 
 double now() {
@@ -640,9 +660,10 @@ json::Value runBenchmark(Benchmark &b, mlir::MLIRContext &context,
   std::vector<std::unique_ptr<Instance>> instances;
   std::vector<Engine> engines;
   auto addCompiled = [&](mlir::ModuleOp module, const std::string &name,
-                         const std::string &backend) {
+                         const std::string &backend,
+                         const std::string &precision = "fp32") {
     auto instance = std::make_unique<Instance>();
-    instance->compiled = compile(module, backend, machine);
+    instance->compiled = compile(module, backend, machine, precision);
     instance->bind(b);
     Instance *raw = instance.get();
     Engine e;
@@ -651,6 +672,8 @@ json::Value runBenchmark(Benchmark &b, mlir::MLIRContext &context,
     e.backend = backend;
     e.run = [raw] { raw->call(); };
     e.output = raw->results[0].f32.get();
+    if (precision == "bf16")
+      e.rtol = bf16Rtol;
     engines.push_back(std::move(e));
     instances.push_back(std::move(instance));
   };
@@ -664,32 +687,48 @@ json::Value runBenchmark(Benchmark &b, mlir::MLIRContext &context,
     mlir::OwningOpRef<mlir::ModuleOp> copy = fused->clone();
     addCompiled(*copy, "tfmc-" + backend, backend);
   }
+  // Our linears in narrower precisions: our code (the only bf16 linear).
+  std::vector<size_t> streamedSources = {0};
+  if (b.kind == "linear")
+    for (const std::string &precision : precisions) {
+      if (precision == "fp32")
+        continue;
+      mlir::OwningOpRef<mlir::ModuleOp> copy = fused->clone();
+      streamedSources.push_back(instances.size());
+      addCompiled(*copy, "tfmc-llvm-" + precision, "llvm", precision);
+    }
   // A decoder step reads every weight once, from memory: for linears with
-  // up to 32 rows (a step of 32 sentences), our first backend also runs over copies of its weights file
-  // that together exceed the caches, one after the other, so every call
-  // streams its weights from DRAM ("-streamed").
-  std::vector<Weights> streamedCopies;
+  // up to 32 rows (a step of 32 sentences), our first backend (and each
+  // narrower precision) also runs over copies of its weights file that
+  // together exceed the caches, one after the other, so every call streams
+  // its weights from DRAM ("-streamed").
+  std::deque<std::vector<Weights>> streamedCopies;
   if (b.kind == "linear" && b.shape.getInteger("M").value() <= 32 &&
       instances.front()->compiled.hasWeights) {
-    Instance *first = instances.front().get();
-    int64_t bytes = std::max<int64_t>(first->compiled.weightsSize, 64);
-    int64_t copies = std::max<int64_t>(2, (kStreamedBytes + bytes - 1) / bytes);
-    streamedCopies.resize(copies);
-    for (Weights &w : streamedCopies)
-      w.build(first->compiled);
-    Engine e;
-    e.name = engines.front().name + "-streamed";
-    e.role = "tfmc";
-    e.backend = engines.front().backend;
-    auto next = std::make_shared<size_t>(0);
-    e.run = [first, next, &streamedCopies] {
-      first->pointers[0] = &streamedCopies[*next].descriptorPtr;
-      *next = (*next + 1) % streamedCopies.size();
-      first->call();
-      first->pointers[0] = &first->weights.descriptorPtr;
-    };
-    e.output = first->results[0].f32.get();
-    engines.insert(engines.begin() + instances.size(), std::move(e));
+    size_t ours = instances.size();
+    for (size_t source : streamedSources) {
+      Instance *first = instances[source].get();
+      int64_t bytes = std::max<int64_t>(first->compiled.weightsSize, 64);
+      int64_t copies =
+          std::max<int64_t>(2, (kStreamedBytes + bytes - 1) / bytes);
+      std::vector<Weights> &set = streamedCopies.emplace_back(copies);
+      for (Weights &w : set)
+        w.build(first->compiled);
+      Engine e;
+      e.name = engines[source].name + "-streamed";
+      e.role = "tfmc";
+      e.backend = engines[source].backend;
+      e.rtol = engines[source].rtol;
+      auto next = std::make_shared<size_t>(0);
+      e.run = [first, next, &set] {
+        first->pointers[0] = &set[*next].descriptorPtr;
+        *next = (*next + 1) % set.size();
+        first->call();
+        first->pointers[0] = &first->weights.descriptorPtr;
+      };
+      e.output = first->results[0].f32.get();
+      engines.insert(engines.begin() + ours++, std::move(e));
+    }
   }
   std::vector<std::unique_ptr<Buffer>> outputs;
   std::unique_ptr<tfm_bench::OneDnnLinear, void (*)(tfm_bench::OneDnnLinear *)>
@@ -759,13 +798,14 @@ json::Value runBenchmark(Benchmark &b, mlir::MLIRContext &context,
         difference(e.output, reference->output, outputElements, finite);
     e.maxAbsDiff = absDiff;
     e.relDiff = relDiff;
-    bool pass = finite && relDiff <= rtol;
+    double tolerance = e.rtol ? e.rtol : double(rtol);
+    bool pass = finite && relDiff <= tolerance;
     if (!pass) {
       WithColor::error(errs(), "tfm-bench")
           << b.name << ": " << e.name << " differs from " << reference->name
           << " by " << format("%.3g", absDiff) << " ("
           << format("%.3g", relDiff) << " relative, rtol "
-          << format("%.0e", double(rtol)) << ")"
+          << format("%.0e", tolerance) << ")"
           << (finite ? "" : ", not finite") << "\n";
       ok = false;
     }
@@ -821,6 +861,9 @@ int main(int argc, char **argv) {
   for (const std::string &b : backends)
     if (!knownBackend(b))
       fail("unknown backend '" + b + "' (tfm-bench --list-backends)");
+  for (const std::string &p : precisions)
+    if (p != "fp32" && p != "bf16")
+      fail("unknown precision '" + p + "': expected fp32 or bf16");
   if (threads < 1 || repetitions < 1 || minTime <= 0)
     fail("--num-threads, --repetitions and --min-time must be positive");
   tfm_bench::setThreads(threads);
@@ -865,6 +908,11 @@ int main(int argc, char **argv) {
       {"benchmarks", std::move(results)},
       {"read_bandwidth_gbs", json::Array{bandwidthBefore, bandwidthAfter}},
   };
+  json::Array precisionList{"fp32"};
+  for (const std::string &p : precisions)
+    if (p != "fp32")
+      precisionList.push_back(p);
+  document["precisions"] = std::move(precisionList);
   outs() << formatv("{0:2}", json::Value(std::move(document))) << "\n";
   return ok ? 0 : 1;
 }
