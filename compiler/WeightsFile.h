@@ -3,8 +3,8 @@
 // tfmc writes the tensors a compiled model reads into one file: a header
 // (runtime/src/ModelInfo.h) then each tensor as f32 at the offset that
 // tfm-layout-weights gave it, converted from the checkpoint's F32, F16 or
-// BF16 (a linear's panels as bf16 with --precision bf16). A fingerprint of the layout, compiled into the code too, ties the
-// two together.
+// BF16 (a linear's panels as bf16 with --precision bf16). A fingerprint of
+// the layout, compiled into the code too, ties the two together.
 //
 //===----------------------------------------------------------------------===//
 
