@@ -189,7 +189,8 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
         packPanels(
             rows, cols, panel.getInt(),
             [&](int64_t row, int64_t col) { return toBFloat16(at(row, col)); },
-            reinterpret_cast<uint16_t *>(data + offset));
+            reinterpret_cast<uint16_t *>(data + offset),
+            /*interleavePairs=*/true);
       } else {
         packPanels(rows, cols, panel.getInt(), at, dst);
       }

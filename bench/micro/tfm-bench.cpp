@@ -464,7 +464,7 @@ struct Weights {
         mlir::tfm::packPanels(
             w.rows, w.columns, w.panelWidth,
             [&](int64_t r, int64_t c) { return mlir::tfm::toBFloat16(at(r, c)); },
-            reinterpret_cast<uint16_t *>(dst));
+            reinterpret_cast<uint16_t *>(dst), /*interleavePairs=*/true);
       else if (w.panelWidth)
         mlir::tfm::packPanels(w.rows, w.columns, w.panelWidth, at, dst);
       else

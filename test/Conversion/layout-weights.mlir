@@ -42,19 +42,27 @@
 // BAD-PRECISION: error: unknown precision 'fp16': expected fp32 or bf16
 
 // Lowered with bf16 panels: x rounded to bf16 and back once, the panels
-// viewed as bf16, each vector of weights widened as it is read, the FMAs
-// in f32.
+// viewed as bf16, each pair of weight vectors (interleaved lane by lane in
+// the file) read as one and widened by a shift (the low halves) and a mask
+// (the high halves), the FMAs in f32.
 // LOWER-BF16-LABEL: func.func @logits(
 // LOWER-BF16: memref.view %{{.+}} : memref<?xi8> to memref<1x16x64xbf16>
 // LOWER-BF16: %[[X:.+]] = linalg.generic
 // LOWER-BF16: %[[NARROW:.+]] = arith.truncf %{{.+}} : f32 to bf16
 // LOWER-BF16: arith.extf %[[NARROW]] : bf16 to f32
 // LOWER-BF16: scf.forall
-// LOWER-BF16: %[[W:.+]] = vector.transfer_read %{{.+}} : tensor<1x16x64xbf16>, vector<16xbf16>
-// LOWER-BF16: %[[WIDE:.+]] = arith.extf %[[W]] : vector<16xbf16> to vector<16xf32>
+// LOWER-BF16-DAG: %[[SIXTEEN:.+]] = arith.constant dense<16> : vector<16xi32>
+// LOWER-BF16-DAG: %[[HIGH:.+]] = arith.constant dense<-65536> : vector<16xi32>
+// LOWER-BF16: %[[PAIR:.+]] = vector.transfer_read %{{.+}} : tensor<1x16x64xbf16>, vector<32xbf16>
+// LOWER-BF16: %[[WORDS:.+]] = vector.bitcast %[[PAIR]] : vector<32xbf16> to vector<16xi32>
+// LOWER-BF16: %[[LOW:.+]] = arith.shli %[[WORDS]], %[[SIXTEEN]] : vector<16xi32>
+// LOWER-BF16: %[[W0:.+]] = vector.bitcast %[[LOW]] : vector<16xi32> to vector<16xf32>
+// LOWER-BF16: %[[UPPER:.+]] = arith.andi %[[WORDS]], %[[HIGH]] : vector<16xi32>
+// LOWER-BF16: %[[W1:.+]] = vector.bitcast %[[UPPER]] : vector<16xi32> to vector<16xf32>
 // LOWER-BF16: %[[XS:.+]] = tensor.extract %[[X]]
 // LOWER-BF16: %[[XB:.+]] = vector.broadcast %[[XS]] : f32 to vector<16xf32>
-// LOWER-BF16: vector.fma %[[XB]], %[[WIDE]], %{{.+}} : vector<16xf32>
+// LOWER-BF16: vector.fma %[[XB]], %[[W0]], %{{.+}} : vector<16xf32>
+// LOWER-BF16: vector.fma %[[XB]], %[[W1]], %{{.+}} : vector<16xf32>
 // LOWER-BF16-LABEL: func.func @again
 // LOWER-BF16-NOT: bf16
 // LOWER-BF16-LABEL: func.func @shared

@@ -181,7 +181,7 @@ static Value packPanels(OpBuilder &b, Location loc, Value weight,
 enum class Prefetch { none, nextPanel, nextBlock };
 
 /// y[M, N] = act(x·Wᵀ + b) + r with W as panels Wp[Np, K, P] (P = 4 vectors
-/// of L lanes; f32, or bf16 widened to f32 as each vector is read). In parallel over panels p; in a panel, for each tile of R
+/// of L lanes; f32, or bf16 widened to f32 as each pair of vectors is read). In parallel over panels p; in a panel, for each tile of R
 /// rows and C vectors of columns (C·L floats from column c0), R·C vector
 /// accumulators stay in registers over all of K:
 ///   acc[r][c] += broadcast(x[m0 + r, k]) · Wp[p, k, c0 + c·L : ... + L]
@@ -195,8 +195,9 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
   RankedTensorType panelType = tensorTypeOf(panels);
   int64_t numPanels = panelType.getDimSize(0), k = panelType.getDimSize(1);
   int64_t width = panelType.getDimSize(2), lanes = width / 4;
-  // bf16 panels: each vector of L weights is read as L bf16 and widened
-  // (exactly: a bf16 is the top half of an f32).
+  // bf16 panels: each pair of vectors of L weights is read as 2L bf16 and
+  // widened (exactly: a bf16 is the top half of an f32). Tiles are of 2 or
+  // 4 vectors, so pairs never straddle two tiles.
   Type stored = panelType.getElementType();
   // Tiles of R rows by C vectors, then the rows left in smaller tiles. The
   // accumulators, a broadcast and the weight vectors fit the registers:
@@ -219,7 +220,6 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
   const int64_t kBlock = 64, kFewRows = 8, kPrefetchRows = 64;
   Type elt = tensorTypeOf(x).getElementType();
   auto vecType = VectorType::get({lanes}, elt);
-  auto storedVecType = VectorType::get({lanes}, stored);
   Value storedZero = floatConstant(b, loc, stored, 0.0);
   // Elements of a panel row per 64-byte line, which one prefetch fetches.
   int64_t lineElements = 512 / stored.getIntOrFloatBitWidth();
@@ -297,14 +297,34 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
           ll, kStart, kEnd, indexConstant(lb, ll, 1), acc0,
           [&](OpBuilder &kb, Location kl, Value kk, ValueRange acc) {
             SmallVector<Value> w;
-            for (int64_t c = 0; c < vectors; ++c) {
-              Value wc = kb.create<vector::TransferReadOp>(
-                  kl, storedVecType, panels,
-                  ValueRange{p, kk, indexConstant(kb, kl, c0 + c * lanes)},
-                  storedZero, ArrayRef<bool>{true});
-              if (stored != elt)
-                wc = kb.create<arith::ExtFOp>(kl, vecType, wc);
-              w.push_back(wc);
+            if (stored == elt) {
+              for (int64_t c = 0; c < vectors; ++c)
+                w.push_back(kb.create<vector::TransferReadOp>(
+                    kl, vecType, panels,
+                    ValueRange{p, kk, indexConstant(kb, kl, c0 + c * lanes)},
+                    storedZero, ArrayRef<bool>{true}));
+            } else {
+              // bf16, vectors c and c + 1 interleaved (compiler/Panels.h):
+              // one read of 2L bf16 as L 32-bit lanes u gives
+              //   w[c] = f32(u << 16),  w[c + 1] = f32(u & 0xffff0000).
+              auto pairType = VectorType::get({2 * lanes}, stored);
+              auto wordType = VectorType::get({lanes}, kb.getI32Type());
+              Value sixteen = kb.create<arith::ConstantOp>(
+                  kl, DenseElementsAttr::get(wordType, kb.getI32IntegerAttr(16)));
+              Value highHalf = kb.create<arith::ConstantOp>(
+                  kl, DenseElementsAttr::get(
+                          wordType, kb.getI32IntegerAttr(int32_t(0xffff0000u))));
+              for (int64_t c = 0; c < vectors; c += 2) {
+                Value pair = kb.create<vector::TransferReadOp>(
+                    kl, pairType, panels,
+                    ValueRange{p, kk, indexConstant(kb, kl, c0 + c * lanes)},
+                    storedZero, ArrayRef<bool>{true});
+                Value words = kb.create<vector::BitCastOp>(kl, wordType, pair);
+                w.push_back(kb.create<vector::BitCastOp>(
+                    kl, vecType, kb.create<arith::ShLIOp>(kl, words, sixteen)));
+                w.push_back(kb.create<vector::BitCastOp>(
+                    kl, vecType, kb.create<arith::AndIOp>(kl, words, highHalf)));
+              }
             }
             // One prefetch per 64-byte line the tile reads of a panel row.
             Value aheadPanel = nextPanel, aheadRow = kk;
