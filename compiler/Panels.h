@@ -66,6 +66,17 @@ inline float fromBFloat16(uint16_t value) {
   return f;
 }
 
+/// The bf16 panels of an [n, k] matrix of floats `element(row, col)`:
+/// rounded to nearest even, pairs of vectors interleaved.
+template <typename ElementFn>
+void packBf16Panels(int64_t n, int64_t k, int64_t panel, ElementFn element,
+                    uint16_t *dst) {
+  packPanels(
+      n, k, panel,
+      [&](int64_t row, int64_t col) { return toBFloat16(element(row, col)); },
+      dst, /*interleavePairs=*/true);
+}
+
 } // namespace mlir::tfm
 
 #endif // TFM_COMPILER_PANELS_H

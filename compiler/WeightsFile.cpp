@@ -150,7 +150,10 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
                   dtypeName(tensor->dtype) + "; expected F32, F16 or BF16");
     }
     // A NaN or infinity would run through every step and come out as
-    // garbage tokens (or none): refuse it here, where the tensor has a name.
+    // garbage tokens (or none): refuse it here, where the tensor has a name;
+    // so too a value that is finite in f32 but past bf16's largest, where
+    // the tensor is stored as bf16.
+    bool bf16 = isBFloat16(dict);
     for (int64_t i = 0, n = tensor->numElements(); i < n; ++i) {
       float value = element(i);
       if (!std::isfinite(value))
@@ -160,6 +163,15 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
              (std::isnan(value) ? "NaN" : "an infinity") + " at element " +
              llvm::Twine(i) + " of " + llvm::Twine(n) +
              "; the model's weights must be finite")
+                .str());
+      if (bf16 && std::isinf(fromBFloat16(toBFloat16(value))))
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            (checkpoint.path() + ": tensor '" + name + "' holds " +
+             llvm::formatv("{0:e}", value) + " at element " +
+             llvm::Twine(i) +
+             ", which rounds to an infinity in bf16; compile it with "
+             "--precision fp32")
                 .str());
     }
     auto *dst = reinterpret_cast<float *>(data + offset);
@@ -174,26 +186,11 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
       auto at = [&](int64_t row, int64_t col) {
         return element(row * cols + col);
       };
-      if (isBFloat16(dict)) {
-        // Finite in f32 but past bf16's largest value: refuse, like a NaN.
-        for (int64_t i = 0, n = tensor->numElements(); i < n; ++i)
-          if (std::isinf(fromBFloat16(toBFloat16(element(i)))))
-            return llvm::createStringError(
-                llvm::inconvertibleErrorCode(),
-                (checkpoint.path() + ": tensor '" + name + "' holds " +
-                 llvm::formatv("{0:e}", element(i)) + " at element " +
-                 llvm::Twine(i) +
-                 ", which rounds to an infinity in bf16; compile it with "
-                 "--precision fp32")
-                    .str());
-        packPanels(
-            rows, cols, panel.getInt(),
-            [&](int64_t row, int64_t col) { return toBFloat16(at(row, col)); },
-            reinterpret_cast<uint16_t *>(data + offset),
-            /*interleavePairs=*/true);
-      } else {
+      if (bf16)
+        packBf16Panels(rows, cols, panel.getInt(), at,
+                       reinterpret_cast<uint16_t *>(data + offset));
+      else
         packPanels(rows, cols, panel.getInt(), at, dst);
-      }
     } else if (tensor->dtype == DType::F32) {
       std::memcpy(dst, bytes.data(), tensor->numElements() * 4);
     } else {

@@ -461,10 +461,8 @@ struct Weights {
       auto *dst = reinterpret_cast<float *>(data.get() + w.offset);
       auto at = [&](int64_t r, int64_t c) { return values[r * w.columns + c]; };
       if (w.panelWidth && w.bf16)
-        mlir::tfm::packPanels(
-            w.rows, w.columns, w.panelWidth,
-            [&](int64_t r, int64_t c) { return mlir::tfm::toBFloat16(at(r, c)); },
-            reinterpret_cast<uint16_t *>(dst), /*interleavePairs=*/true);
+        mlir::tfm::packBf16Panels(w.rows, w.columns, w.panelWidth, at,
+                                  reinterpret_cast<uint16_t *>(dst));
       else if (w.panelWidth)
         mlir::tfm::packPanels(w.rows, w.columns, w.panelWidth, at, dst);
       else

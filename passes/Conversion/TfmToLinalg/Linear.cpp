@@ -181,8 +181,9 @@ static Value packPanels(OpBuilder &b, Location loc, Value weight,
 enum class Prefetch { none, nextPanel, nextBlock };
 
 /// y[M, N] = act(x·Wᵀ + b) + r with W as panels Wp[Np, K, P] (P = 4 vectors
-/// of L lanes; f32, or bf16 widened to f32 as each pair of vectors is read). In parallel over panels p; in a panel, for each tile of R
-/// rows and C vectors of columns (C·L floats from column c0), R·C vector
+/// of L lanes; f32, or bf16 widened to f32 as each pair of vectors is
+/// read). In parallel over panels p; in a panel, for each tile of R rows
+/// and C vectors of columns (C·L floats from column c0), R·C vector
 /// accumulators stay in registers over all of K:
 ///   acc[r][c] += broadcast(x[m0 + r, k]) · Wp[p, k, c0 + c·L : ... + L]
 /// and the epilogue (bias, activation, residual) is applied to them before
