@@ -153,13 +153,15 @@ createTargetMachine(const CodegenOptions &options) {
   return machine;
 }
 
-llvm::Expected<int64_t>
-mlir::tfm::targetVectorWidth(const CodegenOptions &options) {
+llvm::Expected<VectorTarget>
+mlir::tfm::targetVectorUnit(const CodegenOptions &options) {
   llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine =
       createTargetMachine(options);
   if (!machine)
     return machine.takeError();
-  return (*machine)->getMCSubtargetInfo()->checkFeatures("+avx512f") ? 16 : 8;
+  const llvm::MCSubtargetInfo *info = (*machine)->getMCSubtargetInfo();
+  return VectorTarget{info->checkFeatures("+avx512f") ? 16 : 8,
+                      info->checkFeatures("+avx512bf16")};
 }
 
 /// Optimizes the module in `bitcode` at `options.optLevel` in a context of

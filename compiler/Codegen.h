@@ -9,6 +9,8 @@
 #ifndef TFM_COMPILER_CODEGEN_H
 #define TFM_COMPILER_CODEGEN_H
 
+#include "passes/Passes.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
 
@@ -36,8 +38,9 @@ struct CodegenOptions {
   unsigned threads = 1;
 };
 
-/// Floats per SIMD register of the target: 16 with AVX-512, else 8.
-llvm::Expected<int64_t> targetVectorWidth(const CodegenOptions &options);
+/// The target's vector unit: 16 floats per register with AVX-512, else 8;
+/// AVX512-BF16's dot product.
+llvm::Expected<VectorTarget> targetVectorUnit(const CodegenOptions &options);
 
 /// Translates an LLVM-dialect module to LLVM IR, adds a packed wrapper
 /// `tfm_<name>(void **args)` per entry point (each element points at one

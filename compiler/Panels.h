@@ -3,9 +3,10 @@
 // tfm-layout-weights stores the weight W [N, K] of a linear that our code
 // runs as panels of P output features with K contiguous (P = 4 vectors):
 //   panels[p, k, j] = W[p·P + j, k],  0 where p·P + j >= N.
-// Whoever writes a weights file (tfmc, tfm-bench) packs with this; with
-// --precision bf16 the panels hold bfloat16 (toBFloat16), pairs of vectors
-// interleaved (featureOfInterleavedSlot).
+// With --precision bf16 the panels hold bfloat16 (toBFloat16) and pair K:
+// each row of a panel holds two k for every feature (bf16PairPanels), the
+// operand layout of AVX512-BF16's dot product.
+// Whoever writes a weights file (tfmc, tfm-bench) packs with this.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,33 +18,25 @@
 
 namespace mlir::tfm {
 
-/// Floats the panels of an [n, k] matrix take.
-inline int64_t panelsSize(int64_t n, int64_t k, int64_t panel) {
+/// Elements the panels of an [n, k] matrix take: f32 panels hold every k,
+/// bf16 ones k rounded up to even (a zero pads an odd k's last pair).
+inline int64_t panelsSize(int64_t n, int64_t k, int64_t panel,
+                          bool pairK = false) {
+  if (pairK)
+    k += k % 2;
   return (n + panel - 1) / panel * panel * k;
 }
 
-/// bf16 panels interleave each pair of vectors lane by lane, so that one
-/// 32-bit lane holds feature i of vector 2g (low half) and of vector 2g + 1
-/// (high half), and the kernel widens a pair with a shift and a mask: the
-/// feature at slot s of a panel row of `panel` (4 vectors of L):
-///   s = 2g·L + 2i + h  ->  feature (2g + h)·L + i.
-inline int64_t featureOfInterleavedSlot(int64_t slot, int64_t panel) {
-  int64_t lanes = panel / 4, pair = slot / (2 * lanes), r = slot % (2 * lanes);
-  return (2 * pair + r % 2) * lanes + r / 2;
-}
-
 /// Writes the panels of the [n, k] matrix whose element (row, col) is
-/// `element(row, col)` to `dst` (panelsSize elements of type T: float, or
-/// uint16_t holding bf16 from toBFloat16, then with `interleavePairs`).
+/// `element(row, col)` to `dst` (panelsSize elements of type T).
 template <typename T, typename ElementFn>
 void packPanels(int64_t n, int64_t k, int64_t panel, ElementFn element,
-                T *dst, bool interleavePairs = false) {
+                T *dst) {
   int64_t panels = (n + panel - 1) / panel;
   for (int64_t p = 0; p < panels; ++p)
     for (int64_t col = 0; col < k; ++col)
       for (int64_t j = 0; j < panel; ++j) {
-        int64_t row =
-            p * panel + (interleavePairs ? featureOfInterleavedSlot(j, panel) : j);
+        int64_t row = p * panel + j;
         *dst++ = row < n ? element(row, col) : T(0);
       }
 }
@@ -66,15 +59,25 @@ inline float fromBFloat16(uint16_t value) {
   return f;
 }
 
-/// The bf16 panels of an [n, k] matrix of floats `element(row, col)`:
-/// rounded to nearest even, pairs of vectors interleaved.
+/// The bf16 panels of an [n, k] matrix of floats `element(row, col)`,
+/// rounded to nearest even, with k in pairs: row q of panel p holds, for
+/// each of its P features j, the 32-bit word (low half first)
+///   panels[p, q, 2j + h] = bf16(W[p·P + j, 2q + h]),  h = 0, 1
+/// (0 past n or k). A vector of L such words is what `vdpbf16ps` takes
+/// (L features, two k each); without AVX512-BF16 the kernel widens it by a
+/// shift (h = 0) and a mask (h = 1).
 template <typename ElementFn>
 void packBf16Panels(int64_t n, int64_t k, int64_t panel, ElementFn element,
                     uint16_t *dst) {
-  packPanels(
-      n, k, panel,
-      [&](int64_t row, int64_t col) { return toBFloat16(element(row, col)); },
-      dst, /*interleavePairs=*/true);
+  int64_t panels = (n + panel - 1) / panel;
+  for (int64_t p = 0; p < panels; ++p)
+    for (int64_t col = 0; col < k; col += 2)
+      for (int64_t j = 0; j < panel; ++j)
+        for (int64_t h = 0; h < 2; ++h) {
+          int64_t row = p * panel + j;
+          *dst++ = row < n && col + h < k ? toBFloat16(element(row, col + h))
+                                          : uint16_t(0);
+        }
 }
 
 } // namespace mlir::tfm

@@ -96,7 +96,7 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
     auto shape = cast<DenseI64ArrayAttr>(dict.get("shape")).asArrayRef();
     int64_t bytes = ShapedType::getNumElements(shape) * 4;
     if (auto panel = dyn_cast_or_null<IntegerAttr>(dict.get("panel_width"))) {
-      bytes = panelsSize(shape[0], shape[1], panel.getInt()) *
+      bytes = panelsSize(shape[0], shape[1], panel.getInt(), isBFloat16(dict)) *
               (isBFloat16(dict) ? 2 : 4);
       name += isBFloat16(dict) ? " (in bf16 panels)" : " (in panels)";
     }

@@ -97,15 +97,15 @@ struct InlineAllocaScopesPass
 };
 } // namespace
 
-int64_t tfm::hostVectorWidth() {
+tfm::VectorTarget tfm::hostVectorTarget() {
   llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-  return features.lookup("avx512f") ? 16 : 8;
+  return {features.lookup("avx512f") ? 16 : 8, features.lookup("avx512bf16")};
 }
 
 // The canonicalizations of the lowering run per function, so that MLIR runs
 // them on the entry points (encode, decode_step) in parallel threads.
 void tfm::buildLoweringPipeline(OpPassManager &pm, StringRef backend,
-                                bool reportBackends, int64_t vectorWidth,
+                                bool reportBackends, VectorTarget target,
                                 StringRef precision) {
   TfmSelectBackendPassOptions selection;
   selection.backend = backend.str();
@@ -116,11 +116,12 @@ void tfm::buildLoweringPipeline(OpPassManager &pm, StringRef backend,
   // After the oneDNN calls: weights that only our linears read go in
   // panels, those a call reads stay plain.
   TfmLayoutWeightsPassOptions layout;
-  layout.panelWidth = 4 * vectorWidth;
+  layout.panelWidth = 4 * target.width;
   layout.precision = precision.str();
   pm.addPass(createTfmLayoutWeightsPass(layout));
   ConvertTfmToLinalgPassOptions linalgOptions;
-  linalgOptions.vectorWidth = vectorWidth;
+  linalgOptions.vectorWidth = target.width;
+  linalgOptions.bf16Dot = target.bf16Dot;
   pm.addPass(createConvertTfmToLinalgPass(linalgOptions));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
@@ -215,11 +216,31 @@ struct PrefetchMemoryEffects
     effects.emplace_back(MemoryEffects::Write::get(), CacheResource::get());
   }
 };
+
+/// llvm.call_intrinsic declares no effects, which buffer deallocation
+/// refuses. The linears call one that computes on registers only (AVX512-
+/// BF16's dot product); any other may read and write anything.
+struct CallIntrinsicMemoryEffects
+    : public MemoryEffectOpInterface::ExternalModel<CallIntrinsicMemoryEffects,
+                                                    LLVM::CallIntrinsicOp> {
+  void getEffects(Operation *op,
+                  SmallVectorImpl<SideEffects::EffectInstance<
+                      MemoryEffects::Effect>> &effects) const {
+    if (cast<LLVM::CallIntrinsicOp>(op).getIntrin() ==
+        "llvm.x86.avx512bf16.dpbf16ps.512")
+      return;
+    effects.emplace_back(MemoryEffects::Read::get());
+    effects.emplace_back(MemoryEffects::Write::get());
+  }
+};
 } // namespace
 
 void tfm::registerCodegenDialects(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, memref::MemRefDialect *) {
     memref::PrefetchOp::attachInterface<PrefetchMemoryEffects>(*ctx);
+  });
+  registry.addExtension(+[](MLIRContext *ctx, LLVM::LLVMDialect *) {
+    LLVM::CallIntrinsicOp::attachInterface<CallIntrinsicMemoryEffects>(*ctx);
   });
   registry.insert<omp::OpenMPDialect>();
   registry.insert<TfmDialect, arith::ArithDialect, bufferization::BufferizationDialect,
@@ -266,6 +287,10 @@ struct LoweringPipelineOptions
   Option<std::string> precision{*this, "precision",
                                 llvm::cl::desc("fp32 or bf16 linears"),
                                 llvm::cl::init("fp32")};
+  Option<bool> bf16Dot{
+      *this, "bf16-dot",
+      llvm::cl::desc("bf16 linears through AVX512-BF16's vdpbf16ps"),
+      llvm::cl::init(false)};
 };
 } // namespace
 
@@ -281,6 +306,7 @@ void tfm::registerAllTfmPasses() {
       "bufferization, loops)",
       [](OpPassManager &pm, const LoweringPipelineOptions &options) {
         buildLoweringPipeline(pm, options.backend, /*reportBackends=*/false,
-                              options.vectorWidth, options.precision);
+                              {options.vectorWidth, options.bf16Dot},
+                              options.precision);
       });
 }

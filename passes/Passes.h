@@ -7,6 +7,7 @@
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -27,7 +28,7 @@ void populateFuseLayerNormPatterns(RewritePatternSet &patterns);
 void populateFuseLinearEpiloguePatterns(RewritePatternSet &patterns);
 void populateTfmToLinalgPatterns(RewritePatternSet &patterns,
                                  int64_t queryBlock, int64_t keyBlock,
-                                 int64_t vectorWidth);
+                                 int64_t vectorWidth, bool bf16Dot);
 
 /// On a tfm.weight that linears read: the weights file holds the matrix
 /// [N, K] as panels [ceil(N / P), K, P] of P output features with K
@@ -57,8 +58,16 @@ bool isOneDnnCandidate(Operation *op);
 /// adds fold into the norm, not into the linear before it.
 void buildFusionPipeline(OpPassManager &pm);
 
+/// What the lowering needs to know of the target's vector unit.
+struct VectorTarget {
+  /// Floats per SIMD register: 16 with AVX-512, 8 with AVX2.
+  int64_t width = 16;
+  /// AVX512-BF16's dot product of bf16 pairs (vdpbf16ps).
+  bool bf16Dot = false;
+};
+
 /// fused tfm -> LLVM dialect: backend choice, oneDNN calls, weight layout
-/// (linears' weights in panels of 4 vectors of `vectorWidth` floats),
+/// (linears' weights in panels of 4 vectors of `target.width` floats),
 /// convert-tfm-to-linalg,
 /// one-shot bufferization with the entry points' results as out-params and
 /// caches updated in place, loops, and the LLVM conversions. Entry points get
@@ -67,11 +76,11 @@ void buildFusionPipeline(OpPassManager &pm);
 /// `precision` (fp32, bf16) is the linears' (tfm-layout-weights).
 void buildLoweringPipeline(OpPassManager &pm, StringRef backend = "llvm",
                            bool reportBackends = false,
-                           int64_t vectorWidth = 16,
+                           VectorTarget target = {},
                            StringRef precision = "fp32");
 
-/// Floats per SIMD register on this host: 16 with AVX-512, 8 without.
-int64_t hostVectorWidth();
+/// This host's vector unit.
+VectorTarget hostVectorTarget();
 
 /// Dialects and interface implementations (bufferization, LLVM conversion)
 /// that the lowering pipeline needs in the context.

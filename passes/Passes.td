@@ -124,7 +124,7 @@ def ConvertTfmToLinalgPass : Pass<"convert-tfm-to-linalg", "::mlir::ModuleOp"> {
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
     "::mlir::scf::SCFDialect", "::mlir::memref::MemRefDialect",
     "::mlir::bufferization::BufferizationDialect",
-    "::mlir::vector::VectorDialect"
+    "::mlir::vector::VectorDialect", "::mlir::LLVM::LLVMDialect"
   ];
   let options = [
     Option<"queryBlock", "query-block", "int64_t", "64",
@@ -133,7 +133,11 @@ def ConvertTfmToLinalgPass : Pass<"convert-tfm-to-linalg", "::mlir::ModuleOp"> {
            "Keys per attention tile">,
     Option<"vectorWidth", "vector-width", "int64_t", "16",
            "Floats per SIMD register; linears whose weight is not packed "
-           "(arguments, constants) are packed in panels of 4 such vectors">
+           "(arguments, constants) are packed in panels of 4 such vectors">,
+    Option<"bf16Dot", "bf16-dot", "bool", "false",
+           "The target has AVX512-BF16: linears over bf16 panels take its "
+           "dot product of pairs (vdpbf16ps) instead of widening the "
+           "weights to f32 (with vector-width 16)">
   ];
 }
 

@@ -378,7 +378,7 @@ Compiled compile(mlir::ModuleOp module, StringRef backend,
   Compiled out;
   mlir::PassManager pm(module.getContext());
   mlir::tfm::buildLoweringPipeline(pm, backend, /*reportBackends=*/false,
-                                   mlir::tfm::hostVectorWidth(), precision);
+                                   mlir::tfm::hostVectorTarget(), precision);
   if (failed(pm.run(module)))
     fail("lowering with the " + backend + " backend failed");
   // The C interface's arguments: the weights file first if the function

@@ -18,8 +18,9 @@ namespace tfm_runtime {
 /// Bumped whenever the entry points' arguments, this struct or the weights
 /// file's format change. 2: linears' weights stored as panels. 3: the
 /// tensors' regions with checksums, and a checksum of the header. 4: the
-/// forced EOS token and the bad words. 5: the precision (bf16 panels).
-constexpr uint64_t kAbiVersion = 5;
+/// forced EOS token and the bad words. 5: the precision (bf16 panels). 6:
+/// bf16 panels pair K (compiler/Panels.h).
+constexpr uint64_t kAbiVersion = 6;
 
 /// The arithmetic of the linears (tfmc compile --precision): f32 weights,
 /// or bf16 weights (panels of bf16) times activations rounded to bf16,

@@ -5,6 +5,7 @@
 // RUN: not tfm-opt %s -tfm-layout-weights="panel-width=6" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: tfm-opt %s -tfm-layout-weights="precision=bf16" | FileCheck %s --check-prefix=BF16
 // RUN: tfm-opt %s -tfm-layout-weights="precision=bf16" -convert-tfm-to-linalg | FileCheck %s --check-prefix=LOWER-BF16
+// RUN: tfm-opt %s -tfm-layout-weights="precision=bf16" -convert-tfm-to-linalg="bf16-dot=true" | FileCheck %s --check-prefix=LOWER-DOT
 // RUN: not tfm-opt %s -tfm-layout-weights="precision=fp16" 2>&1 | FileCheck %s --check-prefix=BAD-PRECISION
 
 // Weights are laid end to end in order of first use, 64-byte aligned. The
@@ -41,33 +42,60 @@
 
 // BAD-PRECISION: error: unknown precision 'fp16': expected fp32 or bf16
 
-// Lowered with bf16 panels: x rounded to bf16 and back once, the panels
-// viewed as bf16, each pair of weight vectors (interleaved lane by lane in
-// the file) read as one and widened by a shift (the low halves) and a mask
-// (the high halves), the FMAs in f32.
+// Lowered with bf16 panels, K in pairs: the view is [1, 8, 128] (8 pairs
+// of k, each of 64 features x 2). Without AVX512-BF16, x is rounded to
+// bf16 and back once; each read of 32 bf16 (16 features, two k each) is
+// widened by a mask (k odd) and a shift (k even), and the odd k's FMA
+// comes first, as in vdpbf16ps.
 // LOWER-BF16-LABEL: func.func @logits(
-// LOWER-BF16: memref.view %{{.+}} : memref<?xi8> to memref<1x16x64xbf16>
+// LOWER-BF16: memref.view %{{.+}} : memref<?xi8> to memref<1x8x128xbf16>
 // LOWER-BF16: %[[X:.+]] = linalg.generic
 // LOWER-BF16: %[[NARROW:.+]] = arith.truncf %{{.+}} : f32 to bf16
 // LOWER-BF16: arith.extf %[[NARROW]] : bf16 to f32
 // LOWER-BF16: scf.forall
-// LOWER-BF16-DAG: %[[SIXTEEN:.+]] = arith.constant dense<16> : vector<16xi32>
-// LOWER-BF16-DAG: %[[HIGH:.+]] = arith.constant dense<-65536> : vector<16xi32>
-// LOWER-BF16: %[[PAIR:.+]] = vector.transfer_read %{{.+}} : tensor<1x16x64xbf16>, vector<32xbf16>
+// LOWER-BF16: scf.for %[[Q:.+]] = %{{.+}} to %c8{{.*}} step %c1
+// LOWER-BF16: %[[PAIR:.+]] = vector.transfer_read %{{.+}}[%{{.+}}, %[[Q]], %{{.+}}], %{{.+}} {in_bounds = [true]} : tensor<1x8x128xbf16>, vector<32xbf16>
 // LOWER-BF16: %[[WORDS:.+]] = vector.bitcast %[[PAIR]] : vector<32xbf16> to vector<16xi32>
+// LOWER-BF16: %[[SIXTEEN:.+]] = arith.constant dense<16> : vector<16xi32>
 // LOWER-BF16: %[[LOW:.+]] = arith.shli %[[WORDS]], %[[SIXTEEN]] : vector<16xi32>
 // LOWER-BF16: %[[W0:.+]] = vector.bitcast %[[LOW]] : vector<16xi32> to vector<16xf32>
+// LOWER-BF16: %[[HIGH:.+]] = arith.constant dense<-65536> : vector<16xi32>
 // LOWER-BF16: %[[UPPER:.+]] = arith.andi %[[WORDS]], %[[HIGH]] : vector<16xi32>
 // LOWER-BF16: %[[W1:.+]] = vector.bitcast %[[UPPER]] : vector<16xi32> to vector<16xf32>
-// LOWER-BF16: %[[XS:.+]] = tensor.extract %[[X]]
-// LOWER-BF16: %[[XB:.+]] = vector.broadcast %[[XS]] : f32 to vector<16xf32>
-// LOWER-BF16: vector.fma %[[XB]], %[[W0]], %{{.+}} : vector<16xf32>
-// LOWER-BF16: vector.fma %[[XB]], %[[W1]], %{{.+}} : vector<16xf32>
+// LOWER-BF16: %[[EVEN:.+]] = arith.muli %[[Q]], %c2
+// LOWER-BF16: %[[ODD:.+]] = arith.addi %[[EVEN]], %c1
+// LOWER-BF16: %[[XODD:.+]] = tensor.extract %[[X]][%{{.+}}, %[[ODD]]]
+// LOWER-BF16: %[[XB1:.+]] = vector.broadcast %[[XODD]] : f32 to vector<16xf32>
+// LOWER-BF16: %[[ACC:.+]] = vector.fma %[[XB1]], %[[W1]], %{{.+}} : vector<16xf32>
+// LOWER-BF16: %[[XEVEN:.+]] = tensor.extract %[[X]][%{{.+}}, %[[EVEN]]]
+// LOWER-BF16: %[[XB0:.+]] = vector.broadcast %[[XEVEN]] : f32 to vector<16xf32>
+// LOWER-BF16: vector.fma %[[XB0]], %[[W0]], %[[ACC]] : vector<16xf32>
 // LOWER-BF16-LABEL: func.func @again
 // LOWER-BF16-NOT: bf16
 // LOWER-BF16-LABEL: func.func @shared
 // LOWER-BF16: memref.view %{{.+}} : memref<?xi8> to memref<50x16xf32>
-// LOWER-BF16: memref.view %{{.+}} : memref<?xi8> to memref<1x16x64xbf16>
+// LOWER-BF16: memref.view %{{.+}} : memref<?xi8> to memref<1x8x128xbf16>
+
+// With AVX512-BF16 (bf16-dot), x is rounded to bf16 [M, 16] and stays so;
+// the kernel broadcasts each pair x[m, 2q : 2q + 2] as one 32-bit word and
+// takes vdpbf16ps of it with the 32 bf16 of the panel row.
+// LOWER-DOT-LABEL: func.func @logits(
+// LOWER-DOT: memref.view %{{.+}} : memref<?xi8> to memref<1x8x128xbf16>
+// LOWER-DOT: %[[X:.+]] = linalg.generic
+// LOWER-DOT: arith.truncf %{{.+}} : f32 to bf16
+// LOWER-DOT-NEXT: linalg.yield %{{.+}} : bf16
+// LOWER-DOT-NEXT: } -> tensor<?x16xbf16>
+// LOWER-DOT: scf.for %[[Q:.+]] = %{{.+}} to %c8{{.*}} step %c1
+// LOWER-DOT: %[[W:.+]] = vector.transfer_read %{{.+}}[%{{.+}}, %[[Q]], %{{.+}}], %{{.+}} {in_bounds = [true]} : tensor<1x8x128xbf16>, vector<32xbf16>
+// LOWER-DOT: %[[EVEN:.+]] = arith.muli %[[Q]], %c2
+// LOWER-DOT: %[[XPAIR:.+]] = vector.transfer_read %[[X]][%{{.+}}, %[[EVEN]]], %{{.+}} {in_bounds = [true]} : tensor<?x16xbf16>, vector<2xbf16>
+// LOWER-DOT: %[[XWORD1:.+]] = vector.bitcast %[[XPAIR]] : vector<2xbf16> to vector<1xi32>
+// LOWER-DOT: %[[XWORD:.+]] = vector.extract %[[XWORD1]][0] : i32 from vector<1xi32>
+// LOWER-DOT: %[[XWORDS:.+]] = vector.broadcast %[[XWORD]] : i32 to vector<16xi32>
+// LOWER-DOT: %[[XB:.+]] = vector.bitcast %[[XWORDS]] : vector<16xi32> to vector<32xbf16>
+// LOWER-DOT: llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"(%{{.+}}, %[[XB]], %[[W]]) : (vector<16xf32>, vector<32xbf16>, vector<32xbf16>) -> vector<16xf32>
+// LOWER-DOT-NOT: vector.fma
+// LOWER-DOT-LABEL: func.func @again
 
 // The lowered linear reads the panels [1, 16, 64] through a view of the
 // weights argument; in parallel over panels, 4 rows at a time (then one), 4
@@ -117,3 +145,4 @@ func.func @shared(%ids: tensor<?x?xi32>) -> tensor<?x?x50xf32> {
   %y = tfm.linear %e, %w : (tensor<?x?x16xf32>, tensor<50x16xf32>) -> tensor<?x?x50xf32>
   return %y : tensor<?x?x50xf32>
 }
+

@@ -138,9 +138,11 @@ struct Tensor {
 std::unique_ptr<mlir::ExecutionEngine> compile(mlir::ModuleOp module,
                                                StringRef backendName) {
   mlir::PassManager pm(module.getContext());
-  mlir::tfm::buildLoweringPipeline(
-      pm, backendName, /*reportBackends=*/false,
-      vectorWidth ? int64_t(vectorWidth) : mlir::tfm::hostVectorWidth());
+  mlir::tfm::VectorTarget target = mlir::tfm::hostVectorTarget();
+  if (vectorWidth)
+    target.width = vectorWidth;
+  mlir::tfm::buildLoweringPipeline(pm, backendName, /*reportBackends=*/false,
+                                   target);
   if (failed(pm.run(module)))
     fail("lowering failed");
   auto transformer = mlir::makeOptimizingTransformer(3, 0, nullptr);

@@ -434,11 +434,12 @@ static int run(StringRef command) {
       mlir::tfm::CodegenOptions target;
       target.targetCpu = targetCpu;
       target.targetFeatures = targetFeatures;
-      Expected<int64_t> vectorWidth = mlir::tfm::targetVectorWidth(target);
-      if (!vectorWidth)
-        return reportError(toString(vectorWidth.takeError()));
+      Expected<mlir::tfm::VectorTarget> vectorUnit =
+          mlir::tfm::targetVectorUnit(target);
+      if (!vectorUnit)
+        return reportError(toString(vectorUnit.takeError()));
       mlir::tfm::buildLoweringPipeline(pm, backend, printBackends,
-                                       *vectorWidth, precision);
+                                       *vectorUnit, precision);
     }
     if (failed(pm.run(**module)))
       return reportError("compiling " + modelDir + " failed");

@@ -113,9 +113,10 @@ Value lastDimAsFloat(OpBuilder &b, Location loc, Value v, Type elt);
 void populateElementwiseLoweringPatterns(RewritePatternSet &patterns);
 /// Weights, embeddings, positions, heads, caches and slices.
 void populateDataMovementLoweringPatterns(RewritePatternSet &patterns);
-/// tfm.matmul, and linears on panels of 4 vectors of `vectorWidth` floats.
+/// tfm.matmul, and linears on panels of 4 vectors of `vectorWidth` floats;
+/// bf16 panels through AVX512-BF16's dot product where `bf16Dot`.
 void populateLinearLoweringPatterns(RewritePatternSet &patterns,
-                                    int64_t vectorWidth);
+                                    int64_t vectorWidth, bool bf16Dot);
 /// Softmax, mean, and layer norm on vectors of `vectorWidth` floats.
 void populateNormalizationLoweringPatterns(RewritePatternSet &patterns,
                                            int64_t vectorWidth);

@@ -7,6 +7,8 @@
 
 #include "passes/Conversion/TfmToLinalg/Common.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -75,19 +77,23 @@ struct MatmulLowering : public OpConversionPattern<MatmulOp> {
   }
 };
 
-/// The panels [Np, K, P] of a weight stored packed for linears
-/// (tfm-layout-weights), as a view of the weights argument: f32, or the
-/// element type the layout gave them (bf16).
+/// The panels of a weight stored packed for linears (tfm-layout-weights),
+/// as a view of the weights argument: [Np, K, P] of f32, or, where the
+/// layout gave them bf16, [Np, ceil(K / 2), 2P] (K in pairs,
+/// compiler/Panels.h).
 static Value panelsOf(OpBuilder &b, WeightOp op) {
   Location loc = op.getLoc();
   RankedTensorType type = op.getType();
-  int64_t p = op->getAttrOfType<IntegerAttr>(kPanelWidthAttr).getInt();
+  int64_t width = op->getAttrOfType<IntegerAttr>(kPanelWidthAttr).getInt();
+  int64_t panels = llvm::divideCeil(type.getDimSize(0), width);
+  int64_t rows = type.getDimSize(1);
   Type elt = type.getElementType();
-  if (auto stored = op->getAttrOfType<TypeAttr>(kPanelElementTypeAttr))
+  if (auto stored = op->getAttrOfType<TypeAttr>(kPanelElementTypeAttr)) {
     elt = stored.getValue();
-  auto panelsType = MemRefType::get(
-      {int64_t(llvm::divideCeil(type.getDimSize(0), p)), type.getDimSize(1), p},
-      elt);
+    rows = llvm::divideCeil(rows, 2);
+    width *= 2;
+  }
+  auto panelsType = MemRefType::get({panels, rows, width}, elt);
   Value weights = op->getParentOfType<FunctionOpInterface>().getArgument(0);
   Value view = b.create<memref::ViewOp>(
       loc, panelsType, weights, indexConstant(b, loc, *op.getOffset()),
@@ -180,26 +186,48 @@ static Value packPanels(OpBuilder &b, Location loc, Value weight,
 /// panel (where the panel ends, of the next).
 enum class Prefetch { none, nextPanel, nextBlock };
 
-/// y[M, N] = act(x·Wᵀ + b) + r with W as panels Wp[Np, K, P] (P = 4 vectors
-/// of L lanes; f32, or bf16 widened to f32 as each pair of vectors is
-/// read). In parallel over panels p; in a panel, for each tile of R rows
-/// and C vectors of columns (C·L floats from column c0), R·C vector
-/// accumulators stay in registers over all of K:
+/// acc + a[2i]·b[2i] + a[2i + 1]·b[2i + 1] in each f32 lane i, from 32
+/// bf16 a and b: AVX512-BF16's vdpbf16ps, which MLIR 19's x86vector
+/// dialect does not have.
+static Value dotBf16Pairs(OpBuilder &b, Location loc, Value acc, Value a,
+                          Value pairs) {
+  return b
+      .create<LLVM::CallIntrinsicOp>(loc, TypeRange{acc.getType()},
+                                     "llvm.x86.avx512bf16.dpbf16ps.512",
+                                     ValueRange{acc, a, pairs})
+      .getResults();
+}
+
+/// y[M, N] = act(x·Wᵀ + b) + r with W as panels (P = 4 vectors of L lanes):
+/// Wp[Np, K, P] of f32, or Wp[Np, K/2, 2P] of bf16 with K in pairs (each
+/// 32-bit word holds W[j, 2q] and W[j, 2q + 1], compiler/Panels.h) times x
+/// rounded to bf16. In parallel over panels p; in a panel, for each tile
+/// of R rows and C vectors of columns (C·L floats from column c0), R·C
+/// vector accumulators stay in registers over all of K:
 ///   acc[r][c] += broadcast(x[m0 + r, k]) · Wp[p, k, c0 + c·L : ... + L]
 /// and the epilogue (bias, activation, residual) is applied to them before
 /// the one store of y[m0 + r, p·P + c0 + c·L : ...]. Each panel is a
 /// contiguous stream; the column groups of a tile read disjoint cache lines
 /// of it, and later row tiles re-read it from cache.
+/// bf16: x is bf16 [M, K2] (K2 = K rounded up to even) where `dotPairs`
+/// (AVX512-BF16), whose dot product takes a pair of k at once:
+///   acc[r][c] = vdpbf16ps(acc[r][c], broadcast(x[m0 + r, 2q : 2q + 2]),
+///                         Wp[p, q, 2(c0 + c·L) : ... + 2L])
+/// and else f32(bf16(x)) [M, K2], each word of the panel widened exactly
+/// (a bf16 is the top half of an f32) by a mask and a shift:
+///   acc = fma(x[.., 2q + 1], f32(u & 0xffff0000), acc)
+///   acc = fma(x[.., 2q],     f32(u << 16),        acc)
+/// in the order of vdpbf16ps's definition (the odd k first), so that both
+/// round the same sums.
 static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
                          Value panelsMemref, int64_t n, Value bias,
-                         Activation act, Value residual) {
+                         Activation act, Value residual, bool dotPairs) {
   RankedTensorType panelType = tensorTypeOf(panels);
-  int64_t numPanels = panelType.getDimSize(0), k = panelType.getDimSize(1);
-  int64_t width = panelType.getDimSize(2), lanes = width / 4;
-  // bf16 panels: each pair of vectors of L weights is read as 2L bf16 and
-  // widened (exactly: a bf16 is the top half of an f32). Tiles are of 2 or
-  // 4 vectors, so pairs never straddle two tiles.
   Type stored = panelType.getElementType();
+  bool pairK = !stored.isF32();
+  // k: rows of a panel (K, or K/2 pairs).
+  int64_t numPanels = panelType.getDimSize(0), k = panelType.getDimSize(1);
+  int64_t width = panelType.getDimSize(2) / (pairK ? 2 : 1), lanes = width / 4;
   // Tiles of R rows by C vectors, then the rows left in smaller tiles. The
   // accumulators, a broadcast and the weight vectors fit the registers:
   // 4 x 4 of 32 zmm with AVX-512 (a beam of 4 reads each weight once). With
@@ -218,12 +246,17 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
   // (AVX2) or 16 KiB (AVX-512), in L1. (4 rows from DRAM, Zen 3: 4 x
   // 512->2048 in 333 us with blocks against 386 without, 4 x 512->32000
   // in 5.0 ms against 5.5.)
+  // (A row of bf16 pairs holds as many bytes as one of f32.)
   const int64_t kBlock = 64, kFewRows = 8, kPrefetchRows = 64;
-  Type elt = tensorTypeOf(x).getElementType();
+  // The sums, the epilogue and y are f32 (tfm-layout-weights packs only
+  // f32 weights).
+  Type elt = b.getF32Type();
   auto vecType = VectorType::get({lanes}, elt);
   Value storedZero = floatConstant(b, loc, stored, 0.0);
-  // Elements of a panel row per 64-byte line, which one prefetch fetches.
+  // Elements of a panel row per 64-byte line, which one prefetch fetches,
+  // and per output feature.
   int64_t lineElements = 512 / stored.getIntOrFloatBitWidth();
+  int64_t perFeature = pairK ? 2 : 1;
   // Columns past N (the last panel's zero rows) are computed and dropped;
   // reads of the bias and residual there are padded.
   bool whole = numPanels * width == n;
@@ -297,35 +330,35 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
       auto kLoop = lb.create<scf::ForOp>(
           ll, kStart, kEnd, indexConstant(lb, ll, 1), acc0,
           [&](OpBuilder &kb, Location kl, Value kk, ValueRange acc) {
-            SmallVector<Value> w;
-            if (stored == elt) {
-              for (int64_t c = 0; c < vectors; ++c)
-                w.push_back(kb.create<vector::TransferReadOp>(
-                    kl, vecType, panels,
-                    ValueRange{p, kk, indexConstant(kb, kl, c0 + c * lanes)},
-                    storedZero, ArrayRef<bool>{true}));
-            } else {
-              // bf16, vectors c and c + 1 interleaved (compiler/Panels.h):
-              // one read of 2L bf16 as L 32-bit lanes u gives
-              //   w[c] = f32(u << 16),  w[c + 1] = f32(u & 0xffff0000).
-              auto pairType = VectorType::get({2 * lanes}, stored);
-              auto wordType = VectorType::get({lanes}, kb.getI32Type());
-              Value sixteen = kb.create<arith::ConstantOp>(
-                  kl, DenseElementsAttr::get(wordType, kb.getI32IntegerAttr(16)));
-              Value highHalf = kb.create<arith::ConstantOp>(
-                  kl, DenseElementsAttr::get(
-                          wordType, kb.getI32IntegerAttr(int32_t(0xffff0000u))));
-              for (int64_t c = 0; c < vectors; c += 2) {
-                Value pair = kb.create<vector::TransferReadOp>(
-                    kl, pairType, panels,
-                    ValueRange{p, kk, indexConstant(kb, kl, c0 + c * lanes)},
-                    storedZero, ArrayRef<bool>{true});
-                Value words = kb.create<vector::BitCastOp>(kl, wordType, pair);
-                w.push_back(kb.create<vector::BitCastOp>(
-                    kl, vecType, kb.create<arith::ShLIOp>(kl, words, sixteen)));
-                w.push_back(kb.create<vector::BitCastOp>(
-                    kl, vecType, kb.create<arith::AndIOp>(kl, words, highHalf)));
+            // The tile's weights of panel row kk: C vectors of f32, or of
+            // bf16 pairs (as 2L bf16, or widened to two f32 vectors each:
+            // wk[c] for k = 2kk, wk1[c] for k = 2kk + 1).
+            SmallVector<Value> w, wk1;
+            for (int64_t c = 0; c < vectors; ++c) {
+              VectorType readType =
+                  pairK ? VectorType::get({2 * lanes}, stored) : vecType;
+              Value read = kb.create<vector::TransferReadOp>(
+                  kl, readType, panels,
+                  ValueRange{p, kk,
+                             indexConstant(kb, kl,
+                                           (c0 + c * lanes) * perFeature)},
+                  storedZero, ArrayRef<bool>{true});
+              if (!pairK || dotPairs) {
+                w.push_back(read);
+                continue;
               }
+              auto wordType = VectorType::get({lanes}, kb.getI32Type());
+              Value words = kb.create<vector::BitCastOp>(kl, wordType, read);
+              auto splat = [&](uint32_t v) {
+                return kb.create<arith::ConstantOp>(
+                    kl, DenseElementsAttr::get(wordType,
+                                               kb.getI32IntegerAttr(v)));
+              };
+              w.push_back(kb.create<vector::BitCastOp>(
+                  kl, vecType, kb.create<arith::ShLIOp>(kl, words, splat(16))));
+              wk1.push_back(kb.create<vector::BitCastOp>(
+                  kl, vecType,
+                  kb.create<arith::AndIOp>(kl, words, splat(0xffff0000u))));
             }
             // One prefetch per 64-byte line the tile reads of a panel row.
             Value aheadPanel = nextPanel, aheadRow = kk;
@@ -345,21 +378,55 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
                       indexConstant(kb, kl, k - 1)));
             }
             if (prefetch != Prefetch::none)
-              for (int64_t c = 0; c < vectors * lanes; c += lineElements)
+              for (int64_t c = 0; c < vectors * lanes * perFeature;
+                   c += lineElements)
                 kb.create<memref::PrefetchOp>(
                     kl, panelsMemref,
                     ValueRange{aheadPanel, aheadRow,
-                               indexConstant(kb, kl, c0 + c)},
+                               indexConstant(kb, kl, c0 * perFeature + c)},
                     /*isWrite=*/false, /*localityHint=*/3,
                     /*isDataCache=*/true);
-            SmallVector<Value> next;
-            for (int64_t r = 0; r < rows; ++r) {
+            SmallVector<Value> next(acc.begin(), acc.end());
+            // acc[r][c] = fma(broadcast(x[m0 + r, column]), weights[c], ..)
+            auto fmaRow = [&](int64_t r, Value column, ArrayRef<Value> weights) {
               Value xs = kb.create<tensor::ExtractOp>(
-                  kl, x, ValueRange{rowIndex[r], kk});
+                  kl, x, ValueRange{rowIndex[r], column});
               Value xb = kb.create<vector::BroadcastOp>(kl, vecType, xs);
               for (int64_t c = 0; c < vectors; ++c)
-                next.push_back(kb.create<vector::FMAOp>(
-                    kl, xb, w[c], acc[r * vectors + c]));
+                next[r * vectors + c] = kb.create<vector::FMAOp>(
+                    kl, xb, weights[c], next[r * vectors + c]);
+            };
+            for (int64_t r = 0; r < rows; ++r) {
+              if (!pairK) {
+                fmaRow(r, kk, w);
+                continue;
+              }
+              Value even = kb.create<arith::MulIOp>(
+                  kl, kk, indexConstant(kb, kl, 2));
+              if (!dotPairs) {
+                fmaRow(r, kb.create<arith::AddIOp>(kl, even,
+                                                   indexConstant(kb, kl, 1)),
+                       wk1);
+                fmaRow(r, even, w);
+                continue;
+              }
+              // x[m0 + r, 2kk : 2kk + 2] as one 32-bit word, in every lane.
+              auto wordType = VectorType::get({lanes}, kb.getI32Type());
+              Value xPair = kb.create<vector::TransferReadOp>(
+                  kl, VectorType::get({2}, stored), x,
+                  ValueRange{rowIndex[r], even}, storedZero,
+                  ArrayRef<bool>{true});
+              Value xWord = kb.create<vector::ExtractOp>(
+                  kl,
+                  kb.create<vector::BitCastOp>(
+                      kl, VectorType::get({1}, kb.getI32Type()), xPair),
+                  ArrayRef<int64_t>{0});
+              Value xb = kb.create<vector::BitCastOp>(
+                  kl, VectorType::get({2 * lanes}, stored),
+                  kb.create<vector::BroadcastOp>(kl, wordType, xWord));
+              for (int64_t c = 0; c < vectors; ++c)
+                next[r * vectors + c] =
+                    dotBf16Pairs(kb, kl, next[r * vectors + c], xb, w[c]);
             }
             kb.create<scf::YieldOp>(kl, next);
           });
@@ -522,7 +589,8 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
 /// weight's panels (packed in the weights file, or here), expand back.
 static Value lowerLinear(OpBuilder &b, Location loc, RankedTensorType type,
                          Value input, Value weight, Value bias,
-                         Activation act, Value residual, int64_t lanes) {
+                         Activation act, Value residual, int64_t lanes,
+                         bool bf16Dot) {
   Value x = collapseLeading(b, loc, input, 1);
   Value flatResidual =
       residual ? collapseLeading(b, loc, residual, 1) : Value();
@@ -535,27 +603,46 @@ static Value lowerLinear(OpBuilder &b, Location loc, RankedTensorType type,
     auto viewType = cast<MemRefType>(view.getType());
     // bf16 weights multiply bf16 activations, as AVX512-BF16's dot product
     // and oneDNN's bf16 matmul do: x rounded to nearest even, then every
-    // product is exact in f32 and only the sums round.
-    //   x' = f32(bf16(x))
-    if (!viewType.getElementType().isF32())
-      x = elementwise(b, loc, tensorTypeOf(x), ValueRange{x},
-                      [&](OpBuilder &nb, Location nl, ValueRange args) {
-                        Value narrow = nb.create<arith::TruncFOp>(
-                            nl, nb.getBF16Type(), args[0]);
-                        return nb.create<arith::ExtFOp>(
-                                     nl, args[0].getType(), narrow)
-                            .getResult();
-                      });
+    // product is exact in f32 and only the sums round. The dot product
+    // reads x' = bf16(x) in pairs; without it, the kernel reads
+    // x' = f32(bf16(x)). An odd K gets a zero column, as the panels a zero
+    // row.
+    bool dotPairs = false;
+    if (!viewType.getElementType().isF32()) {
+      dotPairs = bf16Dot && lanes == 16;
+      RankedTensorType xType = tensorTypeOf(x);
+      x = elementwise(
+          b, loc,
+          dotPairs ? xType.clone(b.getBF16Type()) : xType, ValueRange{x},
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value narrow =
+                nb.create<arith::TruncFOp>(nl, nb.getBF16Type(), args[0]);
+            if (dotPairs)
+              return narrow;
+            return nb.create<arith::ExtFOp>(nl, args[0].getType(), narrow)
+                .getResult();
+          });
+      if (xType.getDimSize(1) % 2) {
+        Type xElt = tensorTypeOf(x).getElementType();
+        x = b.create<tensor::PadOp>(
+            loc,
+            RankedTensorType::get(
+                {xType.getDimSize(0), xType.getDimSize(1) + 1}, xElt),
+            x, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
+            ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(1)},
+            floatConstant(b, loc, xElt, 0.0));
+      }
+    }
     Value panels = b.create<bufferization::ToTensorOp>(
         loc,
         RankedTensorType::get(viewType.getShape(), viewType.getElementType()),
         view, /*restrict=*/true, /*writable=*/false);
     y = panelLinear(b, loc, x, panels, view, weightType.getDimSize(0), bias,
-                    act, flatResidual);
+                    act, flatResidual, dotPairs);
   } else if (weightType.hasStaticShape()) {
     Value panels = packPanels(b, loc, weight, 4 * lanes);
     y = panelLinear(b, loc, x, panels, Value(), weightType.getDimSize(0), bias,
-                    act, flatResidual);
+                    act, flatResidual, /*dotPairs=*/false);
   } else {
     y = linearOfDynamicWeight(b, loc, x, weight, bias, act, flatResidual);
   }
@@ -565,12 +652,14 @@ static Value lowerLinear(OpBuilder &b, Location loc, RankedTensorType type,
 }
 
 /// Linears and fused linears; `lanes`: floats per vector of the target, so
-/// weights packed here get panels of 4 vectors.
+/// weights packed here get panels of 4 vectors; `bf16Dot`: whether it has
+/// AVX512-BF16's dot product.
 template <typename OpTy>
 struct LinearLoweringBase : public OpConversionPattern<OpTy> {
-  LinearLoweringBase(MLIRContext *ctx, int64_t lanes)
-      : OpConversionPattern<OpTy>(ctx), lanes(lanes) {}
+  LinearLoweringBase(MLIRContext *ctx, int64_t lanes, bool bf16Dot)
+      : OpConversionPattern<OpTy>(ctx), lanes(lanes), bf16Dot(bf16Dot) {}
   int64_t lanes;
+  bool bf16Dot;
 };
 
 struct LinearLowering : public LinearLoweringBase<LinearOp> {
@@ -582,7 +671,7 @@ struct LinearLowering : public LinearLoweringBase<LinearOp> {
     rewriter.replaceOp(op, lowerLinear(rewriter, op.getLoc(), op.getType(),
                                        adaptor.getInput(), adaptor.getWeight(),
                                        adaptor.getBias(), Activation::none,
-                                       Value(), lanes));
+                                       Value(), lanes, bf16Dot));
     return success();
   }
 };
@@ -596,7 +685,7 @@ struct FusedLinearLowering : public LinearLoweringBase<FusedLinearOp> {
     rewriter.replaceOp(op, lowerLinear(rewriter, op.getLoc(), op.getType(),
                                        adaptor.getInput(), adaptor.getWeight(),
                                        adaptor.getBias(), op.getActivation(),
-                                       adaptor.getResidual(), lanes));
+                                       adaptor.getResidual(), lanes, bf16Dot));
     return success();
   }
 };
@@ -604,8 +693,8 @@ struct FusedLinearLowering : public LinearLoweringBase<FusedLinearOp> {
 } // namespace
 
 void mlir::tfm::lowering::populateLinearLoweringPatterns(
-    RewritePatternSet &patterns, int64_t vectorWidth) {
+    RewritePatternSet &patterns, int64_t vectorWidth, bool bf16Dot) {
   patterns.add<MatmulLowering>(patterns.getContext());
   patterns.add<LinearLowering, FusedLinearLowering>(patterns.getContext(),
-                                                    vectorWidth);
+                                                    vectorWidth, bf16Dot);
 }

@@ -54,14 +54,16 @@ struct ConvertTfmToLinalgPass
                            arith::ArithDialect, math::MathDialect,
                            scf::SCFDialect, memref::MemRefDialect,
                            bufferization::BufferizationDialect,
-                           func::FuncDialect, vector::VectorDialect>();
+                           func::FuncDialect, vector::VectorDialect,
+                           LLVM::LLVMDialect>();
     RewritePatternSet patterns(ctx);
     if (vectorWidth < 1 || (vectorWidth & (vectorWidth - 1))) {
       module.emitError() << "vector-width must be a power of two, found "
                          << int64_t(vectorWidth);
       return signalPassFailure();
     }
-    populateTfmToLinalgPatterns(patterns, queryBlock, keyBlock, vectorWidth);
+    populateTfmToLinalgPatterns(patterns, queryBlock, keyBlock, vectorWidth,
+                                bf16Dot);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
     WalkResult unread = module.walk([](WeightOp op) {
@@ -83,10 +85,11 @@ struct ConvertTfmToLinalgPass
 void mlir::tfm::populateTfmToLinalgPatterns(RewritePatternSet &patterns,
                                             int64_t queryBlock,
                                             int64_t keyBlock,
-                                            int64_t vectorWidth) {
+                                            int64_t vectorWidth,
+                                            bool bf16Dot) {
   lowering::populateElementwiseLoweringPatterns(patterns);
   lowering::populateDataMovementLoweringPatterns(patterns);
-  lowering::populateLinearLoweringPatterns(patterns, vectorWidth);
+  lowering::populateLinearLoweringPatterns(patterns, vectorWidth, bf16Dot);
   lowering::populateNormalizationLoweringPatterns(patterns, vectorWidth);
   lowering::populateAttentionLoweringPatterns(patterns, queryBlock, keyBlock,
                                               vectorWidth);
