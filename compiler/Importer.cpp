@@ -58,6 +58,9 @@ private:
   Value attention(Value query, Value keys, Value values, int64_t heads,
                   Value keyLengths, bool causal);
   Value projectHeads(Value x, StringRef prefix, int64_t heads);
+  Value reshape(Value x, Value s0, Value s1, Value width);
+  Value rowsBySentence(Value x, Value sentences, Value width);
+  Value rowsByBeam(Value x, Value like, Value width);
   Value embed(Value ids, Value offset, StringRef table, int64_t vocab,
               StringRef positions);
   /// x + sublayer(x), normalized after (post-norm) or before the sublayer
@@ -173,6 +176,37 @@ Value ModelImporter::feedForward(Value x, StringRef prefix, int64_t ffnDim) {
 Value ModelImporter::projectHeads(Value x, StringRef prefix, int64_t heads) {
   Value projected = linear(x, prefix, config.dModel, config.dModel);
   return builder.create<SplitHeadsOp>(loc, projected, heads);
+}
+
+/// x [.., .., d] as a tensor of sizes {s0, s1, d}, row-major (a reshape:
+/// the elements stay), `width` holding d. tensor.reshape rather than
+/// collapse + expand: MLIR 19 cannot bufferize an expand_shape whose group
+/// holds two dynamic sizes.
+Value ModelImporter::reshape(Value x, Value s0, Value s1, Value width) {
+  int64_t d = cast<RankedTensorType>(x.getType()).getDimSize(2);
+  Value shape = builder.create<tensor::FromElementsOp>(
+      loc, ValueRange{s0, s1, width});
+  return builder.create<tensor::ReshapeOp>(loc, tensor({kDyn, kDyn, d}), x,
+                                           shape);
+}
+
+/// [R, T, d] -> [S, (R / S)·T, d], S = `sentences`: the rows of a decoder
+/// step are the beams of each sentence, one after the other (r = s·G + g),
+/// so the G·T queries of sentence s share its cross-attention keys and
+/// values, which the runtime keeps once per sentence (a beam of 4 reads a
+/// quarter of the bytes).
+Value ModelImporter::rowsBySentence(Value x, Value sentences, Value width) {
+  Value rows = builder.create<tensor::DimOp>(loc, x, 0);
+  Value tokens = builder.create<tensor::DimOp>(loc, x, 1);
+  Value perSentence = builder.create<arith::DivUIOp>(
+      loc, builder.create<arith::MulIOp>(loc, rows, tokens), sentences);
+  return reshape(x, sentences, perSentence, width);
+}
+
+/// The inverse of rowsBySentence: [S, G·T, d] -> the [R, T, d] of `like`.
+Value ModelImporter::rowsByBeam(Value x, Value like, Value width) {
+  return reshape(x, builder.create<tensor::DimOp>(loc, like, 0),
+                 builder.create<tensor::DimOp>(loc, like, 1), width);
 }
 
 Value ModelImporter::attention(Value query, Value keys, Value values,
@@ -326,6 +360,7 @@ void ModelImporter::buildDecodeStep(ModuleOp module) {
   // self-attention sees the cache up to step + T.
   Value one = builder.create<arith::ConstantIndexOp>(loc, 1);
   Value zero = builder.create<arith::ConstantIndexOp>(loc, 0);
+  Value width = builder.create<arith::ConstantIndexOp>(loc, d);
   Value newTokens = builder.create<tensor::DimOp>(loc, tokens, one);
   Value seen = builder.create<arith::AddIOp>(loc, step, newTokens);
   StringRef table = config.shareEmbeddings ? "model.shared.weight"
@@ -357,10 +392,14 @@ void ModelImporter::buildDecodeStep(ModuleOp module) {
     });
     setLoc(p + ".encoder_attn");
     x = residual(x, p + ".encoder_attn_layer_norm", [&](Value h) {
-      Value q = projectHeads(h, p + ".encoder_attn.q_proj", heads);
+      Value q = linear(h, p + ".encoder_attn.q_proj", d, d);
+      Value sentences = builder.create<tensor::DimOp>(loc, crossK, zero);
+      q = builder.create<SplitHeadsOp>(
+          loc, rowsBySentence(q, sentences, width), heads);
       Value o = attention(q, crossK, crossV, heads, srcLengths,
                           /*causal=*/false);
-      return linear(o, p + ".encoder_attn.out_proj", d, d);
+      return linear(rowsByBeam(o, h, width), p + ".encoder_attn.out_proj", d,
+                    d);
     });
     setLoc(p + ".ffn");
     x = residual(x, p + ".final_layer_norm", [&](Value h) {

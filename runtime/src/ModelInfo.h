@@ -19,7 +19,8 @@ namespace tfm_runtime {
 /// file's format change. 2: linears' weights stored as panels. 3: the
 /// tensors' regions with checksums, and a checksum of the header. 4: the
 /// forced EOS token and the bad words. 5: the precision (bf16 panels). 6:
-/// bf16 panels pair K (compiler/Panels.h).
+/// bf16 panels pair K (compiler/Panels.h); decode_step's cross-attention
+/// keys, values and source lengths once per sentence, not per beam.
 constexpr uint64_t kAbiVersion = 6;
 
 /// The arithmetic of the linears (tfmc compile --precision): f32 weights,
@@ -140,9 +141,12 @@ extern const char tfm_model_backends[];
 /// args[i] points at argument i: a memref descriptor, or an i64 scalar.
 ///   encode(weights, source_ids[B,S], source_lengths[B],
 ///          out encoder_output[B,S,D], out cross K/V[B,H,S,Dh] per layer)
-///   decode_step(weights, tokens[R,T], step, source_lengths[R],
-///               per layer: cross K, cross V, cache K, cache V [R,H,*,Dh],
-///               out logits[R,T,V])
+///   decode_step(weights, tokens[R,T], step, source_lengths[B],
+///               per layer: cross K, cross V [B,H,S,Dh],
+///               cache K, cache V [R,H,*,Dh], out logits[R,T,V])
+/// where the R = B·G rows of a step are the G beams of each of B
+/// sentences, one sentence after the other: a sentence's beams share its
+/// cross-attention keys and values.
 void tfm_encode(void **args);
 void tfm_decode_step(void **args);
 }

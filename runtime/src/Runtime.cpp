@@ -455,10 +455,12 @@ private:
   /// Row r of every self-attention cache takes row parents[r]'s first
   /// `length` positions; rows that keep their own are not touched.
   void reorderCaches(const std::vector<int64_t> &parents, int64_t length);
-  /// Row i of the caches (first `length` positions), of the cross-attention
-  /// keys/values and of rowLengths takes row kept[i] (kept increasing,
-  /// kept[i] >= i): the rows of finished sentences leave the batch.
-  void compactRows(const std::vector<int64_t> &kept, int64_t length);
+  /// Row i of the caches (first `length` positions) takes row keptRows[i],
+  /// sentence i of the cross-attention keys/values and of liveLengths takes
+  /// sentence keptSentences[i] (both increasing, each kept[i] >= i): the
+  /// rows of finished sentences leave the batch.
+  void compactRows(const std::vector<int64_t> &keptRows,
+                   const std::vector<int64_t> &keptSentences, int64_t length);
   void copyHeads(float *to, int64_t toStride, const float *from,
                  int64_t fromStride, int64_t chunk) const;
 
@@ -468,9 +470,12 @@ private:
 
   int64_t batch = 0, srcLen = 0, beam = 1, rows = 0, capacity = 0;
   int64_t heads = 0, headDim = 0;
-  std::vector<int32_t> srcIds, srcLengths, rowLengths;
+  // liveLengths: the source lengths of the sentences still decoded.
+  std::vector<int32_t> srcIds, srcLengths, liveLengths;
   Buffer encoderOut, logits;
-  std::vector<std::unique_ptr<Buffer>> crossKV, caches; // per layer: K, V
+  // Per layer: K, V; cross-attention once per live sentence (its beams
+  // share them), caches once per row.
+  std::vector<std::unique_ptr<Buffer>> crossKV, caches;
 };
 
 std::vector<int32_t>
@@ -501,28 +506,18 @@ Translator::bannedTokens(const std::vector<int32_t> &prefix,
 void Translator::encode() {
   int64_t d = cfg.d_model;
   encoderOut.resize(batch * srcLen * d);
-  std::vector<std::unique_ptr<Buffer>> perSentence;
+  crossKV.clear();
   ArgPack args;
   args.memref(model.weights, {model.weightsSize});
   args.memref(srcIds.data(), {batch, srcLen});
   args.memref(srcLengths.data(), {batch});
   args.memref(encoderOut.data, {batch, srcLen, d});
   for (int64_t l = 0; l < 2 * cfg.decoder_layers; ++l) {
-    perSentence.push_back(
+    crossKV.push_back(
         std::make_unique<Buffer>(batch * heads * srcLen * headDim));
-    args.memref(perSentence.back()->data, {batch, heads, srcLen, headDim});
+    args.memref(crossKV.back()->data, {batch, heads, srcLen, headDim});
   }
   tfm_encode(args.data());
-  // Each sentence's cross-attention keys/values, once per beam row.
-  int64_t rowSize = heads * srcLen * headDim;
-  crossKV.clear();
-  for (auto &kv : perSentence) {
-    auto expanded = std::make_unique<Buffer>(rows * rowSize);
-    for (int64_t r = 0; r < rows; ++r)
-      std::memcpy(expanded->data + r * rowSize, kv->data + (r / beam) * rowSize,
-                  rowSize * sizeof(float));
-    crossKV.push_back(std::move(expanded));
-  }
 }
 
 void Translator::decodeStep(int64_t step, const std::vector<int32_t> &tokens) {
@@ -531,10 +526,11 @@ void Translator::decodeStep(int64_t step, const std::vector<int32_t> &tokens) {
   args.memref(model.weights, {model.weightsSize});
   args.memref(tokens.data(), {rows, 1});
   args.scalar(step);
-  args.memref(rowLengths.data(), {rows});
+  int64_t sentences = rows / beam;
+  args.memref(liveLengths.data(), {sentences});
   for (int64_t l = 0; l < cfg.decoder_layers; ++l) {
-    args.memref(crossKV[2 * l]->data, {rows, heads, srcLen, headDim});
-    args.memref(crossKV[2 * l + 1]->data, {rows, heads, srcLen, headDim});
+    args.memref(crossKV[2 * l]->data, {sentences, heads, srcLen, headDim});
+    args.memref(crossKV[2 * l + 1]->data, {sentences, heads, srcLen, headDim});
     args.memref(caches[2 * l]->data, {rows, heads, capacity, headDim});
     args.memref(caches[2 * l + 1]->data, {rows, heads, capacity, headDim});
   }
@@ -599,7 +595,8 @@ void Translator::reorderCaches(const std::vector<int64_t> &parents,
   }
 }
 
-void Translator::compactRows(const std::vector<int64_t> &kept,
+void Translator::compactRows(const std::vector<int64_t> &keptRows,
+                             const std::vector<int64_t> &keptSentences,
                              int64_t length) {
   // Row i is written after rows < i and read from row kept[i] >= i, so no
   // row is overwritten before it is read.
@@ -609,6 +606,7 @@ void Translator::compactRows(const std::vector<int64_t> &kept,
 #pragma omp parallel for schedule(static)
   for (size_t c = 0; c < buffers; ++c) {
     bool cache = c < caches.size();
+    const std::vector<int64_t> &kept = cache ? keptRows : keptSentences;
     float *base = cache ? caches[c]->data : crossKV[c - caches.size()]->data;
     for (size_t i = 0; i < kept.size(); ++i) {
       int64_t from = kept[i];
@@ -623,9 +621,10 @@ void Translator::compactRows(const std::vector<int64_t> &kept,
                 base + from * heads * headStride, headStride, chunk);
     }
   }
-  for (size_t i = 0; i < kept.size(); ++i)
-    rowLengths[i] = rowLengths[kept[i]];
-  rows = int64_t(kept.size());
+  for (size_t i = 0; i < keptSentences.size(); ++i)
+    liveLengths[i] = liveLengths[keptSentences[i]];
+  liveLengths.resize(keptSentences.size());
+  rows = int64_t(keptRows.size());
 }
 
 void Translator::run(const int32_t *const *sources, const int32_t *lengths,
@@ -644,9 +643,7 @@ void Translator::run(const int32_t *const *sources, const int32_t *lengths,
   srcLengths.assign(lengths, lengths + count);
   for (int64_t b = 0; b < batch; ++b)
     std::copy(sources[b], sources[b] + lengths[b], &srcIds[b * srcLen]);
-  rowLengths.resize(rows);
-  for (int64_t r = 0; r < rows; ++r)
-    rowLengths[r] = srcLengths[r / beam];
+  liveLengths = srcLengths;
 
   // Length limits per sentence; the positions table bounds them all.
   std::vector<int64_t> maxLen(batch);
@@ -805,14 +802,17 @@ void Translator::run(const int32_t *const *sources, const int32_t *lengths,
     reorderCaches(parents, step + 1);
     if (std::any_of(live.begin(), live.end(),
                     [&](int64_t b) { return done[b]; })) {
-      std::vector<int64_t> keptRows, keptSlots;
+      // keptSlots: the sentences (of the batch) still decoded; keptLive:
+      // their places among the live ones.
+      std::vector<int64_t> keptRows, keptSlots, keptLive;
       for (size_t s = 0; s < live.size(); ++s)
         if (!done[live[s]]) {
           keptSlots.push_back(live[s]);
+          keptLive.push_back(int64_t(s));
           for (int64_t j = 0; j < beam; ++j)
             keptRows.push_back(int64_t(s) * beam + j);
         }
-      compactRows(keptRows, step + 1);
+      compactRows(keptRows, keptLive, step + 1);
       for (size_t i = 0; i < keptRows.size(); ++i)
         if (keptRows[i] != int64_t(i)) { // (a self-move would empty it)
           prefixes[i] = std::move(prefixes[keptRows[i]]);
