@@ -4,7 +4,7 @@
 // runs as panels of P output features with K contiguous (P = 4 vectors):
 //   panels[p, k, j] = W[p·P + j, k],  0 where p·P + j >= N.
 // With --precision bf16 the panels hold bfloat16 (toBFloat16) and pair K:
-// each row of a panel holds two k for every feature (bf16PairPanels), the
+// each row of a panel holds two k for every feature (packBf16Panels), the
 // operand layout of AVX512-BF16's dot product.
 // Whoever writes a weights file (tfmc, tfm-bench) packs with this.
 //

@@ -78,10 +78,11 @@ struct TfmLayoutWeightsPass
         // offset = end rounded up to the alignment
         it->second = (end + alignment - 1) / alignment * alignment;
         int64_t bytes = type.getNumElements() * 4;
-        // bf16 panels pair K (compiler/Panels.h): an odd K gets a zero row.
+        // bf16 panels pair K (compiler/Panels.h, panelsSize): an odd K gets
+        // a zero row.
         if (panel)
           bytes = llvm::divideCeil(type.getDimSize(0), panel) * panel *
-                  llvm::alignTo(type.getDimSize(1), panelBytes == 2 ? 2 : 1) *
+                  llvm::alignTo(type.getDimSize(1), panelType.isBF16() ? 2 : 1) *
                   panelBytes;
         end = it->second + bytes;
         SmallVector<NamedAttribute> entry = {

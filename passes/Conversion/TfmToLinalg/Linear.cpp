@@ -252,6 +252,8 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
   // f32 weights).
   Type elt = b.getF32Type();
   auto vecType = VectorType::get({lanes}, elt);
+  // A vector of 32-bit words: L pairs of bf16.
+  auto wordType = VectorType::get({lanes}, b.getI32Type());
   Value storedZero = floatConstant(b, loc, stored, 0.0);
   // Elements of a panel row per 64-byte line, which one prefetch fetches,
   // and per output feature.
@@ -347,7 +349,6 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
                 w.push_back(read);
                 continue;
               }
-              auto wordType = VectorType::get({lanes}, kb.getI32Type());
               Value words = kb.create<vector::BitCastOp>(kl, wordType, read);
               auto splat = [&](uint32_t v) {
                 return kb.create<arith::ConstantOp>(
@@ -411,7 +412,6 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
                 continue;
               }
               // x[m0 + r, 2kk : 2kk + 2] as one 32-bit word, in every lane.
-              auto wordType = VectorType::get({lanes}, kb.getI32Type());
               Value xPair = kb.create<vector::TransferReadOp>(
                   kl, VectorType::get({2}, stored), x,
                   ValueRange{rowIndex[r], even}, storedZero,
