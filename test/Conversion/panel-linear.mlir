@@ -4,9 +4,9 @@
 // (3 panels, the last part padding). With at most 8 rows, K goes in blocks
 // of 64 (64, 64, 22) over sums zeroed first: tiles of 2 rows by the whole
 // panel (8 accumulators), then single rows, the epilogue after the last
-// block. With more rows, one block over K, sums from zero: tiles of 6 rows
-// by 2 vectors (12 accumulators) in two column groups, then pairs of rows
-// by the whole panel, then single rows. The few-row tiles prefetch the
+// block. With more rows, blocks of 128 (128, 22), likewise: tiles of 6
+// rows by 2 vectors (12 accumulators) in two column groups, then pairs of
+// rows by the whole panel, then single rows. The few-row tiles prefetch the
 // panel 64 rows (a block) ahead of each row they read, past the panel's end
 // in the next one (the last panel: its own last row). Up to 64 rows each of
 // the others prefetches the line of the next panel (the last panel:
@@ -38,25 +38,31 @@
 // CHECK: %[[WITH:.+]] = arith.addf %[[RELU]], %{{.+}} : vector<8xf32>
 // CHECK: arith.select %[[LAST]], %[[WITH]], %{{.+}} : vector<8xf32>
 // CHECK: } else {
-// CHECK-NOT: linalg.fill
 // CHECK: %[[MEDIUM:.+]] = arith.cmpi ule, %{{.+}}, %c64
 // CHECK: scf.if %[[MEDIUM]] -> (tensor<?x32xf32>) {
+// CHECK: %[[MZEROS:.+]] = linalg.fill
+// CHECK: scf.for %[[MK0:.+]] = %c0 to %c150 step %c128 iter_args(%{{.+}} = %[[MZEROS]])
+// CHECK: %[[MK1:.+]] = arith.minui %{{.+}}, %c150
+// CHECK: %[[MLAST:.+]] = arith.cmpi eq, %[[MK1]], %c150
 // CHECK: scf.for %{{.+}} step %c6
-// CHECK: scf.for %[[KA:.+]] = %c0 to %c150 step %c1 iter_args(%{{.+}} = %cst{{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: scf.for %[[KA:.+]] = %[[MK0]] to %[[MK1]] step %c1 iter_args({{[^)]+}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHECK: vector.transfer_read %{{.+}}[%[[P]], %{{.+}}, %c0], {{.+}} : tensor<3x150x32xf32>, vector<8xf32>
 // CHECK: vector.transfer_read %{{.+}}[%[[P]], %{{.+}}, %c8], {{.+}} : tensor<3x150x32xf32>, vector<8xf32>
 // CHECK: memref.prefetch %[[VIEW]][%[[NEXT]], %[[KA]], %c0], read, locality<3>, data : memref<3x150x32xf32>
 // CHECK-NOT: memref.prefetch
-// CHECK: scf.for %[[KB:.+]] = %c0 to %c150 step %c1 iter_args(%{{.+}} = %cst{{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: arith.select %[[MLAST]]
+// CHECK: scf.for %[[KB:.+]] = %[[MK0]] to %[[MK1]] step %c1 iter_args({{[^)]+}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHECK: vector.transfer_read %{{.+}}[%[[P]], %{{.+}}, %c16], {{.+}} : tensor<3x150x32xf32>, vector<8xf32>
 // CHECK: vector.transfer_read %{{.+}}[%[[P]], %{{.+}}, %c24], {{.+}} : tensor<3x150x32xf32>, vector<8xf32>
 // CHECK: memref.prefetch %[[VIEW]][%[[NEXT]], %[[KB]], %c16], read, locality<3>, data : memref<3x150x32xf32>
 // CHECK: scf.for %{{.+}} step %c2
-// CHECK: scf.for %{{.+}} = %c0 to %c150 step %c1 iter_args(%{{.+}} = %cst{{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: scf.for %{{.+}} = %[[MK0]] to %[[MK1]] step %c1 iter_args({{[^)]+}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHECK: scf.for %{{.+}} step %c1
 // CHECK: memref.prefetch
 // CHECK: } else {
 // CHECK-NOT: memref.prefetch
+// CHECK: linalg.fill
+// CHECK: scf.for %{{.+}} = %c0 to %c150 step %c128
 // CHECK: scf.for %{{.+}} step %c6
 // CHECK: scf.for %{{.+}} step %c2
 // CHECK: scf.for %{{.+}} step %c1

@@ -248,6 +248,12 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
   // in 5.0 ms against 5.5.)
   // (A row of bf16 pairs holds as many bytes as one of f32.)
   const int64_t kBlock = 64, kFewRows = 8, kPrefetchRows = 64;
+  // Rows of a panel per K block when there are more: 32 KiB, which every
+  // row tile then re-reads from L1 rather than L2. (Zen 5, 2 threads, best
+  // of 4 runs, GFLOP/s one block -> blocks of 128: 32 x 2048->512 283-288
+  // -> 351-359, 1024 x 2048->512 384-405 -> 406-418; with K = 512 within
+  // noise; blocks of 256 lost.)
+  const int64_t kManyBlock = 128;
   // The sums, the epilogue and y are f32 (tfm-layout-weights packs only
   // f32 weights).
   Type elt = b.getF32Type();
@@ -285,7 +291,7 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
     // block [kStart, kEnd): its accumulators start from the tile's sums so
     // far, and after the last block (`last`) get the epilogue.
     // With 9 to 64 rows (a decoder step of a batch), the first row tile
-    // reads panel p from memory and the others from L2; the memory would
+    // reads panel p from memory and the others from cache; the memory would
     // idle while they run, so every tile
     // prefetches the line of the next panel that matches the line it reads
     // (the first tile's prefetches miss, the rest hit): the next panel
@@ -528,8 +534,9 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
     // With few rows (decoding), blocks of K: a block of the panel (kBlock
     // rows of P floats) is read from memory by the first row tile and from
     // L1 by the others, so the stream of weights pauses only briefly; tiles
-    // over the whole panel, whose reads are contiguous. With many, one
-    // block: the sums stay in registers over all of K.
+    // over the whole panel, whose reads are contiguous. With many, larger
+    // blocks (kManyBlock), for the same reason: the row tiles after the
+    // first read the block from L1.
     // scf.if (m <= bound) { below } else { above }: the tile's rows done
     // one way or the other.
     auto splitOnRows = [&](OpBuilder &ob, Location ol, int64_t bound,
@@ -556,7 +563,8 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
         },
         [&](OpBuilder &bb, Location bl) {
           if (!panelsMemref)
-            return allRows(bb, bl, tile, k, manyTiles, Prefetch::none);
+            return allRows(bb, bl, tile, kManyBlock, manyTiles,
+                           Prefetch::none);
           // Up to kPrefetchRows rows the next panel is prefetched; with
           // more, the tiles are compute-bound and the prefetches cost more
           // than they hide (and the next K=2048 panel's 256 KB evict this
@@ -564,10 +572,12 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
           return splitOnRows(
               bb, bl, kPrefetchRows,
               [&](OpBuilder &ib, Location il) {
-                return allRows(ib, il, tile, k, manyTiles, Prefetch::nextPanel);
+                return allRows(ib, il, tile, kManyBlock, manyTiles,
+                               Prefetch::nextPanel);
               },
               [&](OpBuilder &ib, Location il) {
-                return allRows(ib, il, tile, k, manyTiles, Prefetch::none);
+                return allRows(ib, il, tile, kManyBlock, manyTiles,
+                               Prefetch::none);
               });
         });
 
