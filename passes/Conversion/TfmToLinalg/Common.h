@@ -111,8 +111,10 @@ Value lastDimAsFloat(OpBuilder &b, Location loc, Value v, Type elt);
 
 /// Elementwise ops and the causal and key-padding masks.
 void populateElementwiseLoweringPatterns(RewritePatternSet &patterns);
-/// Weights, embeddings, positions, heads, caches and slices.
-void populateDataMovementLoweringPatterns(RewritePatternSet &patterns);
+/// Weights, embeddings, positions, heads (copied as vectors of
+/// `vectorWidth` floats), caches and slices.
+void populateDataMovementLoweringPatterns(RewritePatternSet &patterns,
+                                          int64_t vectorWidth);
 /// tfm.matmul, and linears on panels of 4 vectors of `vectorWidth` floats;
 /// bf16 panels through AVX512-BF16's dot product where `bf16Dot`.
 void populateLinearLoweringPatterns(RewritePatternSet &patterns,

@@ -150,9 +150,120 @@ struct PositionEncodingLowering
 // Heads and caches
 //===----------------------------------------------------------------------===//
 
-/// [B, S, H·Dh] -> expand [B, S, H, Dh] -> transpose [B, H, S, Dh]
+/// Rows of (b, s) up to which a head copy runs on one thread: a decoder
+/// step's few rows (2 KB each at the base model's 512) take less time to
+/// copy than threads to fork and join.
+constexpr int64_t kHeadCopySerialRows = 256;
+
+/// Copies the heads between the rows layout [B, S, H·Dh] and the heads
+/// layout [B, H, S, Dh], `toHeads` from the first to the second:
+///   heads[b, h, s, :] = rows[b, s, h·Dh : (h + 1)·Dh]
+/// Dh floats at a time, as vectors of `lanes` (Dh a multiple of `lanes`),
+/// in parallel over b where there are more than kHeadCopySerialRows rows
+/// (a batch's encoder), else in one loop.
+/// (linalg.transpose became a scalar loop on one thread: 3% of the
+/// samples of greedy decoding at batch 32, twice that with the thread that
+/// waited for it.)
+static Value copyHeads(OpBuilder &b, Location loc, Value input,
+                       RankedTensorType type, bool toHeads, int64_t heads,
+                       int64_t headDim, int64_t lanes) {
+  Type elt = type.getElementType();
+  auto vecType = VectorType::get({lanes}, elt);
+  Value zero = floatConstant(b, loc, elt, 0.0);
+  OpFoldResult batch = dimOf(b, loc, input, 0);
+  OpFoldResult seq = dimOf(b, loc, input, toHeads ? 1 : 2);
+  SmallVector<OpFoldResult> outSizes =
+      toHeads ? SmallVector<OpFoldResult>{batch, b.getIndexAttr(heads), seq,
+                                          b.getIndexAttr(headDim)}
+              : SmallVector<OpFoldResult>{batch, seq,
+                                          b.getIndexAttr(heads * headDim)};
+  Value out = emptyTensor(b, loc, outSizes, elt);
+  Value bSize = getValueOrCreateConstantIndexOp(b, loc, batch);
+  Value sSize = getValueOrCreateConstantIndexOp(b, loc, seq);
+
+  // Sentence `bi`'s heads into `dest`: `out` itself (prefix {bi}) or its
+  // slice of sentence bi (no prefix).
+  auto copySentence = [&](OpBuilder &sb, Location sl, Value bi, Value dest,
+                          ArrayRef<Value> prefix) {
+    auto loop = sb.create<scf::ForOp>(
+        sl, indexConstant(sb, sl, 0), sSize, indexConstant(sb, sl, 1),
+        ValueRange{dest},
+        [&](OpBuilder &lb, Location ll, Value si, ValueRange iter) {
+          Value t = iter[0];
+          for (int64_t h = 0; h < heads; ++h)
+            for (int64_t c = 0; c < headDim; c += lanes) {
+              Value hC = indexConstant(lb, ll, h), cC = indexConstant(lb, ll, c);
+              Value rowColumn = indexConstant(lb, ll, h * headDim + c);
+              SmallVector<Value> from =
+                  toHeads ? SmallVector<Value>{bi, si, rowColumn}
+                          : SmallVector<Value>{bi, hC, si, cC};
+              SmallVector<Value> to(prefix);
+              if (toHeads)
+                to.append({hC, si, cC});
+              else
+                to.append({si, rowColumn});
+              Value v = lb.create<vector::TransferReadOp>(
+                  ll, vecType, input, from, zero, ArrayRef<bool>{true});
+              t = lb.create<vector::TransferWriteOp>(ll, v, t, to,
+                                                     ArrayRef<bool>{true})
+                      .getResult();
+            }
+          lb.create<scf::YieldOp>(ll, t);
+        });
+    return loop.getResult(0);
+  };
+
+  Value rows = b.create<arith::MulIOp>(loc, bSize, sSize);
+  Value few = b.create<arith::CmpIOp>(
+      loc, arith::CmpIPredicate::ule, rows,
+      indexConstant(b, loc, kHeadCopySerialRows));
+  auto choice = b.create<scf::IfOp>(
+      loc, few,
+      [&](OpBuilder &sb, Location sl) {
+        auto loop = sb.create<scf::ForOp>(
+            sl, indexConstant(sb, sl, 0), bSize, indexConstant(sb, sl, 1),
+            ValueRange{out},
+            [&](OpBuilder &lb, Location ll, Value bi, ValueRange iter) {
+              lb.create<scf::YieldOp>(
+                  ll, copySentence(lb, ll, bi, iter[0], {bi}));
+            });
+        sb.create<scf::YieldOp>(sl, loop.getResult(0));
+      },
+      [&](OpBuilder &pb, Location pl) {
+        auto forall = pb.create<scf::ForallOp>(
+            pl, ArrayRef<OpFoldResult>{batch}, ValueRange{out}, std::nullopt);
+        pb.create<scf::YieldOp>(pl, forall.getResult(0));
+        OpBuilder::InsertionGuard guard(pb);
+        Block *body = forall.getBody();
+        pb.setInsertionPointToStart(body);
+        Value bi = body->getArgument(0);
+        int64_t rank = type.getRank();
+        SmallVector<OpFoldResult> offsets(rank, pb.getIndexAttr(0));
+        offsets[0] = bi;
+        SmallVector<OpFoldResult> sizes(outSizes);
+        sizes[0] = pb.getIndexAttr(1);
+        SmallVector<int64_t> sliceShape;
+        for (int64_t d = 1; d < rank; ++d)
+          sliceShape.push_back(type.getDimSize(d));
+        auto sliceType = RankedTensorType::get(sliceShape, elt);
+        Value slice = pb.create<tensor::ExtractSliceOp>(
+            pl, sliceType, body->getArguments().back(), offsets, sizes,
+            unitStrides(pb, rank));
+        Value copied = copySentence(pb, pl, bi, slice, {});
+        pb.setInsertionPointToStart(forall.getTerminator().getBody());
+        pb.create<tensor::ParallelInsertSliceOp>(
+            pl, copied, body->getArguments().back(), offsets, sizes,
+            unitStrides(pb, rank));
+      });
+  return choice.getResult(0);
+}
+
+/// [B, S, H·Dh] -> [B, H, S, Dh]: copyHeads where Dh is whole vectors, else
+/// expand [B, S, H, Dh] -> transpose [B, H, S, Dh].
 struct SplitHeadsLowering : public OpConversionPattern<SplitHeadsOp> {
-  using OpConversionPattern::OpConversionPattern;
+  SplitHeadsLowering(MLIRContext *ctx, int64_t lanes)
+      : OpConversionPattern<SplitHeadsOp>(ctx), lanes(lanes) {}
+  int64_t lanes;
 
   LogicalResult
   matchAndRewrite(SplitHeadsOp op, OpAdaptor adaptor,
@@ -161,6 +272,13 @@ struct SplitHeadsLowering : public OpConversionPattern<SplitHeadsOp> {
     RankedTensorType type = op.getType();
     Value x = adaptor.getInput();
     int64_t heads = type.getDimSize(1), headDim = type.getDimSize(3);
+    if (!ShapedType::isDynamic(heads) && !ShapedType::isDynamic(headDim) &&
+        headDim % lanes == 0) {
+      Value y = copyHeads(rewriter, loc, x, type, /*toHeads=*/true, heads,
+                          headDim, lanes);
+      rewriter.replaceOpWithNewOp<tensor::CastOp>(op, type, y);
+      return success();
+    }
     auto expandedType = RankedTensorType::get(
         {tensorTypeOf(x).getDimSize(0), tensorTypeOf(x).getDimSize(1), heads,
          headDim},
@@ -184,15 +302,27 @@ struct SplitHeadsLowering : public OpConversionPattern<SplitHeadsOp> {
   }
 };
 
-/// [B, H, S, Dh] -> transpose [B, S, H, Dh] -> collapse [B, S, H·Dh]
+/// [B, H, S, Dh] -> [B, S, H·Dh]: copyHeads where Dh is static and whole
+/// vectors, else transpose [B, S, H, Dh] -> collapse [B, S, H·Dh].
 struct MergeHeadsLowering : public OpConversionPattern<MergeHeadsOp> {
-  using OpConversionPattern::OpConversionPattern;
+  MergeHeadsLowering(MLIRContext *ctx, int64_t lanes)
+      : OpConversionPattern<MergeHeadsOp>(ctx), lanes(lanes) {}
+  int64_t lanes;
 
   LogicalResult
   matchAndRewrite(MergeHeadsOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value x = adaptor.getInput();
+    RankedTensorType inputType = tensorTypeOf(x);
+    int64_t heads = inputType.getDimSize(1), headDim = inputType.getDimSize(3);
+    if (!ShapedType::isDynamic(heads) && !ShapedType::isDynamic(headDim) &&
+        headDim % lanes == 0 && !op.getType().isDynamicDim(2)) {
+      Value y = copyHeads(rewriter, loc, x, op.getType(), /*toHeads=*/false,
+                          heads, headDim, lanes);
+      rewriter.replaceOpWithNewOp<tensor::CastOp>(op, op.getType(), y);
+      return success();
+    }
     SmallVector<OpFoldResult> sizes = sizesOf(rewriter, loc, x);
     SmallVector<OpFoldResult> outSizes = {sizes[0], sizes[2], sizes[1],
                                           sizes[3]};
@@ -250,8 +380,9 @@ struct SliceLowering : public OpConversionPattern<SliceOp> {
 } // namespace
 
 void mlir::tfm::lowering::populateDataMovementLoweringPatterns(
-    RewritePatternSet &patterns) {
+    RewritePatternSet &patterns, int64_t vectorWidth) {
   patterns.add<WeightLowering, EmbeddingLowering, PositionEncodingLowering,
-               SplitHeadsLowering, MergeHeadsLowering, CacheUpdateLowering,
-               SliceLowering>(patterns.getContext());
+               CacheUpdateLowering, SliceLowering>(patterns.getContext());
+  patterns.add<SplitHeadsLowering, MergeHeadsLowering>(patterns.getContext(),
+                                                       vectorWidth);
 }

@@ -88,7 +88,7 @@ void mlir::tfm::populateTfmToLinalgPatterns(RewritePatternSet &patterns,
                                             int64_t vectorWidth,
                                             bool bf16Dot) {
   lowering::populateElementwiseLoweringPatterns(patterns);
-  lowering::populateDataMovementLoweringPatterns(patterns);
+  lowering::populateDataMovementLoweringPatterns(patterns, vectorWidth);
   lowering::populateLinearLoweringPatterns(patterns, vectorWidth, bf16Dot);
   lowering::populateNormalizationLoweringPatterns(patterns, vectorWidth);
   lowering::populateAttentionLoweringPatterns(patterns, queryBlock, keyBlock,
