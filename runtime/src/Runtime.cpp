@@ -432,24 +432,39 @@ bestExtensions(const float *row, int64_t vocab, float score, int64_t base,
   // tie its later token loses.
   float worstLogit = -std::numeric_limits<float>::infinity();
   auto nextBanned = banned.begin();
-  for (int64_t t = 0; t < vocab; ++t) {
-    if (nextBanned != banned.end() && *nextBanned == t) {
+  // Blocks of 16 logits: a block whose largest is below the worst kept one
+  // adds nothing, and one vector max tells (once `want` are kept, nearly
+  // every block of a 32000-token row): the token-by-token scan took as
+  // long as the log-softmax's two passes.
+  constexpr int64_t kBlock = 16;
+  for (int64_t t0 = 0; t0 < vocab; t0 += kBlock) {
+    int64_t t1 = std::min(vocab, t0 + kBlock);
+    float blockMax = row[t0];
+    for (int64_t t = t0 + 1; t < t1; ++t)
+      blockMax = row[t] > blockMax ? row[t] : blockMax;
+    if (blockMax < worstLogit)
+      continue;
+    while (nextBanned != banned.end() && *nextBanned < t0)
       ++nextBanned;
-      continue;
+    for (int64_t t = t0; t < t1; ++t) {
+      if (nextBanned != banned.end() && *nextBanned == t) {
+        ++nextBanned;
+        continue;
+      }
+      if (row[t] < worstLogit)
+        continue;
+      Candidate c{score + (row[t] - max - logSum), base + t};
+      if (best.size() < want) {
+        best.push_back(c);
+        std::push_heap(best.begin(), best.end(), before);
+      } else if (before(c, best.front())) {
+        std::pop_heap(best.begin(), best.end(), before);
+        best.back() = c;
+        std::push_heap(best.begin(), best.end(), before);
+      }
+      if (best.size() == want)
+        worstLogit = row[best.front().flat - base];
     }
-    if (row[t] < worstLogit)
-      continue;
-    Candidate c{score + (row[t] - max - logSum), base + t};
-    if (best.size() < want) {
-      best.push_back(c);
-      std::push_heap(best.begin(), best.end(), before);
-    } else if (before(c, best.front())) {
-      std::pop_heap(best.begin(), best.end(), before);
-      best.back() = c;
-      std::push_heap(best.begin(), best.end(), before);
-    }
-    if (best.size() == want)
-      worstLogit = row[best.front().flat - base];
   }
   std::sort(best.begin(), best.end(), before);
   return best;
