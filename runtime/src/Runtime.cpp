@@ -127,8 +127,9 @@ static void growHeapInHugePages() {
   char *block = static_cast<char *>(malloc(reserve));
   if (!block)
     return;
-  uintptr_t from = (reinterpret_cast<uintptr_t>(block) + huge - 1) & ~(huge - 1);
-  uintptr_t to = (reinterpret_cast<uintptr_t>(block) + reserve) & ~(huge - 1);
+  uintptr_t start = reinterpret_cast<uintptr_t>(block);
+  uintptr_t from = (start + huge - 1) & ~(huge - 1);
+  uintptr_t to = (start + reserve) & ~(huge - 1);
   madvise(reinterpret_cast<void *>(from), to - from, MADV_HUGEPAGE);
   free(block);
 }
@@ -433,9 +434,9 @@ bestExtensions(const float *row, int64_t vocab, float score, int64_t base,
   float worstLogit = -std::numeric_limits<float>::infinity();
   auto nextBanned = banned.begin();
   // Blocks of 16 logits: a block whose largest is below the worst kept one
-  // adds nothing, and one vector max tells (once `want` are kept, nearly
-  // every block of a 32000-token row): the token-by-token scan took as
-  // long as the log-softmax's two passes.
+  // adds nothing, and its max, a branch-free loop, tells (once `want` are
+  // kept, nearly every block of a 32000-token row): the token-by-token
+  // scan took as long as the log-softmax's two passes.
   constexpr int64_t kBlock = 16;
   for (int64_t t0 = 0; t0 < vocab; t0 += kBlock) {
     int64_t t1 = std::min(vocab, t0 + kBlock);
