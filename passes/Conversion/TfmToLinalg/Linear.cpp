@@ -248,8 +248,9 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
   // in 5.0 ms against 5.5.)
   // (A row of bf16 pairs holds as many bytes as one of f32.)
   const int64_t kBlock = 64, kFewRows = 8, kPrefetchRows = 64;
-  // Rows of a panel per K block when there are more: 32 KiB, which every
-  // row tile then re-reads from L1 rather than L2. (Zen 5, 2 threads, best
+  // Rows of a panel per K block when there are more: 32 KiB (AVX-512) or
+  // 16 KiB (AVX2), which every row tile then re-reads from L1 rather than
+  // L2. (Zen 5, 2 threads, best
   // of 4 runs, GFLOP/s one block -> blocks of 128: 32 x 2048->512 283-288
   // -> 351-359, 1024 x 2048->512 384-405 -> 406-418; with K = 512 within
   // noise; blocks of 256 lost.)
