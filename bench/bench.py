@@ -71,12 +71,13 @@ def run(cmd, out_path, env):
     if not m:
         sys.exit(f"{' '.join(cmd)}: no 'load X s, translate Y s' in its --timing output:\n{err}")
     p = re.search(r"encode ([0-9.]+) s, decode ([0-9.]+) s in (\d+) steps of (\d+) rows in all, "
-                  r"search ([0-9.]+) s, cache moves ([0-9.]+) s", err)
+                  r"search ([0-9.]+) s \(row scans ([0-9.]+) s\), cache moves ([0-9.]+) s", err)
     parts = None
     if p:
         parts = {"encode": float(p.group(1)), "decode": float(p.group(2)),
                  "steps": int(p.group(3)), "row_steps": int(p.group(4)),
-                 "search": float(p.group(5)), "cache_moves": float(p.group(6))}
+                 "search": float(p.group(5)), "row_scans": float(p.group(6)),
+                 "cache_moves": float(p.group(7))}
     return float(m.group(1)), float(m.group(2)), usage.ru_maxrss / 1024, parts
 
 
@@ -319,22 +320,26 @@ def e2e_table(results):
 def parts_table(results):
     """Markdown: where each tfmc translator's time went, per case (its own
     --timing of the median run): the encoder, the decoder steps, the search
-    over their logits and the cache moves (beam reorders, finished rows
-    leaving the batch), and a step's mean time with the search and moves'
-    share of it."""
+    over their logits (of it, the scans of each row's logits: log-softmax
+    and best tokens) and the cache moves (beam reorders, finished rows
+    leaving the batch); a step's mean time, the row scans' share of it, and
+    the share of what search adds around the model (choosing beams, keeping
+    hypotheses, moving caches)."""
     rows = ["| case | engine | steps | rows decoded | encode (s) | decode (s) | search (s) | "
-            "cache moves (s) | ms per step | search + moves of a step |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+            "of it row scans (s) | cache moves (s) | ms per step | row scans of a step | "
+            "beams + moves of a step |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, engine in results["engines"].items():
         for case, r in engine["cases"].items():
             p = r.get("parts")
             if not p or not p["steps"]:
                 continue
-            overhead = p["search"] + p["cache_moves"]
-            step = (p["decode"] + overhead) / p["steps"]
+            total = p["decode"] + p["search"] + p["cache_moves"]
+            beams = p["search"] - p["row_scans"] + p["cache_moves"]
             rows.append(f"| {case} | {name} | {p['steps']} | {p['row_steps']} | {p['encode']:.3f} | "
-                        f"{p['decode']:.3f} | {p['search']:.3f} | {p['cache_moves']:.3f} | "
-                        f"{step * 1e3:.2f} | {overhead / (p['decode'] + overhead):.1%} |")
+                        f"{p['decode']:.3f} | {p['search']:.3f} | {p['row_scans']:.3f} | "
+                        f"{p['cache_moves']:.3f} | {total / p['steps'] * 1e3:.2f} | "
+                        f"{p['row_scans'] / total:.1%} | {beams / total:.1%} |")
     if len(rows) == 2:
         return ""
     return ("\n\n**Where a translator's time goes** (its own `--timing`, the median run)\n\n"

@@ -9,6 +9,7 @@
 #include "tfm/runtime.h"
 
 #include "runtime/src/ModelInfo.h"
+#include "runtime/src/Search.h"
 #include "runtime/src/Status.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
@@ -34,7 +35,13 @@
 #include <unistd.h>
 #include <vector>
 
+using tfm_runtime::bestExtensions;
+using tfm_runtime::before;
+using tfm_runtime::cacheMoves;
+using tfm_runtime::CacheMoves;
+using tfm_runtime::Candidate;
 using tfm_runtime::makeError;
+using tfm_runtime::RowCopy;
 
 namespace {
 
@@ -344,38 +351,6 @@ struct tfm_results_t {
 
 namespace {
 
-/// What log p(x) = x - max - logSum needs of a row of logits. (A plain
-/// struct, not std::pair: clang 19 leaves the pair's constructor undefined
-/// in the target clones below when sanitizing.)
-struct SoftmaxTerms {
-  float max, logSum;
-};
-
-/// max and log(sum exp(x - max)) of one row.
-/// Both loops run in vectors: the max in 8 independent lanes, the sum with
-/// the C library's vector expf (-fveclib=libmvec), accumulated in double
-/// lanes so 32000 terms lose nothing. The runtime is built for any x86-64;
-/// a second copy for AVX2, chosen when the program loads, takes expf 8
-/// lanes at a time instead of 4 (glibc's _ZGVdN8v_expf).
-__attribute__((target_clones("avx2", "default")))
-SoftmaxTerms logSoftmaxTerms(const float *row, int64_t n) {
-  constexpr int64_t kLanes = 8;
-  float lanes[kLanes];
-  std::fill(lanes, lanes + kLanes, row[0]);
-  int64_t whole = n / kLanes * kLanes;
-  for (int64_t i = 0; i < whole; i += kLanes)
-    for (int64_t j = 0; j < kLanes; ++j)
-      lanes[j] = row[i + j] > lanes[j] ? row[i + j] : lanes[j];
-  float max = *std::max_element(lanes, lanes + kLanes);
-  for (int64_t i = whole; i < n; ++i)
-    max = std::max(max, row[i]);
-  double sum = 0;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t i = 0; i < n; ++i)
-    sum += double(std::exp(row[i] - max));
-  return SoftmaxTerms{max, float(std::log(sum))};
-}
-
 /// Adds the seconds since it was made to `total` when it goes.
 class ScopedTimer {
 public:
@@ -396,80 +371,6 @@ private:
 struct SearchError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-
-/// A scored extension of a hypothesis; `flat` = beam * vocab + token.
-struct Candidate {
-  float score;
-  int64_t flat;
-};
-
-/// Candidate order: higher score first, ties to the lower (beam, token).
-bool before(const Candidate &x, const Candidate &y) {
-  return x.score > y.score || (x.score == y.score && x.flat < y.flat);
-}
-
-/// The `want` best extensions of a hypothesis scored `score` by the tokens
-/// of its logits row (`flat` = base + token), skipping the tokens in
-/// `banned` (sorted), best first. Only the kept tokens' log-probabilities
-/// are formed: log p(t) = x[t] - max - log sum exp(x - max).
-/// A `forced` token (-1: none) is the only extension, with log p = 0, as
-/// Hugging Face's forced EOS sets it.
-/// None when the row's logits are not all finite (a NaN or infinity
-/// reaches the normalizer): there is no distribution to search.
-std::optional<std::vector<Candidate>>
-bestExtensions(const float *row, int64_t vocab, float score, int64_t base,
-               size_t want, const std::vector<int32_t> &banned,
-               int32_t forced) {
-  auto [max, logSum] = logSoftmaxTerms(row, vocab);
-  if (!std::isfinite(max) || !std::isfinite(logSum))
-    return std::nullopt;
-  if (forced >= 0)
-    return std::vector<Candidate>{{score, base + forced}};
-  // A heap whose top is the worst kept; the logits' order is the scores'.
-  std::vector<Candidate> best;
-  best.reserve(want + 1);
-  // Once `want` are kept, a logit below the worst kept one's cannot enter:
-  // its score is no higher (adding the same terms is monotonic) and on a
-  // tie its later token loses.
-  float worstLogit = -std::numeric_limits<float>::infinity();
-  auto nextBanned = banned.begin();
-  // Blocks of 16 logits: a block whose largest is below the worst kept one
-  // adds nothing, and its max, a branch-free loop, tells (once `want` are
-  // kept, nearly every block of a 32000-token row): the token-by-token
-  // scan took as long as the log-softmax's two passes.
-  constexpr int64_t kBlock = 16;
-  for (int64_t t0 = 0; t0 < vocab; t0 += kBlock) {
-    int64_t t1 = std::min(vocab, t0 + kBlock);
-    float blockMax = row[t0];
-    for (int64_t t = t0 + 1; t < t1; ++t)
-      blockMax = row[t] > blockMax ? row[t] : blockMax;
-    if (blockMax < worstLogit)
-      continue;
-    while (nextBanned != banned.end() && *nextBanned < t0)
-      ++nextBanned;
-    for (int64_t t = t0; t < t1; ++t) {
-      if (nextBanned != banned.end() && *nextBanned == t) {
-        ++nextBanned;
-        continue;
-      }
-      if (row[t] < worstLogit)
-        continue;
-      Candidate c{score + (row[t] - max - logSum), base + t};
-      if (best.size() < want) {
-        best.push_back(c);
-        std::push_heap(best.begin(), best.end(), before);
-      } else if (before(c, best.front())) {
-        std::pop_heap(best.begin(), best.end(), before);
-        best.back() = c;
-        std::push_heap(best.begin(), best.end(), before);
-      }
-      if (best.size() == want)
-        worstLogit = row[best.front().flat - base];
-    }
-  }
-  std::sort(best.begin(), best.end(), before);
-  return best;
-}
 
 class Translator {
 public:
@@ -586,26 +487,10 @@ void Translator::copyHeads(float *to, int64_t toStride, const float *from,
 
 void Translator::reorderCaches(const std::vector<int64_t> &parents,
                                int64_t length) {
-  // Rows that take another row's cache, and the parents among them whose
-  // own rows are about to be overwritten: only those are staged, the other
-  // parents are copied from directly.
-  std::vector<int64_t> moved;
-  std::vector<bool> overwritten(rows, false);
-  for (int64_t r = 0; r < rows; ++r)
-    if (parents[r] != r) {
-      moved.push_back(r);
-      overwritten[r] = true;
-    }
-  if (moved.empty())
+  CacheMoves moves = cacheMoves(parents);
+  const std::vector<int64_t> &staged = moves.staged;
+  if (moves.copies.empty())
     return;
-  std::vector<int64_t> stageSlot(rows, -1), staged;
-  for (int64_t r : moved) {
-    int64_t p = parents[r];
-    if (overwritten[p] && stageSlot[p] < 0) {
-      stageSlot[p] = int64_t(staged.size());
-      staged.push_back(p);
-    }
-  }
   // Per row and head, positions [0, length) are contiguous.
   int64_t chunk = length * headDim, headStride = capacity * headDim;
   int64_t rowChunk = heads * chunk;
@@ -619,15 +504,13 @@ void Translator::reorderCaches(const std::vector<int64_t> &parents,
       for (size_t i = 0; i < staged.size(); ++i)
         copyHeads(&stage[i * rowChunk], chunk,
                   base + staged[i] * heads * headStride, headStride, chunk);
-      for (int64_t r : moved) {
-        int64_t p = parents[r];
-        if (overwritten[p])
-          copyHeads(base + r * heads * headStride, headStride,
-                    &stage[stageSlot[p] * rowChunk], chunk, chunk);
+      for (const RowCopy &copy : moves.copies)
+        if (copy.staged)
+          copyHeads(base + copy.to * heads * headStride, headStride,
+                    &stage[copy.from * rowChunk], chunk, chunk);
         else
-          copyHeads(base + r * heads * headStride, headStride,
-                    base + p * heads * headStride, headStride, chunk);
-      }
+          copyHeads(base + copy.to * heads * headStride, headStride,
+                    base + copy.from * heads * headStride, headStride, chunk);
     }
   }
 }
@@ -744,6 +627,7 @@ void Translator::run(const int32_t *const *sources, const int32_t *lengths,
     bool eosAllowed = !opts.suppress_eos && step + 1 > opts.min_length;
     bool forceEos = cfg.forced_eos_token_id >= 0 && !opts.suppress_eos;
     std::vector<char> nonFinite(rows, 0);
+    std::optional<ScopedTimer> scanTimer(std::in_place, timing.scan);
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       rowBest[r].clear();
@@ -759,6 +643,7 @@ void Translator::run(const int32_t *const *sources, const int32_t *lengths,
       else
         nonFinite[r] = 1;
     }
+    scanTimer.reset();
     // tfmc refuses non-finite weights, so a NaN here means damaged
     // weights (or an fp32 overflow): never a translation to print.
     for (int64_t r = 0; r < rows; ++r)

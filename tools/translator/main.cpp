@@ -414,6 +414,7 @@ int main(int argc, char **argv) {
       parts.encode += batchTiming.encode;
       parts.decode += batchTiming.decode;
       parts.search += batchTiming.search;
+      parts.scan += batchTiming.scan;
       parts.caches += batchTiming.caches;
       parts.steps += batchTiming.steps;
       parts.row_steps += batchTiming.row_steps;
@@ -479,9 +480,11 @@ int main(int argc, char **argv) {
                  translateSeconds, sentencesDone);
     std::fprintf(stderr,
                  "translator: encode %.4f s, decode %.4f s in %lld steps of "
-                 "%lld rows in all, search %.4f s, cache moves %.4f s\n",
+                 "%lld rows in all, search %.4f s (row scans %.4f s), "
+                 "cache moves %.4f s\n",
                  parts.encode, parts.decode, (long long)parts.steps,
-                 (long long)parts.row_steps, parts.search, parts.caches);
+                 (long long)parts.row_steps, parts.search, parts.scan,
+                 parts.caches);
   }
   return 0;
 }

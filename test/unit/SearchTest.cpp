@@ -1,0 +1,165 @@
+//===- SearchTest.cpp - A search step's row scan and cache moves -*- C++ -*-===//
+//
+// The runtime's one-pass row scan against a plain one (sort every token by
+// score), and its order of cache row moves simulated on row numbers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/src/Search.h"
+
+#include "gtest/gtest.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+
+using tfm_runtime::bestExtensions;
+using tfm_runtime::cacheMoves;
+using tfm_runtime::CacheMoves;
+using tfm_runtime::Candidate;
+using tfm_runtime::RowCopy;
+
+static const float kInf = std::numeric_limits<float>::infinity();
+
+/// The plain scan: log p(t) = x[t] - log sum exp(x) in double for every
+/// token not banned, the `want` largest logits (ties to the lower token).
+static std::vector<Candidate> plainBest(const std::vector<float> &row,
+                                        float score, int64_t base, size_t want,
+                                        const std::vector<int32_t> &banned) {
+  double max = -kInf, sum = 0;
+  for (float x : row)
+    max = std::max<double>(max, x);
+  for (float x : row)
+    sum += std::exp(double(x) - max);
+  std::vector<int64_t> tokens;
+  for (int64_t t = 0; t < int64_t(row.size()); ++t)
+    if (!std::binary_search(banned.begin(), banned.end(), int32_t(t)))
+      tokens.push_back(t);
+  std::stable_sort(tokens.begin(), tokens.end(),
+                   [&](int64_t a, int64_t b) { return row[a] > row[b]; });
+  tokens.resize(std::min(want, tokens.size()));
+  std::vector<Candidate> best;
+  for (int64_t t : tokens)
+    best.push_back({float(score + (double(row[t]) - max - std::log(sum))),
+                    base + t});
+  return best;
+}
+
+TEST(Search, RowScanKeepsTheBestTokensWithTheirLogProbabilities) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> logit(0.0f, 4.0f);
+  // Vocabularies around the scan's blocks (16) and chunks (2048).
+  for (int64_t vocab : {1, 3, 16, 17, 2047, 2048, 2049, 4111, 32000})
+    for (size_t want : {1, 2, 8})
+      for (int trial = 0; trial < 4; ++trial) {
+        std::vector<float> row(vocab);
+        for (float &x : row)
+          x = logit(rng);
+        // Masked tokens, ties and a banned list with the largest logit.
+        if (vocab > 20) {
+          row[5] = -kInf;
+          row[vocab - 1] = row[vocab / 2] = 12.5f;
+        }
+        std::vector<int32_t> banned;
+        if (trial % 2 && vocab > 3) {
+          banned = {0, int32_t(std::max_element(row.begin(), row.end()) -
+                               row.begin())};
+          std::sort(banned.begin(), banned.end());
+          banned.erase(std::unique(banned.begin(), banned.end()),
+                       banned.end());
+        }
+        float score = -1.5f * float(trial);
+        int64_t base = trial * vocab;
+        std::optional<std::vector<Candidate>> got =
+            bestExtensions(row.data(), vocab, score, base, want, banned, -1);
+        ASSERT_TRUE(got) << "vocab " << vocab;
+        std::vector<Candidate> expected =
+            plainBest(row, score, base, want, banned);
+        ASSERT_EQ(got->size(), expected.size()) << "vocab " << vocab;
+        for (size_t i = 0; i < expected.size(); ++i) {
+          EXPECT_EQ((*got)[i].flat, expected[i].flat)
+              << "vocab " << vocab << " rank " << i;
+          EXPECT_NEAR((*got)[i].score, expected[i].score,
+                      1e-5f * std::max(1.0f, std::abs(expected[i].score)))
+              << "vocab " << vocab << " rank " << i;
+        }
+      }
+}
+
+TEST(Search, ForcedTokenIsTheOnlyExtension) {
+  std::vector<float> row(3000, 0.5f);
+  std::optional<std::vector<Candidate>> got =
+      bestExtensions(row.data(), 3000, -2.0f, 6000, 8, {}, 0);
+  ASSERT_TRUE(got);
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ((*got)[0].flat, 6000);
+  EXPECT_EQ((*got)[0].score, -2.0f);
+}
+
+TEST(Search, RowsWithoutADistributionHaveNoExtensions) {
+  for (int64_t vocab : {16, 2049, 32000}) {
+    std::vector<float> masked(vocab, -kInf);
+    EXPECT_FALSE(bestExtensions(masked.data(), vocab, 0, 0, 4, {}, -1));
+    // A NaN or +inf anywhere, even after every other logit is -inf or in a
+    // chunk whose max is below the kept ones'.
+    for (float bad : {std::nanf(""), kInf})
+      for (int64_t at : {int64_t(0), vocab / 2, vocab - 1}) {
+        std::vector<float> row(vocab, 1.0f);
+        row[at] = bad;
+        EXPECT_FALSE(bestExtensions(row.data(), vocab, 0, 0, 4, {}, -1))
+            << "vocab " << vocab << " at " << at;
+        EXPECT_FALSE(bestExtensions(row.data(), vocab, 0, 0, 4, {}, 0))
+            << "vocab " << vocab << " at " << at << " (forced)";
+        masked[at] = bad;
+        EXPECT_FALSE(bestExtensions(masked.data(), vocab, 0, 0, 4, {}, -1));
+        masked[at] = -kInf;
+      }
+  }
+}
+
+/// Row contents after the moves, each row holding its own number before.
+static std::vector<int64_t> applyMoves(const CacheMoves &moves, int64_t rows) {
+  std::vector<int64_t> data(rows), stage;
+  std::iota(data.begin(), data.end(), 0);
+  for (int64_t r : moves.staged)
+    stage.push_back(data[r]);
+  for (const RowCopy &copy : moves.copies)
+    data[copy.to] = copy.staged ? stage[copy.from] : data[copy.from];
+  return data;
+}
+
+TEST(Search, CacheMovesGiveEveryRowItsParent) {
+  std::mt19937 rng(11);
+  for (int64_t rows : {1, 2, 4, 8, 12, 32})
+    for (int trial = 0; trial < 200; ++trial) {
+      std::vector<int64_t> parents(rows);
+      if (trial % 3 == 0) { // a permutation: cycles only
+        std::iota(parents.begin(), parents.end(), 0);
+        std::shuffle(parents.begin(), parents.end(), rng);
+      } else {
+        for (int64_t &p : parents)
+          p = std::uniform_int_distribution<int64_t>(0, rows - 1)(rng);
+      }
+      CacheMoves moves = cacheMoves(parents);
+      EXPECT_EQ(applyMoves(moves, rows), parents);
+      // Each moved row is written once; nothing else is.
+      int64_t moved = 0;
+      for (int64_t r = 0; r < rows; ++r)
+        moved += parents[r] != r;
+      EXPECT_EQ(int64_t(moves.copies.size()), moved);
+    }
+}
+
+TEST(Search, CacheMovesStageOnlyToBreakCycles) {
+  // Beam 4: beam 0 has two children, beam 3 dies; no cycle, nothing staged.
+  CacheMoves chain = cacheMoves({0, 0, 1, 2});
+  EXPECT_TRUE(chain.staged.empty());
+  EXPECT_EQ(applyMoves(chain, 4), (std::vector<int64_t>{0, 0, 1, 2}));
+  // Two beams swap places: one of them is staged.
+  CacheMoves swap = cacheMoves({1, 0, 2, 2});
+  EXPECT_EQ(swap.staged.size(), 1u);
+  EXPECT_EQ(applyMoves(swap, 4), (std::vector<int64_t>{1, 0, 2, 2}));
+  EXPECT_TRUE(cacheMoves({0, 1, 2, 3}).copies.empty());
+}
