@@ -3,6 +3,7 @@
 Face MarianMT layout that tfmc imports.
 
   train.py [--work DIR] [--out DIR] [--minutes M] [--steps N] [options]
+  train.py --init-from MODEL_DIR [--minutes M] [options]
   train.py --export-only [--work DIR] [--out DIR]
 
   1. A shared SentencePiece model (unigram) on the English and German sides
@@ -20,9 +21,19 @@ Face MarianMT layout that tfmc imports.
   3. Every --eval-every steps the development loss; the best checkpoint by
      that loss is kept (WORK/best.pt), the latest too (WORK/last.pt, which
      --resume continues from). Training stops after --steps steps or
-     --minutes minutes of wall clock, whichever comes first.
+     --minutes minutes of wall clock, whichever comes first. SIGTERM stops
+     after the current step as if the time were up (evaluated, saved,
+     exported); SIGUSR1 pauses the run until SIGCONT (to measure something
+     else on the machine), and the pause does not count as training time.
   4. The best checkpoint exported to OUT: config.json, model.safetensors
-     (F16), source.spm = target.spm, vocab.json.
+     (F16), source.spm = target.spm, vocab.json; its metadata says where in
+     the run it was (step, epoch, batch of the epoch, training seconds).
+
+--init-from continues a run from an exported model alone (the committed
+one: optimizer states are not kept in the repository): its architecture,
+weights, SentencePiece model and place in the schedule and batch order, with
+a fresh Adam whose learning rate warms up again to the schedule's over
+--rewarm steps (a warm restart).
 
 Run with /usr/bin/python3 (Debian's python3-torch, python3-sentencepiece).
 Everything is seeded; on the same machine and thread count the run repeats.
@@ -35,6 +46,7 @@ import math
 import os
 import random
 import shutil
+import signal
 import sys
 import time
 
@@ -317,6 +329,29 @@ def export(model, vocab, spm_path, out, meta):
         f.write("\n")
 
 
+def read_exported(model_dir):
+    """What --init-from continues from: {"args": architecture, "weights":
+    state dict, "meta": step, epoch, batch, dev_nll, train_seconds}."""
+    with open(os.path.join(model_dir, "config.json")) as f:
+        c = json.load(f)
+    args = {"d_model": c["d_model"], "heads": c["encoder_attention_heads"],
+            "ffn": c["encoder_ffn_dim"], "encoder_layers": c["encoder_layers"],
+            "decoder_layers": c["decoder_layers"],
+            "max_positions": c["max_position_embeddings"]}
+    path = os.path.join(model_dir, "model.safetensors")
+    header, _ = safetensors_io.read_raw(path)
+    meta = {k: (float(v) if k == "dev_nll" else int(v))
+            for k, v in header["__metadata__"].items() if k != "format"}
+    if "batch" not in meta:
+        if meta["epoch"] != 0:
+            sys.exit(f"{path}: the metadata does not say which batch of epoch "
+                     f"{meta['epoch']} the model stopped at")
+        meta["batch"] = meta["step"]  # in the first epoch, one batch a step
+    weights = {k: torch.from_numpy(v) for k, v in safetensors_io.read(path).items()
+               if not k.endswith("embed_positions.weight")}
+    return {"args": args, "weights": weights, "meta": meta}
+
+
 # ----------------------------------------------------------------------------
 
 
@@ -357,10 +392,18 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--init-from", metavar="MODEL_DIR",
+                    help="continue from an exported model with a fresh optimizer")
+    ap.add_argument("--rewarm", type=int, default=200,
+                    help="steps of learning-rate warmup after --init-from")
     ap.add_argument("--export-only", action="store_true",
                     help="export WORK/best.pt to OUT and stop")
     a = ap.parse_args()
 
+    init = read_exported(a.init_from) if a.init_from else None
+    if init:
+        for key, value in init["args"].items():
+            setattr(a, key, value)
     set_threads(a.threads)
     random.seed(a.seed)
     np.random.seed(a.seed)
@@ -381,7 +424,9 @@ def main():
     train_pairs = read_tsv(os.path.join(a.data, "train.tsv.xz"))
     dev_pairs = read_tsv(os.path.join(a.data, "dev.tsv"))
     log(f"{len(train_pairs)} training pairs, {len(dev_pairs)} development pairs")
-    if not (a.resume and os.path.exists(spm_path)):
+    if init:
+        shutil.copyfile(os.path.join(a.init_from, "source.spm"), spm_path)
+    elif not (a.resume and os.path.exists(spm_path)):
         spm_path = train_spm(train_pairs, a.work, a.vocab, a.seed)
     vocab = Vocab(spm_path)
     a.vocab = vocab.size
@@ -400,11 +445,28 @@ def main():
     log(f"model: {params} parameters")
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.98), eps=1e-9)
 
+    restart = 0  # the step a warm restart began at
+
     def lr_at(step):
-        return a.lr * min(step / a.warmup, math.sqrt(a.warmup / step))
+        rewarm = min(1.0, (step - restart) / a.rewarm) if restart else 1.0
+        return a.lr * min(step / a.warmup, math.sqrt(a.warmup / step)) * rewarm
 
     step, epoch, best, elapsed_before, skip = 0, 0, float("inf"), 0.0, 0
     history = []
+    if init:
+        model.load_state_dict(init["weights"])
+        meta = init["meta"]
+        step = restart = meta["step"]
+        epoch, skip, best = meta["epoch"], meta["batch"], meta["dev_nll"]
+        elapsed_before = meta["train_seconds"]
+        history_path = os.path.join(HERE, "history.json")
+        if os.path.exists(history_path):
+            with open(history_path) as f:
+                history = [tuple(h) for h in json.load(f) if h[0] <= step]
+        log(f"initialized from {a.init_from} at step {step} (epoch {epoch}, batch {skip}), "
+            f"dev nll {best:.4f}; learning rate warms up again over {a.rewarm} steps")
+        torch.save({"model": model.state_dict(), "args": vars(a), "meta": meta},
+                   os.path.join(a.work, "best.pt"))  # until a better one
     if a.resume and os.path.exists(os.path.join(a.work, "last.pt")):
         ckpt = torch.load(os.path.join(a.work, "last.pt"))
         model.load_state_dict(ckpt["model"])
@@ -416,6 +478,21 @@ def main():
         log(f"resumed at step {step}")
 
     started = time.time()
+    paused = [0.0]  # seconds stopped by SIGUSR1 .. SIGCONT
+    stop = [False]
+
+    def pause(signum, frame):
+        t = time.time()
+        log("paused (SIGUSR1); continues on SIGCONT")
+        os.kill(os.getpid(), signal.SIGSTOP)
+        paused[0] += time.time() - t
+        log(f"continued after {time.time() - t:.0f} s")
+
+    def request_stop(signum, frame):
+        log("SIGTERM: stopping after this step")
+        stop[0] = True
+    signal.signal(signal.SIGUSR1, pause)
+    signal.signal(signal.SIGTERM, request_stop)
     model.train()
     window = [0.0, 0.0, 0, 0]  # loss, nll, tokens, steps
     done = False
@@ -437,17 +514,17 @@ def main():
             window[1] += nll.item()
             window[2] += n
             window[3] += 1
-            elapsed = elapsed_before + time.time() - started
+            elapsed = elapsed_before + time.time() - started - paused[0]
             if step % 50 == 0:
                 log(f"step {step} epoch {epoch} lr {lr_at(step):.2e} loss {window[0] / window[2]:.3f} "
                     f"nll {window[1] / window[2]:.3f} {window[2] / window[3]:.0f} tgt tok/step "
                     f"{elapsed / step:.2f} s/step elapsed {elapsed / 60:.1f} min")
                 window = [0.0, 0.0, 0, 0]
-            out_of_time = elapsed >= a.minutes * 60 or step >= a.steps
+            out_of_time = elapsed >= a.minutes * 60 or step >= a.steps or stop[0]
             if step % a.eval_every == 0 or out_of_time:
                 dl = dev_loss(model, dev_ex, vocab.pad)
                 history.append((step, round(elapsed, 1), round(dl, 4)))
-                meta = {"step": step, "epoch": epoch, "dev_nll": round(dl, 4),
+                meta = {"step": step, "epoch": epoch, "batch": bi + 1, "dev_nll": round(dl, 4),
                         "train_seconds": round(elapsed), "params": params}
                 state = {"model": model.state_dict(), "args": vars(a), "meta": meta}
                 if dl < best:
