@@ -6,7 +6,7 @@
                [--suppress-eos] [--batch-size N] [--threads N] [--timing]
                [--dump-first-logits FILE]
                [--input-format text|ids] [--output-format text|ids]
-               [--encode-only] [--precision fp32|bf16]
+               [--encode-only] [--precision fp32|bf16|int8]
 
 The model of a Hugging Face MarianMT-style checkpoint, written directly in
 PyTorch from "Attention is all you need" and independently of the compiler,
@@ -58,6 +58,15 @@ def to_bf16(t):
     return t.to(torch.bfloat16).to(torch.float32)
 
 
+def quantize_rows(t):
+    """(q, scale): each row of t as integers in [-127, 127] and its scale,
+    q = round(t * (127 / max|row|)) ties to even, scale = max|row| / 127
+    (float32 arithmetic); an all-zero row has scale 1 and stays zero."""
+    amax = t.abs().amax(dim=-1, keepdim=True)
+    amax = torch.where(amax > 0, amax, torch.full_like(amax, 127.0))
+    return torch.round(t * (127.0 / amax)), amax / 127.0
+
+
 class Model:
     def __init__(self, model_dir, precision="fp32"):
         with open(os.path.join(model_dir, "config.json")) as f:
@@ -86,6 +95,14 @@ class Model:
         # embeddings, layer norm, attention and the residual stream stay f32.
         self.bf16 = precision == "bf16"
         self.rounded = {}  # weight name -> it in bf16
+        # --precision int8: the weights symmetric per output channel, each
+        # linear's input per row when it is used (quantize_rows); the
+        # integer products summed exactly (as VNNI's int32 sums of u8 x s8
+        # with the inputs shifted by 128 and the shift corrected by the
+        # weights' column sums) and scaled back, (sum * s_x) * s_w[n],
+        # before the bias. The rest stays f32, as with bf16.
+        self.int8 = precision == "int8"
+        self.quantized = {}  # weight name -> (integers, scales)
         act = c["activation_function"]
         self.act = {"relu": torch.relu, "gelu": torch.nn.functional.gelu,
                     "swish": torch.nn.functional.silu, "silu": torch.nn.functional.silu}[act]
@@ -111,7 +128,16 @@ class Model:
         return torch.from_numpy(out)
 
     def product(self, x, w, name):
-        """x · wᵀ in the model's precision; `name` keys w's bf16 copy."""
+        """x · wᵀ in the model's precision; `name` keys w's bf16 or int8
+        copy."""
+        if self.int8:
+            if name not in self.quantized:
+                self.quantized[name] = quantize_rows(w)
+            qw, sw = self.quantized[name]
+            qx, sx = quantize_rows(x)
+            # |sum| <= 127 * 127 * K: exact in float64 for any K here.
+            sums = (qx.double() @ qw.double().T).float()
+            return sums * sx * sw.T
         if not self.bf16:
             return x @ w.T
         if name not in self.rounded:
@@ -357,8 +383,9 @@ def main():
     ap.add_argument("--batch-size", type=int, default=1,
                     help="sentences decoded together (padded); results do not change")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
-                    help="the linears' arithmetic, as tfmc compile --precision")
+    ap.add_argument("--precision", choices=["fp32", "bf16", "int8"], default="fp32",
+                    help="the linears' arithmetic, as tfmc compile --precision "
+                         "(int8: the arithmetic its kernels are to have; tfmc has none yet)")
     ap.add_argument("--timing", action="store_true",
                     help="report load and translation seconds on stderr")
     ap.add_argument("--input-format", choices=["text", "ids"],

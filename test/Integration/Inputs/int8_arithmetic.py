@@ -1,0 +1,44 @@
+"""Checks the reference's int8 arithmetic (reference.py --precision int8):
+the rounding of quantize_rows, zero rows, and that a product is the integer
+sums of the quantized operands scaled back, within the quantization's error
+bound of the f32 product. Prints one line per check that holds."""
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "reference"))
+import reference  # noqa: E402
+
+# Ties to even: with max |row| = 127 the scale is 1 and q = round(x).
+q, s = reference.quantize_rows(torch.tensor([[127.0, 0.5, 1.5, 2.5, -0.5, -126.5]]))
+assert q.tolist() == [[127.0, 0.0, 2.0, 2.0, -0.0, -126.0]], q
+assert s.item() == 1.0
+print("ties to even")
+
+q, s = reference.quantize_rows(torch.zeros(2, 5))
+assert q.abs().sum().item() == 0 and s.flatten().tolist() == [1.0, 1.0]
+print("zero rows stay zero, scale 1")
+
+torch.manual_seed(0)
+x, w = torch.randn(7, 300), torch.randn(33, 300)
+w[5] = 0.0  # an all-zero output channel
+qx, sx = reference.quantize_rows(x)
+qw, sw = reference.quantize_rows(w)
+assert qx.abs().max().item() == 127 and qw.abs().max().item() == 127
+sums = qx.double() @ qw.double().T
+assert torch.equal(sums, torch.round(sums)) and sums.abs().max().item() <= 127 * 127 * 300
+
+model = reference.Model.__new__(reference.Model)
+model.int8, model.bf16, model.quantized = True, False, {}
+got = model.product(x, w, "w")
+assert torch.equal(got, (sums.float() * sx) * sw.T)
+assert got[:, 5].abs().max().item() == 0
+print("product = integer sums * s_x * s_w")
+
+# |x·w - qx·qw sx sw| <= sum |x||w - qw sw| + |x - qx sx||qw sw|, each
+# rounding error at most half a step.
+bound = (x.abs() @ (0.5 * sw).expand(-1, 300).T) + (0.5 * sx) @ (qw * sw).abs().sum(1, keepdim=True).T
+error = (got - x @ w.T).abs()
+assert (error <= bound * 1.0001 + 1e-6).all(), (error - bound).max()
+print(f"within the rounding bound (largest error {error.max().item():.3g}, f32 products up to {(x @ w.T).abs().max().item():.3g})")
