@@ -34,6 +34,7 @@
 #include "bench/micro/peers/Peers.h"
 #include "compiler/Panels.h"
 #include "passes/Passes.h"
+#include "runtime/src/Heap.h"
 #include "runtime/src/ModelInfo.h"
 #include "runtime/src/OneDnnAbi.h"
 
@@ -859,6 +860,9 @@ int main(int argc, char **argv) {
   for (const std::string &b : backends)
     if (!knownBackend(b))
       fail("unknown backend '" + b + "' (tfm-bench --list-backends)");
+  // The kernels allocate their results as in a translator, which reuses
+  // the memory of one call in the next: timed alike.
+  tfm_runtime::prepareHeap();
   for (const std::string &p : precisions)
     if (p != "fp32" && p != "bf16")
       fail("unknown precision '" + p + "': expected fp32 or bf16");

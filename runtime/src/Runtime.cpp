@@ -8,6 +8,7 @@
 
 #include "tfm/runtime.h"
 
+#include "runtime/src/Heap.h"
 #include "runtime/src/ModelInfo.h"
 #include "runtime/src/Search.h"
 #include "runtime/src/Status.h"
@@ -24,7 +25,6 @@
 #include <deque>
 #include <fcntl.h>
 #include <limits>
-#include <malloc.h>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -122,35 +122,11 @@ extern "C" const char *tfm_status_message(tfm_status status) {
 
 extern "C" void tfm_status_free(tfm_status status) { delete status; }
 
-/// Grows malloc's heap by 512 MB of address space marked for transparent
-/// huge pages and frees it again (the heap is never trimmed, see below), so
-/// the compiled code's temporaries, carved from it, fault in 2 MB pages on
-/// first touch: 512 times fewer page faults, which cost the first batch's
-/// encoder a fifth of its time on a 2-vCPU KVM guest (the same as glibc's
-/// `glibc.malloc.hugetlb=1` tunable, which only the environment can set).
-/// Only touched pages count towards the resident size. Done once a process.
-static void growHeapInHugePages() {
-  constexpr size_t reserve = size_t(512) << 20, huge = size_t(2) << 20;
-  char *block = static_cast<char *>(malloc(reserve));
-  if (!block)
-    return;
-  uintptr_t start = reinterpret_cast<uintptr_t>(block);
-  uintptr_t from = (start + huge - 1) & ~(huge - 1);
-  uintptr_t to = (start + reserve) & ~(huge - 1);
-  madvise(reinterpret_cast<void *>(from), to - from, MADV_HUGEPAGE);
-  free(block);
-}
-
 extern "C" tfm_status tfm_model_open(const char *path, tfm_model **out_model) {
   *out_model = nullptr;
-  // The compiled code allocates its temporaries afresh at every step. Keep
-  // freed memory in the process (no mmap per large block, no trimming), so
-  // the next step reuses it instead of faulting fresh pages in, and let the
-  // first touches fault huge pages.
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  static const bool heapGrown = (growHeapInHugePages(), true);
-  (void)heapGrown;
+  // The compiled code allocates its temporaries afresh at every step: the
+  // next step reuses what this one frees.
+  tfm_runtime::prepareHeap();
   std::string name = path;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
