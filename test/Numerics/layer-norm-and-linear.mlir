@@ -20,6 +20,12 @@ func.func @layer_norm(%x: tensor<?x?x?xf32>, %r: tensor<?x?x?xf32>, %g: tensor<?
 // RUN: tfm-run %s --entry=linear_relu --shapes="1x1x64,1x1x256 -> 1x1x256" --compare-decomposed | FileCheck %s
 // RUN: tfm-run %s --entry=linear_relu --shapes="1x1x64,1x1x256 -> 1x1x256" --compare-decomposed --backend=onednn | FileCheck %s
 // RUN: tfm-run %s --entry=linear_relu --shapes="1x1x64,1x1x256 -> 1x1x256" --compare-decomposed --backend=auto | FileCheck %s
+// Many rows in tiles of 6 rows (by 4 vectors with AVX-512, by 2 with AVX2),
+// the rest in pairs and single rows: 33 rows (5 x 6 + 2 + 1) and 70
+// (11 x 6 + 2 x 2).
+// RUN: for s in 3x11 7x10; do for v in 8 16; do tfm-run %s --entry=linear_relu --shapes="${s}x64,${s}x256 -> ${s}x256" --vector-width=$v --compare-decomposed; done; done | FileCheck %s --check-prefix=MANY
+// MANY-COUNT-4: result 0: {{[0-9]+}} values, fused vs decomposed max difference {{.+}} relative (rtol 1e-05): ok
+// MANY-NOT: result
 func.func @linear_relu(%x: tensor<?x?x64xf32>, %r: tensor<?x?x256xf32>) -> tensor<?x?x256xf32> {
   %w = arith.constant dense<0.0625> : tensor<256x64xf32>
   %b = arith.constant dense<-0.5> : tensor<256xf32>

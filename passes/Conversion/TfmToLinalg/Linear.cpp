@@ -230,7 +230,12 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
   int64_t width = panelType.getDimSize(2) / (pairK ? 2 : 1), lanes = width / 4;
   // Tiles of R rows by C vectors, then the rows left in smaller tiles. The
   // accumulators, a broadcast and the weight vectors fit the registers:
-  // 4 x 4 of 32 zmm with AVX-512 (a beam of 4 reads each weight once). With
+  // of 32 zmm with AVX-512, 4 x 4 for few rows (a beam of 4 reads each
+  // weight once) and 6 x 4 for many: 24 accumulators, 4 weight loads and 6
+  // broadcasts per 24 FMAs, where 4 x 4 had 8 loads per 16 (Zen 5, 2
+  // threads, best of 3 runs, GFLOP/s 4 x 4 -> 6 x 4: 32 x 2048->512 293 ->
+  // 329, 32 x 512->2048 314 -> 323, 32 x 512->512 293 -> 309, 1024 x
+  // 512->2048 340 -> 351; 7 x 4 spills and loses a third). With
   // 16 ymm (AVX2), 2 x 4 for few rows, whose reads of the panel are
   // contiguous, and 6 x 2 (two column groups) for many: 12 accumulators
   // hide the FMA latency (8 in flight needed), 2 weight loads and 6
@@ -241,7 +246,7 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
   using TileShape = std::pair<int64_t, int64_t>;
   const TileShape fewTiles[] = {{lanes >= 16 ? 4 : 2, 4}, {1, 4}};
   const TileShape manyTiles[] = {
-      lanes >= 16 ? TileShape{4, 4} : TileShape{6, 2}, {2, 4}, {1, 4}};
+      lanes >= 16 ? TileShape{6, 4} : TileShape{6, 2}, {2, 4}, {1, 4}};
   // Rows of a panel per K block when there are at most kFewRows rows: 8 KiB
   // (AVX2) or 16 KiB (AVX-512), in L1. (4 rows from DRAM, Zen 3: 4 x
   // 512->2048 in 333 us with blocks against 386 without, 4 x 512->32000
