@@ -31,8 +31,9 @@ struct SoftmaxTerms {
 /// Both loops run in vectors: the max in 16 independent lanes, the sum with
 /// the C library's vector expf (-fveclib=libmvec), accumulated in double
 /// lanes so 32000 terms lose nothing. The runtime is built for any x86-64;
-/// copies for AVX-512 and AVX2, chosen when the program loads, take expf 16
-/// or 8 lanes at a time instead of 4 (glibc's _ZGVeN16v_expf, _ZGVdN8v_expf).
+/// copies for AVX-512 and AVX2, chosen when the program loads, take expf 8
+/// lanes at a time instead of 4 (glibc's _ZGVdN8v_expf: LLVM 19 calls no
+/// 16-lane one) and the max 16 or 8.
 __attribute__((target_clones("avx512f", "avx2", "default")))
 float addChunk(SoftmaxTerms &terms, const float *x, int64_t n) {
   constexpr int64_t kLanes = 16;
