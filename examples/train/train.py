@@ -477,6 +477,10 @@ def main():
         skip = ckpt["batch"]  # batches of this epoch already trained on
         log(f"resumed at step {step}")
 
+    # --minutes and --steps count the whole run, the model's past included.
+    if elapsed_before >= a.minutes * 60 or step >= a.steps:
+        sys.exit(f"train.py: the model has trained {elapsed_before / 60:.1f} minutes, "
+                 f"{step} steps already; --minutes and --steps count those too")
     started = time.time()
     paused = [0.0]  # seconds stopped by SIGUSR1 .. SIGCONT
     stop = [False]
