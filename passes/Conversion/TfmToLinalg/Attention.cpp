@@ -307,6 +307,432 @@ static Value vectorQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
   return normalize.getResult(0);
 }
 
+/// The transpose of L vectors of L lanes (rows[i][j] -> result[j][i]) in
+/// log2(L) stages of two-source shuffles: the stage of size s swaps, in
+/// every 2s x 2s block, the upper-right and lower-left s x s blocks
+/// (L·log2(L) shuffles: 64 for 16 x 16).
+static SmallVector<Value> transposeSquare(OpBuilder &b, Location loc,
+                                          SmallVector<Value> rows) {
+  int64_t lanes = rows.size();
+  for (int64_t s = lanes / 2; s >= 1; s /= 2) {
+    // Lanes of concat(rows[i], rows[i + s]) for rows i (bit s clear) and
+    // i + s: lane x of the first takes (x & s) ? rows[i + s][x - s] :
+    // rows[i][x], of the second (x & s) ? rows[i + s][x] : rows[i][x + s].
+    SmallVector<int64_t> upper, lower;
+    for (int64_t x = 0; x < lanes; ++x) {
+      upper.push_back(x & s ? lanes + x - s : x);
+      lower.push_back(x & s ? lanes + x : x + s);
+    }
+    for (int64_t i = 0; i < lanes; ++i) {
+      if (i & s)
+        continue;
+      Value a = rows[i], c = rows[i + s];
+      rows[i] = b.create<vector::ShuffleOp>(loc, a, c, upper);
+      rows[i + s] = b.create<vector::ShuffleOp>(loc, a, c, lower);
+    }
+  }
+  return rows;
+}
+
+/// exp(x) of a vector whose lanes are <= 0 (scores less their running
+/// max), in 15 vector ops where math.exp's general polynomial takes about
+/// 25; to about 1 ulp:
+///   n = round(x·log2 e),  r = x - n·ln 2  (ln 2 in two parts, n·ln2_hi
+///   exact: |r| <= ln2 / 2),  e^r = Σ_{i<=7} r^i / i!  (Horner; the rest
+///   of the series is below 5e-9 of it),  exp(x) = e^r · 2^n
+/// with 2^n written into the exponent bits. x is clamped to -87 first, so
+/// that 2^n stays normal: below it the result is ~1.6e-38 instead of
+/// smaller, which against a softmax sum >= 1 (the max's own term) is
+/// nothing; masked lanes are selected away by the caller.
+static Value expOfNonPositive(OpBuilder &b, Location loc, Value x) {
+  auto type = cast<VectorType>(x.getType());
+  auto intType = VectorType::get(type.getShape(), b.getI32Type());
+  auto splat = [&](double v) { return floatConstant(b, loc, type, v); };
+  x = b.create<arith::MaximumFOp>(loc, x, splat(-87.0));
+  Value n = b.create<math::RoundEvenOp>(
+      loc, b.create<arith::MulFOp>(loc, x, splat(M_LOG2E)));
+  Value r = b.create<math::FmaOp>(loc, n, splat(-0.693359375), x);
+  r = b.create<math::FmaOp>(loc, n, splat(2.12194440e-4), r);
+  Value poly = splat(1.0 / 5040);
+  for (double coefficient :
+       {1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0})
+    poly = b.create<math::FmaOp>(loc, poly, r, splat(coefficient));
+  Value bits = b.create<arith::ShLIOp>(
+      loc,
+      b.create<arith::AddIOp>(
+          loc, b.create<arith::FPToSIOp>(loc, intType, n),
+          b.create<arith::ConstantOp>(
+              loc, DenseElementsAttr::get(intType, b.getI32IntegerAttr(127)))),
+      b.create<arith::ConstantOp>(
+          loc, DenseElementsAttr::get(intType, b.getI32IntegerAttr(23))));
+  return b.create<arith::MulFOp>(loc, poly,
+                                 b.create<arith::BitcastOp>(loc, type, bits));
+}
+
+/// Vectors of scores per query and key block in the register-tiled kernel:
+/// 64 keys with AVX-512.
+constexpr int64_t kTiledKeyVectors = 4;
+/// Query blocks of fewer queries take the one-query kernel: transposing a
+/// key block costs about what 8 queries' products with it cost.
+constexpr int64_t kTiledMinQueries = 16;
+/// Vector registers the tiled kernel's accumulators may take (of 32).
+constexpr int64_t kTiledAccumulators = 24;
+
+/// Queries per group of the tiled kernel, R: a group's score tile (R x 4
+/// vectors) and output tile (R x Dv/L vectors) fit the accumulators.
+static int64_t tiledGroupRows(int64_t dv, int64_t lanes) {
+  int64_t widest =
+      std::max<int64_t>(kTiledKeyVectors, llvm::divideCeil(dv, lanes));
+  return std::max<int64_t>(1, kTiledAccumulators / widest);
+}
+
+/// The register-tiled form of vectorQueryBlock, for blocks of many queries.
+/// Each block of B = 4L keys is transposed once into kT [D, B], then
+/// visited by groups of R = tiledGroupRows queries (the last group's
+/// missing rows repeat the block's last query, and are dropped) with two
+/// micro-GEMMs whose tiles stay in registers:
+///   s[r, j] = Σ_c qT[c, r]·kT[c, j]       (per c: 4 loads, R broadcasts,
+///                                          4R FMAs; qT = scale·Qᵀ, packed
+///                                          once per query block)
+///   s = -inf where k0 + j >= end_r        (as in vectorQueryBlock)
+///   m' = max(m, max_j s);  p = exp(s - m');  c = exp(m - m')
+///   l' = l·c + Σ p;        P[r, j] = p (a scratch tile)
+///   O[r] = O[r]·c + Σ_j P[r, j]·V[k0 + j]   (per key: Dv/L loads, R
+///                                          broadcasts, R·Dv/L FMAs)
+/// and finally O / Σ l, written to `tile` [qs, Dv]. m' is taken as 0 in
+/// the subtractions while it is -inf (no key seen yet), so that p and c
+/// are 0 rather than NaN.
+static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
+                             Value v, ValueRange lead, Value q0, Value qs,
+                             int64_t maxQueries, Value keyEnd, Value shift,
+                             bool causal, double scale, int64_t lanes,
+                             Value tile) {
+  int64_t rank = tensorTypeOf(q).getRank();
+  int64_t d = tensorTypeOf(q).getDimSize(rank - 1);
+  int64_t dv = tensorTypeOf(v).getDimSize(rank - 1);
+  Type elt = tensorTypeOf(q).getElementType();
+  auto vecType = VectorType::get({lanes}, elt);
+  auto i32Vec = VectorType::get({lanes}, b.getI32Type());
+  int64_t chunks = llvm::divideCeil(d, lanes);
+  int64_t outChunks = llvm::divideCeil(dv, lanes);
+  int64_t rows = tiledGroupRows(dv, lanes);
+  int64_t keyVectors = kTiledKeyVectors;
+  int64_t keyBlock = keyVectors * lanes;
+  Value fzero = floatConstant(b, loc, elt, 0.0);
+  Value zero = indexConstant(b, loc, 0), one = indexConstant(b, loc, 1);
+  auto c = [&](OpBuilder &cb, Location cl, int64_t value) {
+    return indexConstant(cb, cl, value);
+  };
+  // The batch row's [S, D] of Q, K and V, as views: the loops then index
+  // them from one base address.
+  auto rowOf = [&](Value t) -> Value {
+    auto type = tensorTypeOf(t);
+    SmallVector<OpFoldResult> offsets(lead.begin(), lead.end()), sizes;
+    offsets.append(2, b.getIndexAttr(0));
+    sizes.append(rank - 2, b.getIndexAttr(1));
+    sizes.push_back(dimOf(b, loc, t, rank - 2));
+    sizes.push_back(b.getIndexAttr(type.getDimSize(rank - 1)));
+    auto rowType =
+        RankedTensorType::get({ShapedType::kDynamic, type.getDimSize(rank - 1)},
+                              type.getElementType());
+    return b.create<tensor::ExtractSliceOp>(loc, rowType, t, offsets, sizes,
+                                            unitStrides(b, rank));
+  };
+  q = rowOf(q);
+  k = rowOf(k);
+  v = rowOf(v);
+  auto read = [&](OpBuilder &rb, Location rl, Value t, ValueRange indices,
+                  bool whole) -> Value {
+    return rb.create<vector::TransferReadOp>(rl, vecType, t, indices, fzero,
+                                             ArrayRef<bool>{whole});
+  };
+  auto write = [&](OpBuilder &wb, Location wl, Value value, Value t,
+                   ValueRange indices, bool whole) -> Value {
+    return wb
+        .create<vector::TransferWriteOp>(wl, value, t, indices,
+                                         ArrayRef<bool>{whole})
+        .getResult();
+  };
+  auto endOf = [&](OpBuilder &eb, Location el, Value query) -> Value {
+    if (!causal)
+      return keyEnd;
+    Value visible = eb.create<arith::AddIOp>(
+        el, eb.create<arith::AddIOp>(el, query, shift), one);
+    visible = eb.create<arith::MaxSIOp>(el, visible, zero);
+    return eb.create<arith::MinSIOp>(el, keyEnd, visible);
+  };
+  SmallVector<int32_t> laneIds;
+  for (int64_t j = 0; j < lanes; ++j)
+    laneIds.push_back(int32_t(j));
+  Value laneIndex = b.create<arith::ConstantOp>(
+      loc, DenseElementsAttr::get(i32Vec, ArrayRef<int32_t>(laneIds)));
+  Value scaleVec = floatConstant(b, loc, vecType, scale);
+  Value ninfVec = floatConstant(b, loc, vecType, -INFINITY);
+  Value zeroVec = floatConstant(b, loc, vecType, 0.0);
+  Value ninf = floatConstant(b, loc, elt, -INFINITY);
+
+  // Rows rounded up to whole groups: O, m and l.
+  Value lastQuery =
+      b.create<arith::SubIOp>(loc, b.create<arith::AddIOp>(loc, q0, qs), one);
+  Value padded = b.create<arith::MulIOp>(
+      loc, b.create<arith::CeilDivUIOp>(loc, qs, c(b, loc, rows)),
+      c(b, loc, rows));
+  Value acc = filled(b, loc, {padded, b.getIndexAttr(dv)}, elt, 0.0);
+  Value rowMax = filled(b, loc, {padded}, elt, -INFINITY);
+  Value rowSum = filled(b, loc, {padded, b.getIndexAttr(lanes)}, elt, 0.0);
+  Value kT =
+      emptyTensor(b, loc, {b.getIndexAttr(d), b.getIndexAttr(keyBlock)}, elt);
+  // qT[c, i] = scale·Q[q0 + i, c], for i < padded (<= maxQueries rounded up
+  // to groups, then to squares): a row's R queries are one line.
+  int64_t qWidth = llvm::alignTo(llvm::alignTo(maxQueries, rows), lanes);
+  Value qT =
+      emptyTensor(b, loc, {b.getIndexAttr(d), b.getIndexAttr(qWidth)}, elt);
+  Value pT = emptyTensor(b, loc,
+                         {b.getIndexAttr(rows), b.getIndexAttr(keyBlock)}, elt);
+  // The last query sees the most keys.
+  Value blockEnd = endOf(b, loc, lastQuery);
+  Value lastKey = b.create<arith::SubIOp>(loc, blockEnd, one);
+
+  // Transposes L rows of `source` at a time (rows past `lastRow` read as
+  // it) into `packed` [D, W] from column j0, each vector times `factor`.
+  auto packSquares = [&](OpBuilder &pb, Location pl, Value source, Value first,
+                         Value lastRow, Value packed, Value j0, Value factor) {
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+      bool whole = (ch + 1) * lanes <= d;
+      SmallVector<Value> sourceRows;
+      for (int64_t j = 0; j < lanes; ++j) {
+        Value row = pb.create<arith::MinSIOp>(
+            pl, pb.create<arith::AddIOp>(pl, first, c(pb, pl, j)), lastRow);
+        sourceRows.push_back(read(
+            pb, pl, source, ValueRange{row, c(pb, pl, ch * lanes)}, whole));
+      }
+      SmallVector<Value> columns = transposeSquare(pb, pl, sourceRows);
+      for (int64_t x = 0; x < lanes && ch * lanes + x < d; ++x) {
+        Value column = columns[x];
+        if (factor)
+          column = pb.create<arith::MulFOp>(pl, column, factor);
+        packed = write(pb, pl, column, packed, {c(pb, pl, ch * lanes + x), j0},
+                       true);
+      }
+    }
+    return packed;
+  };
+  qT = b.create<scf::ForOp>(
+            loc, zero, padded, c(b, loc, lanes), ValueRange{qT},
+            [&](OpBuilder &pb, Location pl, Value j0, ValueRange iter) {
+              pb.create<scf::YieldOp>(
+                  pl,
+                  packSquares(pb, pl, q, pb.create<arith::AddIOp>(pl, q0, j0),
+                              lastQuery, iter[0], j0, scaleVec));
+            })
+           .getResult(0);
+
+  auto keyBlocks = b.create<scf::ForOp>(
+      loc, zero, blockEnd, c(b, loc, keyBlock),
+      ValueRange{acc, rowMax, rowSum, kT, pT},
+      [&](OpBuilder &bb, Location bl, Value k0, ValueRange blockIter) {
+        // kT[c, j] = K[k0 + j, c], per L x L square (keys past the last
+        // are read as the last: their scores are masked)
+        auto pack = bb.create<scf::ForOp>(
+            bl, zero, c(bb, bl, keyBlock), c(bb, bl, lanes),
+            ValueRange{blockIter[3]},
+            [&](OpBuilder &pb, Location pl, Value j0, ValueRange packIter) {
+              pb.create<scf::YieldOp>(
+                  pl,
+                  packSquares(pb, pl, k, pb.create<arith::AddIOp>(pl, k0, j0),
+                              lastKey, packIter[0], j0, Value()));
+            });
+        Value packed = pack.getResult(0);
+        auto groups = bb.create<scf::ForOp>(
+            bl, zero, padded, c(bb, bl, rows),
+            ValueRange{blockIter[0], blockIter[1], blockIter[2], blockIter[4]},
+            [&](OpBuilder &gb, Location gl, Value i0, ValueRange groupIter) {
+              Value first = gb.create<arith::AddIOp>(gl, q0, i0);
+              Value groupEnd = endOf(
+                  gb, gl,
+                  gb.create<arith::MinSIOp>(
+                      gl,
+                      gb.create<arith::AddIOp>(gl, first, c(gb, gl, rows - 1)),
+                      lastQuery));
+              Value visits = gb.create<arith::CmpIOp>(
+                  gl, arith::CmpIPredicate::slt, k0, groupEnd);
+              auto visit = gb.create<scf::IfOp>(
+                  gl, visits,
+                  [&](OpBuilder &vb, Location vl) {
+                    Value t = groupIter[0], mT = groupIter[1],
+                          lT = groupIter[2], p = groupIter[3];
+                    SmallVector<Value> local, queries;
+                    for (int64_t r = 0; r < rows; ++r) {
+                      local.push_back(
+                          vb.create<arith::AddIOp>(vl, i0, c(vb, vl, r)));
+                      queries.push_back(vb.create<arith::MinSIOp>(
+                          vl, vb.create<arith::AddIOp>(vl, first, c(vb, vl, r)),
+                          lastQuery));
+                    }
+                    // S = Q·kT over the group's rows
+                    SmallVector<Value> zeros(rows * keyVectors, zeroVec);
+                    auto scores = vb.create<scf::ForOp>(
+                        vl, zero, c(vb, vl, d), one, zeros,
+                        [&](OpBuilder &sb, Location sl, Value col,
+                            ValueRange acc) {
+                          SmallVector<Value> keys, next(acc);
+                          for (int64_t x = 0; x < keyVectors; ++x)
+                            keys.push_back(read(sb, sl, packed,
+                                                {col, c(sb, sl, x * lanes)},
+                                                true));
+                          for (int64_t r = 0; r < rows; ++r) {
+                            Value qb = sb.create<vector::BroadcastOp>(
+                                sl, vecType,
+                                sb.create<tensor::ExtractOp>(
+                                    sl, qT, ValueRange{col, local[r]}));
+                            for (int64_t x = 0; x < keyVectors; ++x)
+                              next[r * keyVectors + x] =
+                                  sb.create<vector::FMAOp>(
+                                      sl, qb, keys[x],
+                                      next[r * keyVectors + x]);
+                          }
+                          sb.create<scf::YieldOp>(sl, next);
+                        });
+                    // The online softmax of each row; P to the scratch tile
+                    SmallVector<Value> corrs;
+                    for (int64_t r = 0; r < rows; ++r) {
+                      Value endVec = vb.create<vector::BroadcastOp>(
+                          vl, i32Vec,
+                          vb.create<arith::IndexCastOp>(
+                              vl, vb.getI32Type(), endOf(vb, vl, queries[r])));
+                      SmallVector<Value> s, seen;
+                      Value blockMax;
+                      for (int64_t x = 0; x < keyVectors; ++x) {
+                        Value ids = vb.create<arith::AddIOp>(
+                            vl,
+                            vb.create<vector::BroadcastOp>(
+                                vl, i32Vec,
+                                vb.create<arith::IndexCastOp>(
+                                    vl, vb.getI32Type(),
+                                    vb.create<arith::AddIOp>(
+                                        vl, k0, c(vb, vl, x * lanes)))),
+                            laneIndex);
+                        seen.push_back(vb.create<arith::CmpIOp>(
+                            vl, arith::CmpIPredicate::slt, ids, endVec));
+                        s.push_back(vb.create<arith::SelectOp>(
+                            vl, seen[x], scores.getResult(r * keyVectors + x),
+                            ninfVec));
+                        blockMax = blockMax ? vb.create<arith::MaximumFOp>(
+                                                  vl, blockMax, s[x])
+                                            : s[x];
+                      }
+                      Value m = vb.create<tensor::ExtractOp>(vl, mT, local[r]);
+                      Value mNew = vb.create<arith::MaximumFOp>(
+                          vl, m,
+                          vb.create<vector::ReductionOp>(
+                              vl, vector::CombiningKind::MAXIMUMF, blockMax));
+                      Value mSafe = vb.create<arith::SelectOp>(
+                          vl,
+                          vb.create<arith::CmpFOp>(
+                              vl, arith::CmpFPredicate::OEQ, mNew, ninf),
+                          fzero, mNew);
+                      Value mSafeVec =
+                          vb.create<vector::BroadcastOp>(vl, vecType, mSafe);
+                      Value corr = expOfNonPositive(
+                          vb, vl,
+                          vb.create<arith::SubFOp>(
+                              vl,
+                              vb.create<vector::BroadcastOp>(vl, vecType, m),
+                              mSafeVec));
+                      Value l = vb.create<arith::MulFOp>(
+                          vl, read(vb, vl, lT, {local[r], zero}, true), corr);
+                      for (int64_t x = 0; x < keyVectors; ++x) {
+                        Value px = vb.create<arith::SelectOp>(
+                            vl, seen[x],
+                            expOfNonPositive(
+                                vb, vl,
+                                vb.create<arith::SubFOp>(vl, s[x], mSafeVec)),
+                            zeroVec);
+                        l = vb.create<arith::AddFOp>(vl, l, px);
+                        p = write(vb, vl, px, p,
+                                  {c(vb, vl, r), c(vb, vl, x * lanes)}, true);
+                      }
+                      lT = write(vb, vl, l, lT, {local[r], zero}, true);
+                      mT = vb.create<tensor::InsertOp>(vl, mNew, mT, local[r]);
+                      corrs.push_back(corr);
+                    }
+                    // O = O·c + P·V over the keys any row of the group sees
+                    SmallVector<Value> out;
+                    for (int64_t r = 0; r < rows; ++r)
+                      for (int64_t ch = 0; ch < outChunks; ++ch)
+                        out.push_back(vb.create<arith::MulFOp>(
+                            vl,
+                            read(vb, vl, t, {local[r], c(vb, vl, ch * lanes)},
+                                 (ch + 1) * lanes <= dv),
+                            corrs[r]));
+                    Value keys = vb.create<arith::MinSIOp>(
+                        vl, c(vb, vl, keyBlock),
+                        vb.create<arith::SubIOp>(vl, groupEnd, k0));
+                    auto values = vb.create<scf::ForOp>(
+                        vl, zero, keys, one, out,
+                        [&](OpBuilder &ob, Location ol, Value j,
+                            ValueRange acc) {
+                          Value key = ob.create<arith::AddIOp>(ol, k0, j);
+                          SmallVector<Value> vv, next(acc);
+                          for (int64_t ch = 0; ch < outChunks; ++ch)
+                            vv.push_back(
+                                read(ob, ol, v,
+                                     ValueRange{key, c(ob, ol, ch * lanes)},
+                                     (ch + 1) * lanes <= dv));
+                          for (int64_t r = 0; r < rows; ++r) {
+                            Value pb = ob.create<vector::BroadcastOp>(
+                                ol, vecType,
+                                ob.create<tensor::ExtractOp>(
+                                    ol, p, ValueRange{c(ob, ol, r), j}));
+                            for (int64_t ch = 0; ch < outChunks; ++ch)
+                              next[r * outChunks + ch] =
+                                  ob.create<vector::FMAOp>(
+                                      ol, pb, vv[ch], next[r * outChunks + ch]);
+                          }
+                          ob.create<scf::YieldOp>(ol, next);
+                        });
+                    for (int64_t r = 0; r < rows; ++r)
+                      for (int64_t ch = 0; ch < outChunks; ++ch)
+                        t = write(vb, vl, values.getResult(r * outChunks + ch),
+                                  t, {local[r], c(vb, vl, ch * lanes)},
+                                  (ch + 1) * lanes <= dv);
+                    vb.create<scf::YieldOp>(vl, ValueRange{t, mT, lT, p});
+                  },
+                  [&](OpBuilder &vb, Location vl) {
+                    vb.create<scf::YieldOp>(vl, groupIter);
+                  });
+              gb.create<scf::YieldOp>(gl, visit.getResults());
+            });
+        bb.create<scf::YieldOp>(
+            bl, ValueRange{groups.getResult(0), groups.getResult(1),
+                           groups.getResult(2), packed, groups.getResult(3)});
+      });
+
+  // tile = O / Σ l, query by query
+  Value out = keyBlocks.getResult(0), sums = keyBlocks.getResult(2);
+  auto normalize = b.create<scf::ForOp>(
+      loc, zero, qs, one, ValueRange{tile},
+      [&](OpBuilder &rb, Location rl, Value i, ValueRange iter) {
+        Value sum =
+            rb.create<vector::ReductionOp>(rl, vector::CombiningKind::ADD,
+                                           read(rb, rl, sums, {i, zero}, true));
+        Value inv = rb.create<vector::BroadcastOp>(
+            rl, vecType,
+            rb.create<arith::DivFOp>(rl, floatConstant(rb, rl, elt, 1.0), sum));
+        Value t = iter[0];
+        for (int64_t ch = 0; ch < outChunks; ++ch) {
+          bool whole = (ch + 1) * lanes <= dv;
+          Value index = c(rb, rl, ch * lanes);
+          t = write(rb, rl,
+                    rb.create<arith::MulFOp>(
+                        rl, read(rb, rl, out, {i, index}, whole), inv),
+                    t, {i, index}, whole);
+        }
+        rb.create<scf::YieldOp>(rl, t);
+      });
+  return normalize.getResult(0);
+}
+
 /// FlashAttention on [N, Sq, D] x [N, Sk, D] x [N, Sk, Dv]: for each batch
 /// row n and block of queries, visit key blocks [k0, k0 + bk) in turn:
 ///   S = scale · Q_blk·K_blkᵀ (causal: -inf where k0 + j > q0 + i + Sk - Sq)
@@ -398,9 +824,37 @@ struct AttentionLowering : public OpConversionPattern<AttentionOp> {
         // Written in place: the rows of the shared output.
         Value init = rowTile(rewriter, loc, body->getArguments().back(), row,
                              q0, qs, dv);
-        tile = vectorQueryBlock(rewriter, loc, adaptor.getQuery(),
-                                adaptor.getKey(), adaptor.getValue(), lead, q0,
-                                qs, kEnd, shift, causal, scale, lanes, init);
+        auto oneQueryAtATime = [&](OpBuilder &ob, Location ol) {
+          return vectorQueryBlock(ob, ol, adaptor.getQuery(), adaptor.getKey(),
+                                  adaptor.getValue(), lead, q0, qs, kEnd, shift,
+                                  causal, scale, lanes, init);
+        };
+        // Blocks of many queries take the register-tiled kernel; decoder
+        // steps (one query) and other small blocks the one-query kernel.
+        int64_t staticQueries = type.getDimSize(rank - 2);
+        if (!ShapedType::isDynamic(staticQueries) &&
+            staticQueries < kTiledMinQueries) {
+          tile = oneQueryAtATime(rewriter, loc);
+        } else {
+          Value many = rewriter.create<arith::CmpIOp>(
+              loc, arith::CmpIPredicate::uge, qs,
+              indexConstant(rewriter, loc, kTiledMinQueries));
+          tile = rewriter
+                     .create<scf::IfOp>(
+                         loc, many,
+                         [&](OpBuilder &tb, Location tl) {
+                           tb.create<scf::YieldOp>(
+                               tl, tiledQueryBlock(tb, tl, adaptor.getQuery(),
+                                                   adaptor.getKey(),
+                                                   adaptor.getValue(), lead, q0,
+                                                   qs, queryBlock, kEnd, shift,
+                                                   causal, scale, lanes, init));
+                         },
+                         [&](OpBuilder &ob, Location ol) {
+                           ob.create<scf::YieldOp>(ol, oneQueryAtATime(ob, ol));
+                         })
+                     .getResult(0);
+        }
       } else {
         if (causal) {
           // last query of the block sees keys up to q0 + qs - 1 + Sk - Sq
