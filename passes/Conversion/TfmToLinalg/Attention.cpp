@@ -494,27 +494,42 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
   Value lastKey = b.create<arith::SubIOp>(loc, blockEnd, one);
 
   // Transposes L rows of `source` at a time (rows past `lastRow` read as
-  // it) into `packed` [D, W] from column j0, each vector times `factor`.
+  // it) into `packed` [D, W] from column j0, each vector times `factor`;
+  // a loop over the squares of D where L divides it (less code to compile).
   auto packSquares = [&](OpBuilder &pb, Location pl, Value source, Value first,
                          Value lastRow, Value packed, Value j0, Value factor) {
-    for (int64_t ch = 0; ch < chunks; ++ch) {
-      bool whole = (ch + 1) * lanes <= d;
+    auto square = [&](OpBuilder &sb, Location sl, Value column, bool whole,
+                      int64_t width, Value into) {
       SmallVector<Value> sourceRows;
       for (int64_t j = 0; j < lanes; ++j) {
-        Value row = pb.create<arith::MinSIOp>(
-            pl, pb.create<arith::AddIOp>(pl, first, c(pb, pl, j)), lastRow);
-        sourceRows.push_back(read(
-            pb, pl, source, ValueRange{row, c(pb, pl, ch * lanes)}, whole));
+        Value row = sb.create<arith::MinSIOp>(
+            sl, sb.create<arith::AddIOp>(sl, first, c(sb, sl, j)), lastRow);
+        sourceRows.push_back(
+            read(sb, sl, source, ValueRange{row, column}, whole));
       }
-      SmallVector<Value> columns = transposeSquare(pb, pl, sourceRows);
-      for (int64_t x = 0; x < lanes && ch * lanes + x < d; ++x) {
-        Value column = columns[x];
+      SmallVector<Value> columns = transposeSquare(sb, sl, sourceRows);
+      for (int64_t x = 0; x < width; ++x) {
+        Value vector = columns[x];
         if (factor)
-          column = pb.create<arith::MulFOp>(pl, column, factor);
-        packed = write(pb, pl, column, packed, {c(pb, pl, ch * lanes + x), j0},
-                       true);
+          vector = sb.create<arith::MulFOp>(sl, vector, factor);
+        into = write(
+            sb, sl, vector, into,
+            {sb.create<arith::AddIOp>(sl, column, c(sb, sl, x)), j0}, true);
       }
-    }
+      return into;
+    };
+    if (d % lanes == 0)
+      return pb
+          .create<scf::ForOp>(
+              pl, zero, c(pb, pl, d), c(pb, pl, lanes), ValueRange{packed},
+              [&](OpBuilder &sb, Location sl, Value column, ValueRange iter) {
+                sb.create<scf::YieldOp>(
+                    sl, square(sb, sl, column, true, lanes, iter[0]));
+              })
+          .getResult(0);
+    for (int64_t ch = 0; ch < chunks; ++ch)
+      packed = square(pb, pl, c(pb, pl, ch * lanes), (ch + 1) * lanes <= d,
+                      std::min(lanes, d - ch * lanes), packed);
     return packed;
   };
   qT = b.create<scf::ForOp>(
