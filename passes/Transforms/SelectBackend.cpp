@@ -30,14 +30,16 @@ using namespace mlir::tfm;
 //   1024x512->32000, which no translation runs, trails: 102 vs 145). One
 //   layout then serves every row count, and the weights file holds one
 //   copy of each matrix.
-// - Attention: ours, fused, wherever the vector FlashAttention kernel
-//   takes it (f32, static head sizes: every model's). `tfm-bench`, AMD Zen
-//   3, 1 thread, GFLOP/s fused vs spelled out on oneDNN's batched matmuls:
-//   encoder self-attention over 64 tokens 36 vs 39, 256 tokens 38 vs 17,
-//   512 tokens 38 vs 14, 32 tokens x 32 sentences 28 vs 16; a decoder
-//   step over a cache of 32 12.6 vs 2.5, of 256 18 vs 9.5, of 32 x 32
-//   sentences 15 vs 5.4. Other attention ops (dynamic head sizes) are
-//   spelled out so that oneDNN runs their products.
+// - Attention: ours, fused, wherever the vector FlashAttention kernels
+//   take it (f32, static head sizes: every model's). `tfm-bench`, AMD Zen
+//   5, 2 threads, GFLOP/s fused vs spelled out on oneDNN's batched
+//   matmuls (bench/results/2026-12-02-zen5-attention.md): encoder
+//   self-attention over 32 tokens 106 vs 94.6, 64 tokens 216 vs 154, 256
+//   tokens 227 vs 173, 512 tokens 258 vs 112, 32 tokens x 32 sentences
+//   81.6 vs 69.5; a decoder step over a cache of 32 11 vs 2.7, of 256 49
+//   vs 12.7, of 32 x 32 sentences 43.6 vs 17.6. Other attention ops
+//   (dynamic head sizes) are spelled out so that oneDNN runs their
+//   products.
 // - Layer norm: ours where its last axis is static f32 (every checkpoint's):
 //   the vector kernel (per row mean, centered variance and the normalized
 //   row in vectors; a few rows without threads) against oneDNN's
