@@ -62,6 +62,29 @@ static Value transposeSum(OpBuilder &b, Location loc, SmallVector<Value> accs,
   return accs.front();
 }
 
+/// The end of the keys query `query` sees: end = min(len, query + Sk - Sq
+/// + 1) with causality (shift = Sk - Sq), else len (`keyEnd`).
+static Value visibleEnd(OpBuilder &b, Location loc, Value query, Value keyEnd,
+                        Value shift, bool causal) {
+  if (!causal)
+    return keyEnd;
+  Value zero = indexConstant(b, loc, 0), one = indexConstant(b, loc, 1);
+  Value visible = b.create<arith::AddIOp>(
+      loc, b.create<arith::AddIOp>(loc, query, shift), one);
+  visible = b.create<arith::MaxSIOp>(loc, visible, zero);
+  return b.create<arith::MinSIOp>(loc, keyEnd, visible);
+}
+
+/// The vector <0, 1, .., L - 1> of i32: each lane's key offset in a block.
+static Value laneIndices(OpBuilder &b, Location loc, int64_t lanes) {
+  SmallVector<int32_t> ids;
+  for (int64_t j = 0; j < lanes; ++j)
+    ids.push_back(int32_t(j));
+  return b.create<arith::ConstantOp>(
+      loc, DenseElementsAttr::get(VectorType::get({lanes}, b.getI32Type()),
+                                  ArrayRef<int32_t>(ids)));
+}
+
 /// Keys per block of the vector kernel: a block of K and V rows of 64
 /// floats is 16 KiB, which stays in L1 while the block's queries visit it,
 /// and its 32 scores give the exp, the max and the products enough
@@ -129,20 +152,10 @@ static Value vectorQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
   auto toI32 = [&](OpBuilder &ib, Location il, Value index) -> Value {
     return ib.create<arith::IndexCastOp>(il, ib.getI32Type(), index);
   };
-  // end_i = min(len, i + Sk - Sq + 1) with causality, else len
-  auto endOf = [&](OpBuilder &eb, Location el, Value query) -> Value {
-    if (!causal)
-      return keyEnd;
-    Value visible = eb.create<arith::AddIOp>(
-        el, eb.create<arith::AddIOp>(el, query, shift), one);
-    visible = eb.create<arith::MaxSIOp>(el, visible, zero);
-    return eb.create<arith::MinSIOp>(el, keyEnd, visible);
+  auto endOf = [&](OpBuilder &eb, Location el, Value query) {
+    return visibleEnd(eb, el, query, keyEnd, shift, causal);
   };
-  SmallVector<int32_t> laneIds;
-  for (int64_t j = 0; j < lanes; ++j)
-    laneIds.push_back(int32_t(j));
-  Value laneIndex = b.create<arith::ConstantOp>(
-      loc, DenseElementsAttr::get(i32Vec, ArrayRef<int32_t>(laneIds)));
+  Value laneIndex = laneIndices(b, loc, lanes);
   Value scaleVec = floatConstant(b, loc, vecType, scale);
   Value ninfVec = floatConstant(b, loc, vecType, -INFINITY);
   Value zeroVec = floatConstant(b, loc, vecType, 0.0);
@@ -453,19 +466,10 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
                                          ArrayRef<bool>{whole})
         .getResult();
   };
-  auto endOf = [&](OpBuilder &eb, Location el, Value query) -> Value {
-    if (!causal)
-      return keyEnd;
-    Value visible = eb.create<arith::AddIOp>(
-        el, eb.create<arith::AddIOp>(el, query, shift), one);
-    visible = eb.create<arith::MaxSIOp>(el, visible, zero);
-    return eb.create<arith::MinSIOp>(el, keyEnd, visible);
+  auto endOf = [&](OpBuilder &eb, Location el, Value query) {
+    return visibleEnd(eb, el, query, keyEnd, shift, causal);
   };
-  SmallVector<int32_t> laneIds;
-  for (int64_t j = 0; j < lanes; ++j)
-    laneIds.push_back(int32_t(j));
-  Value laneIndex = b.create<arith::ConstantOp>(
-      loc, DenseElementsAttr::get(i32Vec, ArrayRef<int32_t>(laneIds)));
+  Value laneIndex = laneIndices(b, loc, lanes);
   Value scaleVec = floatConstant(b, loc, vecType, scale);
   Value ninfVec = floatConstant(b, loc, vecType, -INFINITY);
   Value zeroVec = floatConstant(b, loc, vecType, 0.0);
