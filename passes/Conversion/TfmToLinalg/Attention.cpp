@@ -85,6 +85,51 @@ static Value laneIndices(OpBuilder &b, Location loc, int64_t lanes) {
                                   ArrayRef<int32_t>(ids)));
 }
 
+/// tile[i, :] = out[i, :] / Σ_lanes sums[i, :] for the rows i < qs: a
+/// query's weighted sum of values over its softmax denominator. `out` may
+/// be `tile` itself (then each row is read from the tile being written, so
+/// that it is normalized in place).
+static Value normalizedRows(OpBuilder &b, Location loc, Value out, Value sums,
+                            Value tile, Value qs) {
+  int64_t lanes = tensorTypeOf(sums).getDimSize(1);
+  int64_t dv = tensorTypeOf(tile).getDimSize(1);
+  Type elt = tensorTypeOf(tile).getElementType();
+  auto vecType = VectorType::get({lanes}, elt);
+  Value fzero = floatConstant(b, loc, elt, 0.0);
+  bool inPlace = out == tile;
+  auto normalize = b.create<scf::ForOp>(
+      loc, indexConstant(b, loc, 0), qs, indexConstant(b, loc, 1),
+      ValueRange{tile},
+      [&](OpBuilder &rb, Location rl, Value i, ValueRange iter) {
+        Value t = iter[0];
+        auto read = [&](Value from, int64_t column, bool whole) -> Value {
+          return rb.create<vector::TransferReadOp>(
+              rl, vecType, from,
+              ValueRange{i, indexConstant(rb, rl, column)}, fzero,
+              ArrayRef<bool>{whole});
+        };
+        Value sum = rb.create<vector::ReductionOp>(
+            rl, vector::CombiningKind::ADD, read(sums, 0, true));
+        Value inv = rb.create<vector::BroadcastOp>(
+            rl, vecType,
+            rb.create<arith::DivFOp>(rl, floatConstant(rb, rl, elt, 1.0), sum));
+        Value from = inPlace ? t : out;
+        for (int64_t column = 0; column < dv; column += lanes) {
+          bool whole = column + lanes <= dv;
+          t = rb.create<vector::TransferWriteOp>(
+                    rl, rb.create<arith::MulFOp>(rl, read(from, column, whole),
+                                                 inv),
+                    t, ValueRange{i, indexConstant(rb, rl, column)},
+                    ArrayRef<bool>{whole})
+                  .getResult();
+          if (inPlace)
+            from = t;
+        }
+        rb.create<scf::YieldOp>(rl, t);
+      });
+  return normalize.getResult(0);
+}
+
 /// Keys per block of the vector kernel: a block of K and V rows of 64
 /// floats is 16 KiB, which stays in L1 while the block's queries visit it,
 /// and its 32 scores give the exp, the max and the products enough
@@ -299,25 +344,9 @@ static Value vectorQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
         bb.create<scf::YieldOp>(bl, queries.getResults());
       });
 
-  // O / Σ l, query by query
-  Value sums = keyBlocks.getResult(2);
-  auto normalize = b.create<scf::ForOp>(
-      loc, zero, qs, one, ValueRange{keyBlocks.getResult(0)},
-      [&](OpBuilder &rb, Location rl, Value i, ValueRange iter) {
-        Value sum = rb.create<vector::ReductionOp>(
-            rl, vector::CombiningKind::ADD, readAt(rb, rl, sums, i, 0, lanes));
-        Value inv = rb.create<vector::BroadcastOp>(
-            rl, vecType,
-            rb.create<arith::DivFOp>(rl, floatConstant(rb, rl, elt, 1.0), sum));
-        Value t = iter[0];
-        for (int64_t c = 0; c < outChunks; ++c)
-          t = writeAt(
-              rb, rl,
-              rb.create<arith::MulFOp>(rl, readAt(rb, rl, t, i, c, dv), inv), t,
-              i, c, dv);
-        rb.create<scf::YieldOp>(rl, t);
-      });
-  return normalize.getResult(0);
+  // O / Σ l, in place
+  Value out = keyBlocks.getResult(0);
+  return normalizedRows(b, loc, out, keyBlocks.getResult(2), out, qs);
 }
 
 /// The transpose of L vectors of L lanes (rows[i][j] -> result[j][i]) in
@@ -727,29 +756,8 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
                            groups.getResult(2), packed, groups.getResult(3)});
       });
 
-  // tile = O / Σ l, query by query
-  Value out = keyBlocks.getResult(0), sums = keyBlocks.getResult(2);
-  auto normalize = b.create<scf::ForOp>(
-      loc, zero, qs, one, ValueRange{tile},
-      [&](OpBuilder &rb, Location rl, Value i, ValueRange iter) {
-        Value sum =
-            rb.create<vector::ReductionOp>(rl, vector::CombiningKind::ADD,
-                                           read(rb, rl, sums, {i, zero}, true));
-        Value inv = rb.create<vector::BroadcastOp>(
-            rl, vecType,
-            rb.create<arith::DivFOp>(rl, floatConstant(rb, rl, elt, 1.0), sum));
-        Value t = iter[0];
-        for (int64_t ch = 0; ch < outChunks; ++ch) {
-          bool whole = (ch + 1) * lanes <= dv;
-          Value index = c(rb, rl, ch * lanes);
-          t = write(rb, rl,
-                    rb.create<arith::MulFOp>(
-                        rl, read(rb, rl, out, {i, index}, whole), inv),
-                    t, {i, index}, whole);
-        }
-        rb.create<scf::YieldOp>(rl, t);
-      });
-  return normalize.getResult(0);
+  return normalizedRows(b, loc, keyBlocks.getResult(0), keyBlocks.getResult(2),
+                        tile, qs);
 }
 
 /// FlashAttention on [N, Sq, D] x [N, Sk, D] x [N, Sk, Dv]: for each batch
