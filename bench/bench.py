@@ -9,7 +9,7 @@ all in one run.
   /usr/bin/python3 bench/bench.py --quick --out DIR     # tiny model, one run
 
   options: [--size base|small|tiny] [--backends llvm,onednn,auto]
-           [--precisions fp32,bf16]
+           [--precisions fp32,bf16,int8]
            [--sentences 128] [--reference-sentences 16] [--runs 3]
            [--cases greedy-b1,greedy-b32,beam4-b1,beam4-b32]
            [--no-micro | --micro-only] [--plot] [--build build]
@@ -24,12 +24,13 @@ backend the compile time of `tfmc compile`. Backends that this tfmc does not
 list in `tfmc compile --help` are skipped with a note. Only ratios measured
 in the same run mean anything: these machines are shared and noisy.
 
---precisions fp32,bf16: each backend compiled at each precision (`tfmc
-compile --precision`; engines tfmc-BACKEND and tfmc-BACKEND-bf16, oneDNN's
-linears have no bf16 and are skipped), every case run at each; the memory
-bound of batch-1 decoding per precision (bf16 weights take half the bytes),
-and the translations identical to the fp32 reference's as an accuracy
-figure for bf16.
+--precisions fp32,bf16,int8: each backend compiled at each precision
+(`tfmc compile --precision`; engines tfmc-BACKEND, tfmc-BACKEND-bf16 and
+tfmc-BACKEND-int8; oneDNN's linears have neither and are skipped), every
+case run at each; the memory bound of batch-1 decoding per precision (bf16
+weights take half the bytes, int8 a quarter and a scale per feature), and
+the translations identical to the fp32 reference's as an accuracy figure
+for bf16 and int8.
 
 --quick: the tiny test model (test/models/make_test_model.py), 8 sentences,
 one run, small micro-benchmark shapes: ~1.5 minutes with three backends;
@@ -102,13 +103,16 @@ def step_weight_bytes(model, precision="fp32"):
     each decoder layer's self-attention Q, K, V, O, cross-attention Q and O
     (cross K and V are computed once per sentence) and FFN, with their
     biases, then the output projection and its bias. The matrices take 4
-    bytes an element, 2 in bf16; biases stay f32."""
+    bytes an element, 2 in bf16, 1 in int8 plus a scale and a correction
+    (4 bytes each) per output feature; biases stay f32."""
     with open(os.path.join(model, "config.json")) as f:
         c = json.load(f)
     d, ffn, layers = c["d_model"], c["decoder_ffn_dim"], c["decoder_layers"]
     vocab = c.get("decoder_vocab_size") or c["vocab_size"]
     matrices = layers * (6 * d * d + 2 * d * ffn) + vocab * d
     biases = layers * (6 * d + ffn + d) + vocab
+    if precision == "int8":
+        return matrices + 8 * biases + 4 * biases
     return (2 if precision == "bf16" else 4) * matrices + 4 * biases
 
 
@@ -169,8 +173,9 @@ def end_to_end(args, notes):
     engines = {}
     builds = [(b, p) for p in args.precisions for b in backends]
     for backend, precision in builds:
-        if precision == "bf16" and backend == "onednn":
-            notes.append("tfmc-onednn-bf16 skipped: oneDNN runs no bf16 linears in tfmc")
+        if precision != "fp32" and backend == "onednn":
+            notes.append(f"tfmc-onednn-{precision} skipped: oneDNN runs no {precision} "
+                         "linears in tfmc")
             continue
         name = f"tfmc-{backend}" + ("" if precision == "fp32" else f"-{precision}")
         out_dir = os.path.join(args.out, f"{name}-{args.size}")
@@ -375,7 +380,7 @@ def main():
     ap.add_argument("--backends", default="llvm,onednn,auto",
                     help="tfmc backends, comma-separated; those tfmc lacks are skipped")
     ap.add_argument("--precisions", default="fp32",
-                    help="tfmc compile --precision values, comma-separated: fp32,bf16")
+                    help="tfmc compile --precision values, comma-separated: fp32,bf16,int8")
     ap.add_argument("--sentences", type=int, default=128)
     ap.add_argument("--reference-sentences", type=int, default=16)
     ap.add_argument("--runs", type=int, default=3)
@@ -397,9 +402,9 @@ def main():
         ap.error(f"unknown case(s) {', '.join(unknown)}: expected some of {', '.join(known)}")
     args.cases = [known[c] for c in args.cases.split(",")]
     args.precisions = args.precisions.split(",")
-    bad = [p for p in args.precisions if p not in ("fp32", "bf16")]
+    bad = [p for p in args.precisions if p not in ("fp32", "bf16", "int8")]
     if bad:
-        ap.error(f"unknown precision(s) {', '.join(bad)}: expected fp32 or bf16")
+        ap.error(f"unknown precision(s) {', '.join(bad)}: expected fp32, bf16 or int8")
     if args.quick:
         args.size, args.sentences, args.reference_sentences, args.runs = "tiny", 8, 8, 1
 

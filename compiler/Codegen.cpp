@@ -161,7 +161,8 @@ mlir::tfm::targetVectorUnit(const CodegenOptions &options) {
     return machine.takeError();
   const llvm::MCSubtargetInfo *info = (*machine)->getMCSubtargetInfo();
   return VectorTarget{info->checkFeatures("+avx512f") ? 16 : 8,
-                      info->checkFeatures("+avx512bf16")};
+                      info->checkFeatures("+avx512bf16"),
+                      info->checkFeatures("+avx512vnni")};
 }
 
 /// Optimizes the module in `bitcode` at `options.optLevel` in a context of

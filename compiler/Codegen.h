@@ -39,7 +39,7 @@ struct CodegenOptions {
 };
 
 /// The target's vector unit: 16 floats per register with AVX-512, else 8;
-/// AVX512-BF16's dot product.
+/// AVX512-BF16's and AVX512-VNNI's dot products.
 llvm::Expected<VectorTarget> targetVectorUnit(const CodegenOptions &options);
 
 /// Translates an LLVM-dialect module to LLVM IR, adds a packed wrapper

@@ -5,7 +5,9 @@
 //   panels[p, k, j] = W[p·P + j, k],  0 where p·P + j >= N.
 // With --precision bf16 the panels hold bfloat16 (toBFloat16) and pair K:
 // each row of a panel holds two k for every feature (packBf16Panels), the
-// operand layout of AVX512-BF16's dot product.
+// operand layout of AVX512-BF16's dot product. With --precision int8 they
+// hold integers with k in quads, the operand of AVX512-VNNI's, followed by
+// each feature's scale and sum (packInt8Panels).
 // Whoever writes a weights file (tfmc, tfm-bench) packs with this.
 //
 //===----------------------------------------------------------------------===//
@@ -13,6 +15,8 @@
 #ifndef TFM_COMPILER_PANELS_H
 #define TFM_COMPILER_PANELS_H
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -78,6 +82,68 @@ void packBf16Panels(int64_t n, int64_t k, int64_t panel, ElementFn element,
           *dst++ = row < n && col + h < k ? toBFloat16(element(row, col + h))
                                           : uint16_t(0);
         }
+}
+
+/// What --precision int8 makes of a row of a weight (an output channel):
+/// integers q in [-127, 127] and a scale s with row ≈ q · s,
+///   a = max |row| (127 for an all-zero row, which stays zero)
+///   q = round_even(row · ((1 / a) · 127)),  s = a / 127
+/// in f32 arithmetic, the reciprocal first as PyTorch's `127.0 / a` does
+/// (test/reference/reference.py, quantize_rows). A linear's inputs are
+/// quantized when it runs, unsigned with a zero point (Linear.cpp).
+inline float int8RowScale(float amax) {
+  return (amax > 0 ? amax : 127.0f) / 127.0f;
+}
+inline float int8RowInverse(float amax) {
+  return (1.0f / (amax > 0 ? amax : 127.0f)) * 127.0f;
+}
+inline int8_t toInt8(float value, float inverse) {
+  return int8_t(std::nearbyint(value * inverse));
+}
+
+/// Bytes the int8 panels of an [n, k] matrix take: the integers with k in
+/// quads (a zero pads k to a multiple of 4), then per padded output
+/// feature its f32 scale and the i32 sum of its integers (packInt8Panels).
+inline int64_t int8PanelsBytes(int64_t n, int64_t k, int64_t panel) {
+  int64_t features = (n + panel - 1) / panel * panel;
+  return features * ((k + 3) / 4 * 4 + 8);
+}
+
+/// The int8 panels of an [n, k] matrix of floats `element(row, col)`, each
+/// row quantized as above, with k in quads: row q of panel p holds, for
+/// each of its P features j, the 32-bit word (lowest byte first)
+///   panels[p, q, 4j + h] = q_W[p·P + j, 4q + h],  h = 0..3
+/// (0 past n or k), the signed operand of AVX512-VNNI's `vpdpbusd` for L
+/// features and four k each. After the panels, for each of the
+/// ceil(n / P)·P features j (0 past n):
+///   scales[j] = s_W[j] (f32),  sums[j] = Σ_k q_W[j, k] (i32)
+/// The kernel multiplies inputs u = q_x + z (unsigned, as `vpdpbusd` reads
+/// its other operand; z the zero point of their row) and subtracts
+/// z · sums[j]: Σ q_x·q_W exactly.
+template <typename ElementFn>
+void packInt8Panels(int64_t n, int64_t k, int64_t panel, ElementFn element,
+                    uint8_t *dst) {
+  int64_t panels = (n + panel - 1) / panel, quads = (k + 3) / 4;
+  int64_t features = panels * panel;
+  auto *q = reinterpret_cast<int8_t *>(dst);
+  float *scales = reinterpret_cast<float *>(dst + features * quads * 4);
+  int32_t *sums = reinterpret_cast<int32_t *>(scales + features);
+  for (int64_t row = 0; row < features; ++row) {
+    float amax = 0;
+    for (int64_t col = 0; row < n && col < k; ++col)
+      amax = std::max(amax, std::fabs(element(row, col)));
+    float inverse = int8RowInverse(amax);
+    int32_t sum = 0;
+    for (int64_t col = 0; col < quads * 4; ++col) {
+      int8_t value =
+          row < n && col < k ? toInt8(element(row, col), inverse) : 0;
+      sum += value;
+      int64_t p = row / panel, j = row % panel;
+      q[((p * quads + col / 4) * panel + j) * 4 + col % 4] = value;
+    }
+    scales[row] = row < n ? int8RowScale(amax) : 0.0f;
+    sums[row] = sum;
+  }
 }
 
 } // namespace mlir::tfm

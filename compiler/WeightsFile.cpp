@@ -33,9 +33,10 @@ uint64_t mlir::tfm::layoutFingerprint(ModuleOp module) {
 
 uint64_t mlir::tfm::precisionCode(ModuleOp module) {
   auto precision = module->getAttrOfType<StringAttr>("tfm.precision");
-  return precision && precision.getValue() == "bf16"
-             ? tfm_runtime::kPrecisionBf16
-             : tfm_runtime::kPrecisionFp32;
+  StringRef name = precision ? precision.getValue() : "fp32";
+  return name == "bf16"   ? tfm_runtime::kPrecisionBf16
+         : name == "int8" ? tfm_runtime::kPrecisionInt8
+                          : tfm_runtime::kPrecisionFp32;
 }
 
 /// IEEE half -> float.
@@ -64,11 +65,15 @@ static float halfToFloat(uint16_t h) {
   return f;
 }
 
-/// Whether a layout entry's panels hold bf16 (tfm-layout-weights with
-/// precision=bf16).
+/// Whether a layout entry's panels hold bf16 or int8 (tfm-layout-weights
+/// with precision=bf16 or int8).
 static bool isBFloat16(DictionaryAttr entry) {
   auto type = dyn_cast_or_null<TypeAttr>(entry.get("element_type"));
   return type && type.getValue().isBF16();
+}
+static bool isInt8(DictionaryAttr entry) {
+  auto type = dyn_cast_or_null<TypeAttr>(entry.get("element_type"));
+  return type && type.getValue().isInteger(8);
 }
 
 llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
@@ -96,9 +101,13 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
     auto shape = cast<DenseI64ArrayAttr>(dict.get("shape")).asArrayRef();
     int64_t bytes = ShapedType::getNumElements(shape) * 4;
     if (auto panel = dyn_cast_or_null<IntegerAttr>(dict.get("panel_width"))) {
-      bytes = panelsSize(shape[0], shape[1], panel.getInt(), isBFloat16(dict)) *
-              (isBFloat16(dict) ? 2 : 4);
-      name += isBFloat16(dict) ? " (in bf16 panels)" : " (in panels)";
+      bytes = isInt8(dict) ? int8PanelsBytes(shape[0], shape[1], panel.getInt())
+              : panelsSize(shape[0], shape[1], panel.getInt(),
+                           isBFloat16(dict)) *
+                    (isBFloat16(dict) ? 2 : 4);
+      name += isInt8(dict)       ? " (in int8 panels)"
+              : isBFloat16(dict) ? " (in bf16 panels)"
+                                 : " (in panels)";
     }
     uint64_t offset = cast<IntegerAttr>(dict.get("offset")).getInt();
     regions.push_back({name, offset, uint64_t(bytes)});
@@ -186,7 +195,9 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
       auto at = [&](int64_t row, int64_t col) {
         return element(row * cols + col);
       };
-      if (bf16)
+      if (isInt8(dict))
+        packInt8Panels(rows, cols, panel.getInt(), at, data + offset);
+      else if (bf16)
         packBf16Panels(rows, cols, panel.getInt(), at,
                        reinterpret_cast<uint16_t *>(data + offset));
       else

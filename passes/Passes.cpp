@@ -99,7 +99,8 @@ struct InlineAllocaScopesPass
 
 tfm::VectorTarget tfm::hostVectorTarget() {
   llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-  return {features.lookup("avx512f") ? 16 : 8, features.lookup("avx512bf16")};
+  return {features.lookup("avx512f") ? 16 : 8, features.lookup("avx512bf16"),
+          features.lookup("avx512vnni")};
 }
 
 // The canonicalizations of the lowering run per function, so that MLIR runs
@@ -122,6 +123,7 @@ void tfm::buildLoweringPipeline(OpPassManager &pm, StringRef backend,
   ConvertTfmToLinalgPassOptions linalgOptions;
   linalgOptions.vectorWidth = target.width;
   linalgOptions.bf16Dot = target.bf16Dot;
+  linalgOptions.int8Dot = target.int8Dot;
   pm.addPass(createConvertTfmToLinalgPass(linalgOptions));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
@@ -285,11 +287,15 @@ struct LoweringPipelineOptions
                               llvm::cl::desc("Floats per SIMD register"),
                               llvm::cl::init(16)};
   Option<std::string> precision{*this, "precision",
-                                llvm::cl::desc("fp32 or bf16 linears"),
+                                llvm::cl::desc("fp32, bf16 or int8 linears"),
                                 llvm::cl::init("fp32")};
   Option<bool> bf16Dot{
       *this, "bf16-dot",
       llvm::cl::desc("bf16 linears through AVX512-BF16's vdpbf16ps"),
+      llvm::cl::init(false)};
+  Option<bool> int8Dot{
+      *this, "int8-dot",
+      llvm::cl::desc("int8 linears through AVX512-VNNI's vpdpbusd"),
       llvm::cl::init(false)};
 };
 } // namespace
@@ -306,7 +312,8 @@ void tfm::registerAllTfmPasses() {
       "bufferization, loops)",
       [](OpPassManager &pm, const LoweringPipelineOptions &options) {
         buildLoweringPipeline(pm, options.backend, /*reportBackends=*/false,
-                              {options.vectorWidth, options.bf16Dot},
+                              {options.vectorWidth, options.bf16Dot,
+                               options.int8Dot},
                               options.precision);
       });
 }

@@ -28,7 +28,8 @@ void populateFuseLayerNormPatterns(RewritePatternSet &patterns);
 void populateFuseLinearEpiloguePatterns(RewritePatternSet &patterns);
 void populateTfmToLinalgPatterns(RewritePatternSet &patterns,
                                  int64_t queryBlock, int64_t keyBlock,
-                                 int64_t vectorWidth, bool bf16Dot);
+                                 int64_t vectorWidth, bool bf16Dot,
+                                 bool int8Dot);
 
 /// On a tfm.weight that linears read: the weights file holds the matrix
 /// [N, K] as panels [ceil(N / P), K, P] of P output features with K
@@ -64,6 +65,8 @@ struct VectorTarget {
   int64_t width = 16;
   /// AVX512-BF16's dot product of bf16 pairs (vdpbf16ps).
   bool bf16Dot = false;
+  /// AVX512-VNNI's dot product of byte quads (vpdpbusd).
+  bool int8Dot = false;
 };
 
 /// fused tfm -> LLVM dialect: backend choice, oneDNN calls, weight layout
@@ -73,7 +76,7 @@ struct VectorTarget {
 /// caches updated in place, loops, and the LLVM conversions. Entry points get
 /// `llvm.emit_c_interface`. `backend` (llvm, onednn, auto) chooses who runs
 /// the ops oneDNN can run (tfm-select-backend, convert-tfm-to-onednn).
-/// `precision` (fp32, bf16) is the linears' (tfm-layout-weights).
+/// `precision` (fp32, bf16, int8) is the linears' (tfm-layout-weights).
 void buildLoweringPipeline(OpPassManager &pm, StringRef backend = "llvm",
                            bool reportBackends = false,
                            VectorTarget target = {},

@@ -89,8 +89,12 @@ def TfmLayoutWeightsPass : Pass<"tfm-layout-weights", "::mlir::ModuleOp"> {
     With `precision=bf16` the panels hold bfloat16 (rounded to nearest
     even when the file is written; `element_type` in the layout,
     `tfm.panel_element_type` on the op): half the bytes that a decoder step
-    streams. Everything else stays f32. The module records its precision
-    as `tfm.precision`.
+    streams. With `precision=int8` they hold each output channel's
+    integers (symmetric, K in quads), then its scale and the sum of its
+    integers, with which the kernel takes out the zero point of its
+    unsigned inputs (compiler/Panels.h): a quarter of the bytes.
+    Everything else stays f32. The module records its precision as
+    `tfm.precision`.
   }];
   let options = [
     Option<"alignment", "alignment", "int64_t", "64",
@@ -99,7 +103,7 @@ def TfmLayoutWeightsPass : Pass<"tfm-layout-weights", "::mlir::ModuleOp"> {
            "Output features per panel of a linear's weight (4 vectors; 0: "
            "no panels)">,
     Option<"precision", "precision", "std::string", "\"fp32\"",
-           "Element type of the linears' panels: fp32 or bf16">
+           "Element type of the linears' panels: fp32, bf16 or int8">
   ];
 }
 
@@ -137,7 +141,11 @@ def ConvertTfmToLinalgPass : Pass<"convert-tfm-to-linalg", "::mlir::ModuleOp"> {
     Option<"bf16Dot", "bf16-dot", "bool", "false",
            "The target has AVX512-BF16: linears over bf16 panels take its "
            "dot product of pairs (vdpbf16ps) instead of widening the "
-           "weights to f32 (with vector-width 16)">
+           "weights to f32 (with vector-width 16)">,
+    Option<"int8Dot", "int8-dot", "bool", "false",
+           "The target has AVX512-VNNI: linears over int8 panels take its "
+           "dot product of quads (vpdpbusd) instead of widening the "
+           "bytes to i32 (with vector-width 16)">
   ];
 }
 
@@ -162,8 +170,8 @@ def TfmSelectBackendPass : Pass<"tfm-select-backend", "::mlir::ModuleOp"> {
     Option<"report", "report", "bool", "false",
            "Print which backend each op got">,
     Option<"precision", "precision", "std::string", "\"fp32\"",
-           "fp32 or bf16: with bf16 the linears run our code (the only "
-           "bf16 linear there is)">
+           "fp32, bf16 or int8: with bf16 and int8 the linears run our "
+           "code (the only such linears there are)">
   ];
 }
 

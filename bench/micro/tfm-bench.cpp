@@ -2,7 +2,7 @@
 //
 //   tfm-bench [--linear=MxKxN,...] [--attention=encoder:S[:B],decoder:S[:B],...]
 //             [--layer-norm=RxD,...] [--backends=llvm] [--num-threads=2]
-//             [--precisions=fp32,bf16] [--min-time=0.1] [--repetitions=5]
+//             [--precisions=fp32,bf16,int8] [--min-time=0.1] [--repetitions=5]
 //             [--settle=0.25]
 //
 // Each benchmark is a tfm snippet generated for one shape, compiled by the
@@ -25,9 +25,10 @@
 // so the previous engine's spinning worker threads (OpenMP, OpenBLAS) are
 // idle. The results go to stdout as JSON.
 //
-// --precisions with bf16: each linear also as tfmc compile --precision bf16
-// builds it ("tfmc-llvm-bf16", and streamed), checked against the fp32
-// peers within --bf16-rtol (its weights and inputs are rounded to bf16).
+// --precisions with bf16 or int8: each linear also as tfmc compile
+// --precision bf16 (int8) builds it ("tfmc-llvm-bf16", and streamed),
+// checked against the fp32 peers within --bf16-rtol (--int8-rtol): its
+// weights and inputs are rounded to bf16 (quantized to int8).
 //
 //===----------------------------------------------------------------------===//
 
@@ -94,10 +95,15 @@ static cl::list<std::string>
                       "auto (default: llvm)"));
 static cl::list<std::string>
     precisions("precisions", cl::CommaSeparated,
-               cl::desc("Precisions of our linears: fp32 (always), bf16"));
+               cl::desc("Precisions of our linears: fp32 (always), bf16, "
+                        "int8"));
 static cl::opt<double> bf16Rtol(
     "bf16-rtol", cl::init(3e-2),
     cl::desc("Largest difference of a bf16 engine from the fp32 peer, "
+             "relative to the peer's largest value"));
+static cl::opt<double> int8Rtol(
+    "int8-rtol", cl::init(5e-2),
+    cl::desc("Largest difference of an int8 engine from the fp32 peer, "
              "relative to the peer's largest value"));
 static cl::opt<bool> listBackends("list-backends",
                                   cl::desc("Print the backends and exit"));
@@ -353,6 +359,7 @@ public:
     int64_t offset, rows, columns;
     int64_t panelWidth; // 0: row-major; else panels (compiler/Panels.h)
     bool bf16 = false;  // panels of bf16
+    bool int8 = false;  // panels of int8, scales and corrections
   };
   std::vector<Weight> weights;
   int64_t weightsSize = 0;
@@ -403,6 +410,7 @@ Compiled compile(mlir::ModuleOp module, StringRef backend,
       w.panelWidth = panel ? panel.getInt() : 0;
       auto type = dyn_cast_or_null<mlir::TypeAttr>(entry.get("element_type"));
       w.bf16 = type && type.getValue().isBF16();
+      w.int8 = type && type.getValue().isInteger(8);
       out.weights.push_back(w);
     }
   if (auto size = module->getAttrOfType<mlir::IntegerAttr>("tfm.weights_size"))
@@ -461,7 +469,10 @@ struct Weights {
       random.fill(values.data(), values.size());
       auto *dst = reinterpret_cast<float *>(data.get() + w.offset);
       auto at = [&](int64_t r, int64_t c) { return values[r * w.columns + c]; };
-      if (w.panelWidth && w.bf16)
+      if (w.panelWidth && w.int8)
+        mlir::tfm::packInt8Panels(w.rows, w.columns, w.panelWidth, at,
+                                  reinterpret_cast<uint8_t *>(dst));
+      else if (w.panelWidth && w.bf16)
         mlir::tfm::packBf16Panels(w.rows, w.columns, w.panelWidth, at,
                                   reinterpret_cast<uint16_t *>(dst));
       else if (w.panelWidth)
@@ -673,6 +684,8 @@ json::Value runBenchmark(Benchmark &b, mlir::MLIRContext &context,
     e.output = raw->results[0].f32.get();
     if (precision == "bf16")
       e.rtol = bf16Rtol;
+    if (precision == "int8")
+      e.rtol = int8Rtol;
     engines.push_back(std::move(e));
     instances.push_back(std::move(instance));
   };
@@ -686,7 +699,8 @@ json::Value runBenchmark(Benchmark &b, mlir::MLIRContext &context,
     mlir::OwningOpRef<mlir::ModuleOp> copy = fused->clone();
     addCompiled(*copy, "tfmc-" + backend, backend);
   }
-  // Our linears in narrower precisions: our code (the only bf16 linear).
+  // Our linears in narrower precisions: our code (the only bf16 and int8
+  // linears).
   std::vector<size_t> streamedSources = {0};
   if (b.kind == "linear")
     for (const std::string &precision : precisions) {
@@ -864,8 +878,8 @@ int main(int argc, char **argv) {
   // the memory of one call in the next: timed alike.
   tfm_runtime::prepareHeap();
   for (const std::string &p : precisions)
-    if (p != "fp32" && p != "bf16")
-      fail("unknown precision '" + p + "': expected fp32 or bf16");
+    if (p != "fp32" && p != "bf16" && p != "int8")
+      fail("unknown precision '" + p + "': expected fp32, bf16 or int8");
   if (threads < 1 || repetitions < 1 || minTime <= 0)
     fail("--num-threads, --repetitions and --min-time must be positive");
   tfm_bench::setThreads(threads);

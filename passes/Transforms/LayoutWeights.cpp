@@ -2,6 +2,8 @@
 
 #include "passes/Passes.h"
 
+#include "compiler/Panels.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/MapVector.h"
@@ -43,15 +45,16 @@ struct TfmLayoutWeightsPass
                          << int64_t(panelWidth);
       return signalPassFailure();
     }
-    if (precision != "fp32" && precision != "bf16") {
+    if (precision != "fp32" && precision != "bf16" && precision != "int8") {
       module.emitError() << "unknown precision '" << precision
-                         << "': expected fp32 or bf16";
+                         << "': expected fp32, bf16 or int8";
       return signalPassFailure();
     }
     Builder b(&getContext());
-    // The panels' element type, and its bytes.
-    Type panelType = precision == "bf16" ? Type(b.getBF16Type()) : b.getF32Type();
-    int64_t panelBytes = panelType.getIntOrFloatBitWidth() / 8;
+    // The panels' element type.
+    Type panelType = precision == "bf16"   ? Type(b.getBF16Type())
+                     : precision == "int8" ? Type(b.getI8Type())
+                                           : Type(b.getF32Type());
     SmallVector<WeightOp> weights;
     module.walk([&](WeightOp weight) { weights.push_back(weight); });
     for (WeightOp weight : weights) {
@@ -78,12 +81,15 @@ struct TfmLayoutWeightsPass
         // offset = end rounded up to the alignment
         it->second = (end + alignment - 1) / alignment * alignment;
         int64_t bytes = type.getNumElements() * 4;
-        // bf16 panels pair K (compiler/Panels.h, panelsSize): an odd K gets
-        // a zero row.
-        if (panel)
-          bytes = llvm::divideCeil(type.getDimSize(0), panel) * panel *
-                  llvm::alignTo(type.getDimSize(1), panelType.isBF16() ? 2 : 1) *
-                  panelBytes;
+        // bf16 panels pair K, int8 ones group it in quads and add each
+        // feature's scale and sum (compiler/Panels.h).
+        if (panel && panelType.isInteger(8))
+          bytes = int8PanelsBytes(type.getDimSize(0), type.getDimSize(1),
+                                  panel);
+        else if (panel)
+          bytes = panelsSize(type.getDimSize(0), type.getDimSize(1), panel,
+                             panelType.isBF16()) *
+                  panelType.getIntOrFloatBitWidth() / 8;
         end = it->second + bytes;
         SmallVector<NamedAttribute> entry = {
             b.getNamedAttr("name", weight.getNameAttr()),

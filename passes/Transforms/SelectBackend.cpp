@@ -81,10 +81,10 @@ struct TfmSelectBackendPass
                          << "': expected llvm, onednn or auto";
       return signalPassFailure();
     }
-    bool bf16 = precision == "bf16";
-    if (!bf16 && precision != "fp32") {
+    bool narrow = precision == "bf16" || precision == "int8";
+    if (!narrow && precision != "fp32") {
       module.emitError() << "unknown precision '" << precision
-                         << "': expected fp32 or bf16";
+                         << "': expected fp32, bf16 or int8";
       return signalPassFailure();
     }
     // One line per op kind, operand types and backend, in program order.
@@ -124,26 +124,29 @@ struct TfmSelectBackendPass
       }
       rewriter.replaceOp(op, *values);
     }
-    // bf16 linears are ours: oneDNN 2.6's bf16 matmul needs AVX-512 (and
-    // rounds differently from our kernel, whose arithmetic the reference
-    // implements).
-    bool bf16LinearOnOneDnn = false;
+    // bf16 and int8 linears are ours: oneDNN 2.6's bf16 matmul needs
+    // AVX-512 and rounds differently from our kernel, whose arithmetic the
+    // reference implements; its int8 matmul takes static scales, not the
+    // per-row scales of each input that ours computes.
+    bool narrowLinearOnOneDnn = false;
     module.walk([&](Operation *op) {
       if (!isOneDnnCandidate(op))
         return;
       StringRef chosen = backend == "auto" ? autoBackend(op) : StringRef(backend);
-      if (bf16 && isa<LinearOp, FusedLinearOp>(op)) {
-        if (chosen == "onednn" && !bf16LinearOnOneDnn)
-          op->emitError("bf16 linears run on tfmc's own kernels, not "
-                        "oneDNN: use --backend=llvm or auto with "
-                        "--precision=bf16");
-        bf16LinearOnOneDnn |= chosen == "onednn";
+      if (narrow && isa<LinearOp, FusedLinearOp>(op)) {
+        if (chosen == "onednn" && !narrowLinearOnOneDnn)
+          op->emitError() << precision
+                          << " linears run on tfmc's own kernels, not "
+                             "oneDNN: use --backend=llvm or auto with "
+                             "--precision="
+                          << precision;
+        narrowLinearOnOneDnn |= chosen == "onednn";
         chosen = "llvm";
       }
       op->setAttr(kBackendAttr, StringAttr::get(op->getContext(), chosen));
       record(op, chosen);
     });
-    if (bf16LinearOnOneDnn)
+    if (narrowLinearOnOneDnn)
       return signalPassFailure();
     std::string text;
     llvm::raw_string_ostream os(text);

@@ -20,23 +20,27 @@ namespace tfm_runtime {
 /// tensors' regions with checksums, and a checksum of the header. 4: the
 /// forced EOS token and the bad words. 5: the precision (bf16 panels). 6:
 /// bf16 panels pair K (compiler/Panels.h); decode_step's cross-attention
-/// keys, values and source lengths once per sentence, not per beam.
-constexpr uint64_t kAbiVersion = 6;
+/// keys, values and source lengths once per sentence, not per beam. 7:
+/// int8 panels.
+constexpr uint64_t kAbiVersion = 7;
 
-/// The arithmetic of the linears (tfmc compile --precision): f32 weights,
+/// The arithmetic of the linears (tfmc compile --precision): f32 weights;
 /// or bf16 weights (panels of bf16) times activations rounded to bf16,
-/// summed in f32.
+/// summed in f32; or int8 weights (per output channel) times activations
+/// quantized per row, summed exactly in i32 and scaled back.
 constexpr uint64_t kPrecisionFp32 = 0;
 constexpr uint64_t kPrecisionBf16 = 1;
+constexpr uint64_t kPrecisionInt8 = 2;
 inline const char *precisionName(uint64_t precision) {
-  return precision == kPrecisionBf16 ? "bf16"
+  return precision == kPrecisionBf16   ? "bf16"
+         : precision == kPrecisionInt8 ? "int8"
          : precision == kPrecisionFp32 ? "fp32"
                                        : "unknown";
 }
 
 /// Weights files start with this header (little-endian, kHeaderSize bytes,
 /// then the tensors: f32, at the offsets compiled into the code, row-major
-/// or, for linears, as panels of f32 or bf16; see compiler/Panels.h), then
+/// or, for linears, as panels of f32, bf16 or int8; see compiler/Panels.h), then
 /// the region
 /// table.
 constexpr char kWeightsMagic[8] = {'T', 'F', 'M', 'W', 'G', 'T', '0', '1'};
@@ -48,7 +52,7 @@ struct WeightsHeader {
   uint64_t dataSize;       // bytes of tensor data after the header
   uint64_t tableSize;      // bytes of the region table after the data
   uint64_t tableChecksum;  // checksum() of the table
-  uint64_t precision;      // kPrecisionFp32 or kPrecisionBf16
+  uint64_t precision;      // kPrecisionFp32, kPrecisionBf16 or kPrecisionInt8
   uint64_t headerChecksum; // checksum() of the fields above
 };
 
@@ -129,7 +133,7 @@ struct tfm_model_info {
       decoderStartTokenId;
   int64_t forcedEosTokenId; // -1: none
   int64_t weightsSize;
-  int64_t precision; // kPrecisionFp32 or kPrecisionBf16
+  int64_t precision; // kPrecisionFp32, kPrecisionBf16 or kPrecisionInt8
 };
 extern const tfm_model_info tfm_model_info_data;
 /// The checkpoint's bad_words_ids: their count, then per sequence its

@@ -12,6 +12,7 @@ Modes on model.safetensors:
   drop NAME              NAME removed from the header
   reshape NAME DIMS      NAME's shape changed to DIMS (e.g. 32x64), bytes kept
   value NAME I X         NAME's element I set to X (e.g. nan, inf; F32)
+  zero-row NAME I        NAME's row I (of a matrix) set to zeros (F32)
   truncate               the file cut in half
 Modes on config.json:
   config-set KEY JSON    KEY set to the JSON value
@@ -89,6 +90,12 @@ def main():
             sys.exit(f"value: {name} is {entry['dtype']}, not F32")
         at = begin + 4 * int(args[1])
         data = data[:at] + struct.pack("<f", float(args[2])) + data[at + 4:]
+    elif mode == "zero-row":
+        if entry["dtype"] != "F32" or len(entry["shape"]) != 2:
+            sys.exit(f"zero-row: {name} is not an F32 matrix")
+        width = 4 * entry["shape"][1]
+        at = begin + width * int(args[1])
+        data = data[:at] + bytes(width) + data[at + width:]
     else:
         sys.exit(f"unknown mode {mode}")
     safetensors_io.write_raw(weights, header, data)

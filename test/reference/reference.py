@@ -67,6 +67,25 @@ def quantize_rows(t):
     return torch.round(t * (127.0 / amax)), amax / 127.0
 
 
+def quantize_activations(t):
+    """(u, z, scale): each row of t as unsigned integers u in [0, 255] with
+    a zero point z, row ~ (u - z) * scale, over the row's range extended to
+    0: lo = min(row, 0), hi = max(row, 0), r = hi - lo (255 for an all-zero
+    row), inverse = (1 / r) * 255, scale = r / 255, z = round(-lo * inverse),
+    u = clamp(round(row * inverse) + z, 0, 255), rounding ties to even in
+    float32 arithmetic. All 256 levels cover the row's range (half of them
+    would be unused by a symmetric scale on a one-signed row, as after a
+    ReLU); u is the unsigned operand of VNNI's u8 x s8 dot product."""
+    lo = torch.clamp(t.amin(dim=-1, keepdim=True), max=0.0)
+    hi = torch.clamp(t.amax(dim=-1, keepdim=True), min=0.0)
+    r = hi - lo
+    r = torch.where(r > 0, r, torch.full_like(r, 255.0))
+    inverse = torch.reciprocal(r) * 255.0
+    z = torch.round(-lo * inverse)
+    u = torch.clamp(torch.round(t * inverse) + z, 0.0, 255.0)
+    return u, z, r / 255.0
+
+
 class Model:
     def __init__(self, model_dir, precision="fp32"):
         with open(os.path.join(model_dir, "config.json")) as f:
@@ -95,12 +114,13 @@ class Model:
         # embeddings, layer norm, attention and the residual stream stay f32.
         self.bf16 = precision == "bf16"
         self.rounded = {}  # weight name -> it in bf16
-        # --precision int8: the weights symmetric per output channel, each
-        # linear's input per row when it is used (quantize_rows); the
-        # integer products summed exactly (as VNNI's int32 sums of u8 x s8
-        # with the inputs shifted by 128 and the shift corrected by the
-        # weights' column sums) and scaled back, (sum * s_x) * s_w[n],
-        # before the bias. The rest stays f32, as with bf16.
+        # --precision int8: the weights symmetric per output channel
+        # (quantize_rows), each linear's input per row when it is used,
+        # unsigned with a zero point (quantize_activations); the integer
+        # products summed exactly (as VNNI's int32 sums of u8 x s8, the zero
+        # point corrected by the weights' column sums) and scaled back,
+        # (sum * s_x) * s_w[n], before the bias. The rest stays f32, as with
+        # bf16.
         self.int8 = precision == "int8"
         self.quantized = {}  # weight name -> (integers, scales)
         act = c["activation_function"]
@@ -134,9 +154,9 @@ class Model:
             if name not in self.quantized:
                 self.quantized[name] = quantize_rows(w)
             qw, sw = self.quantized[name]
-            qx, sx = quantize_rows(x)
-            # |sum| <= 127 * 127 * K: exact in float64 for any K here.
-            sums = (qx.double() @ qw.double().T).float()
+            u, z, sx = quantize_activations(x)
+            # |sum| <= 255 * 127 * K: exact in float64 for any K here.
+            sums = ((u - z).double() @ qw.double().T).float()
             return sums * sx * sw.T
         if not self.bf16:
             return x @ w.T
@@ -384,8 +404,7 @@ def main():
                     help="sentences decoded together (padded); results do not change")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--precision", choices=["fp32", "bf16", "int8"], default="fp32",
-                    help="the linears' arithmetic, as tfmc compile --precision "
-                         "(int8: the arithmetic its kernels are to have; tfmc has none yet)")
+                    help="the linears' arithmetic, as tfmc compile --precision")
     ap.add_argument("--timing", action="store_true",
                     help="report load and translation seconds on stderr")
     ap.add_argument("--input-format", choices=["text", "ids"],

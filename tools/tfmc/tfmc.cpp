@@ -2,7 +2,7 @@
 //
 //   tfmc import  MODEL_DIR [-o model.mlir] [--summary]
 //   tfmc compile MODEL_DIR -o OUT_DIR [--embed-weights] [--target-cpu=CPU]
-//                [--backend=llvm|onednn|auto] [--precision=fp32|bf16]
+//                [--backend=llvm|onednn|auto] [--precision=fp32|bf16|int8]
 //                [--print-backends]
 //   tfmc compile MODEL_DIR --compile-to=input|fused|llvm [-o out.mlir]
 //                [--mlir-print-ir-after=PASS] [--tfm-pass-statistics] ...
@@ -122,8 +122,10 @@ static cl::opt<std::string> precision(
              "rounded to bfloat16 at compile time, activations rounded to "
              "bf16 for the products, sums in f32: half the bytes a decoder "
              "step reads; layer norm, softmax, attention and the residual "
-             "stream stay f32)"),
-    cl::value_desc("fp32|bf16"), cl::init("fp32"), cl::cat(tfmcOptions));
+             "stream stay f32), or int8 (weights as integers per output "
+             "channel, activations quantized per row, integer sums scaled "
+             "back: a quarter of the bytes; the rest f32 as with bf16)"),
+    cl::value_desc("fp32|bf16|int8"), cl::init("fp32"), cl::cat(tfmcOptions));
 static cl::opt<unsigned> codegenThreads(
     "codegen-threads",
     cl::desc("compile: LLVM optimizes and emits the model in this many "
@@ -144,7 +146,7 @@ static const char *kUsage =
     "  tfmc import  MODEL_DIR [-o model.mlir] [--summary]\n"
     "  tfmc compile MODEL_DIR -o OUT_DIR [--embed-weights] "
     "[--backend=llvm|onednn|auto]\n"
-    "               [--precision=fp32|bf16]\n"
+    "               [--precision=fp32|bf16|int8]\n"
     "  tfmc compile MODEL_DIR --compile-to=input|fused|llvm [-o out.mlir]\n"
     "  tfmc compile GRAPH.mlir --weights MODEL_DIR [the options above]\n"
     "  tfmc graph   MODEL_DIR [--stage=imported|fused|backends] -o model.svg\n\n"
@@ -390,9 +392,9 @@ static int drawGraph(mlir::ModuleOp module) {
 }
 
 static int run(StringRef command) {
-  if (precision != "fp32" && precision != "bf16")
+  if (precision != "fp32" && precision != "bf16" && precision != "int8")
     return reportError("unknown --precision '" + precision +
-                       "': expected fp32 or bf16");
+                       "': expected fp32, bf16 or int8");
   mlir::DialectRegistry registry;
   mlir::tfm::registerCodegenDialects(registry);
   mlir::MLIRContext context(registry);

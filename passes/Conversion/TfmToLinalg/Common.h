@@ -116,9 +116,11 @@ void populateElementwiseLoweringPatterns(RewritePatternSet &patterns);
 void populateDataMovementLoweringPatterns(RewritePatternSet &patterns,
                                           int64_t vectorWidth);
 /// tfm.matmul, and linears on panels of 4 vectors of `vectorWidth` floats;
-/// bf16 panels through AVX512-BF16's dot product where `bf16Dot`.
+/// bf16 panels through AVX512-BF16's dot product where `bf16Dot`, int8
+/// ones through AVX512-VNNI's where `int8Dot`.
 void populateLinearLoweringPatterns(RewritePatternSet &patterns,
-                                    int64_t vectorWidth, bool bf16Dot);
+                                    int64_t vectorWidth, bool bf16Dot,
+                                    bool int8Dot);
 /// Softmax, mean, and layer norm on vectors of `vectorWidth` floats.
 void populateNormalizationLoweringPatterns(RewritePatternSet &patterns,
                                            int64_t vectorWidth);

@@ -77,11 +77,17 @@ struct MatmulLowering : public OpConversionPattern<MatmulOp> {
   }
 };
 
-/// The panels of a weight stored packed for linears (tfm-layout-weights),
-/// as a view of the weights argument: [Np, K, P] of f32, or, where the
-/// layout gave them bf16, [Np, ceil(K / 2), 2P] (K in pairs,
-/// compiler/Panels.h).
-static Value panelsOf(OpBuilder &b, WeightOp op) {
+/// A weight stored packed for linears (tfm-layout-weights) as views of the
+/// weights argument (compiler/Panels.h): its panels, [Np, K, P] of f32, or
+/// where the layout gave them bf16 [Np, ceil(K / 2), 2P] (K in pairs), or
+/// int8 [Np, ceil(K / 4), 4P] (K in quads); for int8 also the features'
+/// scales [Np·P] (f32) and the sums of their integers [Np·P] (i32) after
+/// the panels.
+struct PanelViews {
+  Value panels, scales, sums;
+};
+
+static PanelViews panelsOf(OpBuilder &b, WeightOp op) {
   Location loc = op.getLoc();
   RankedTensorType type = op.getType();
   int64_t width = op->getAttrOfType<IntegerAttr>(kPanelWidthAttr).getInt();
@@ -90,15 +96,28 @@ static Value panelsOf(OpBuilder &b, WeightOp op) {
   Type elt = type.getElementType();
   if (auto stored = op->getAttrOfType<TypeAttr>(kPanelElementTypeAttr)) {
     elt = stored.getValue();
-    rows = llvm::divideCeil(rows, 2);
-    width *= 2;
+    int64_t group = elt.isInteger(8) ? 4 : 2;
+    rows = llvm::divideCeil(rows, group);
+    width *= group;
   }
-  auto panelsType = MemRefType::get({panels, rows, width}, elt);
   Value weights = op->getParentOfType<FunctionOpInterface>().getArgument(0);
-  Value view = b.create<memref::ViewOp>(
-      loc, panelsType, weights, indexConstant(b, loc, *op.getOffset()),
-      ValueRange{});
-  return view;
+  auto viewAt = [&](int64_t offset, MemRefType viewType) {
+    return b.create<memref::ViewOp>(loc, viewType, weights,
+                                    indexConstant(b, loc, offset),
+                                    ValueRange{});
+  };
+  PanelViews views;
+  views.panels = viewAt(*op.getOffset(),
+                        MemRefType::get({panels, rows, width}, elt));
+  if (elt.isInteger(8)) {
+    int64_t features = panels * width / 4;
+    int64_t scalesOffset = *op.getOffset() + panels * rows * width;
+    views.scales =
+        viewAt(scalesOffset, MemRefType::get({features}, b.getF32Type()));
+    views.sums = viewAt(scalesOffset + 4 * features,
+                               MemRefType::get({features}, b.getI32Type()));
+  }
+  return views;
 }
 
 /// y = act(x + b) + r, the epilogue of a linear, on scalars or vectors.
@@ -198,6 +217,19 @@ static Value dotBf16Pairs(OpBuilder &b, Location loc, Value acc, Value a,
       .getResults();
 }
 
+/// acc + Σ_h a[4i + h]·b[4i + h] in each i32 lane i, from 64 unsigned
+/// bytes a and 64 signed bytes b (as 16 words each): AVX512-VNNI's
+/// vpdpbusd, which MLIR 19's x86vector dialect does not have. The sums
+/// here never leave i32 (|Σ| ≤ 255·127·K), so it does not saturate.
+static Value dotInt8Quads(OpBuilder &b, Location loc, Value acc, Value a,
+                          Value quads) {
+  return b
+      .create<LLVM::CallIntrinsicOp>(loc, TypeRange{acc.getType()},
+                                     "llvm.x86.avx512.vpdpbusd.512",
+                                     ValueRange{acc, a, quads})
+      .getResults();
+}
+
 /// y[M, N] = act(x·Wᵀ + b) + r with W as panels (P = 4 vectors of L lanes):
 /// Wp[Np, K, P] of f32, or Wp[Np, K/2, 2P] of bf16 with K in pairs (each
 /// 32-bit word holds W[j, 2q] and W[j, 2q + 1], compiler/Panels.h) times x
@@ -209,7 +241,7 @@ static Value dotBf16Pairs(OpBuilder &b, Location loc, Value acc, Value a,
 /// the one store of y[m0 + r, p·P + c0 + c·L : ...]. Each panel is a
 /// contiguous stream; the column groups of a tile read disjoint cache lines
 /// of it, and later row tiles re-read it from cache.
-/// bf16: x is bf16 [M, K2] (K2 = K rounded up to even) where `dotPairs`
+/// bf16: x is bf16 [M, K2] (K2 = K rounded up to even) where `dot`
 /// (AVX512-BF16), whose dot product takes a pair of k at once:
 ///   acc[r][c] = vdpbf16ps(acc[r][c], broadcast(x[m0 + r, 2q : 2q + 2]),
 ///                         Wp[p, q, 2(c0 + c·L) : ... + 2L])
@@ -219,15 +251,35 @@ static Value dotBf16Pairs(OpBuilder &b, Location loc, Value acc, Value a,
 ///   acc = fma(x[.., 2q],     f32(u << 16),        acc)
 /// in the order of vdpbf16ps's definition (the odd k first), so that both
 /// round the same sums.
+/// int8: Wp[Np, K/4, 4P] holds each feature's integers q_W with K in quads
+/// (compiler/Panels.h), x is u[M, K4] = q_x + z (unsigned bytes, see
+/// quantizeActivations) and the accumulators are i32, where `dot`
+/// (AVX512-VNNI) four k at once:
+///   acc[r][c] = vpdpbusd(acc[r][c], broadcast(u[m0 + r, 4q : 4q + 4]),
+///                        Wp[p, q, 4(c0 + c·L) : ... + 4L])
+/// and else each byte of the panel's words sign-extended (a shift left,
+/// then right) times u[.., 4q + h]: the same exact integer sums. The
+/// epilogue takes out the zero point with the features' sums and scales
+/// back:
+///   y = (f32(acc − z[m] · Σ_k q_W[n, k]) · s_x[m]) · s_W[n]
+/// before bias, activation and residual. Between K blocks the i32 sums
+/// wait in the f32 tile as their bits.
+struct Int8Operands {
+  Value xZeros, xScales; // [M] f32: z and s_x of the input's rows
+  Value scales, sums;    // [Np·P]: s_W (f32) and Σ_k q_W (i32)
+};
 static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
                          Value panelsMemref, int64_t n, Value bias,
-                         Activation act, Value residual, bool dotPairs) {
+                         Activation act, Value residual, bool dot,
+                         const Int8Operands &int8Operands = {}) {
   RankedTensorType panelType = tensorTypeOf(panels);
   Type stored = panelType.getElementType();
-  bool pairK = !stored.isF32();
-  // k: rows of a panel (K, or K/2 pairs).
+  bool int8 = stored.isInteger(8), pairK = stored.isBF16();
+  // k per panel row and feature: 1 (f32), 2 (bf16 pairs) or 4 (int8 quads).
+  int64_t perFeature = int8 ? 4 : pairK ? 2 : 1;
+  // k: rows of a panel (K, K/2 pairs or K/4 quads).
   int64_t numPanels = panelType.getDimSize(0), k = panelType.getDimSize(1);
-  int64_t width = panelType.getDimSize(2) / (pairK ? 2 : 1), lanes = width / 4;
+  int64_t width = panelType.getDimSize(2) / perFeature, lanes = width / 4;
   // Tiles of R rows by C vectors, then the rows left in smaller tiles. The
   // accumulators, a broadcast and the weight vectors fit the registers:
   // of 32 zmm with AVX-512, 4 x 4 for few rows (a beam of 4 reads each
@@ -264,13 +316,18 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
   // f32 weights).
   Type elt = b.getF32Type();
   auto vecType = VectorType::get({lanes}, elt);
-  // A vector of 32-bit words: L pairs of bf16.
+  // A vector of 32-bit words: L pairs of bf16, L quads of bytes, or the
+  // i32 sums of int8.
   auto wordType = VectorType::get({lanes}, b.getI32Type());
-  Value storedZero = floatConstant(b, loc, stored, 0.0);
-  // Elements of a panel row per 64-byte line, which one prefetch fetches,
-  // and per output feature.
+  VectorType accType = int8 ? wordType : vecType;
+  Value storedZero =
+      b.create<arith::ConstantOp>(loc, cast<TypedAttr>(b.getZeroAttr(stored)));
+  // Elements of a panel row per 64-byte line, which one prefetch fetches.
   int64_t lineElements = 512 / stored.getIntOrFloatBitWidth();
-  int64_t perFeature = pairK ? 2 : 1;
+  auto splat = [&](OpBuilder &sb, Location sl, uint32_t v) {
+    return sb.create<arith::ConstantOp>(
+        sl, DenseElementsAttr::get(wordType, sb.getI32IntegerAttr(v)));
+  };
   // Columns past N (the last panel's zero rows) are computed and dropped;
   // reads of the bias and residual there are padded.
   bool whole = numPanels * width == n;
@@ -331,47 +388,63 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
             lb.create<arith::AddIOp>(ll, m0, indexConstant(lb, ll, r)));
       SmallVector<Value> acc0;
       for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < vectors; ++c)
-          acc0.push_back(
-              fromZero
-                  ? floatConstant(lb, ll, vecType, 0.0)
-                  : lb.create<vector::TransferReadOp>(
-                        ll, vecType, t,
-                        ValueRange{rowIndex[r],
-                                   indexConstant(lb, ll, c0 + c * lanes)},
-                        fzero, ArrayRef<bool>{true}));
+        for (int64_t c = 0; c < vectors; ++c) {
+          if (fromZero) {
+            acc0.push_back(lb.create<arith::ConstantOp>(
+                ll, cast<TypedAttr>(lb.getZeroAttr(accType))));
+            continue;
+          }
+          Value sums = lb.create<vector::TransferReadOp>(
+              ll, vecType, t,
+              ValueRange{rowIndex[r], indexConstant(lb, ll, c0 + c * lanes)},
+              fzero, ArrayRef<bool>{true});
+          acc0.push_back(int8 ? lb.create<vector::BitCastOp>(ll, accType, sums)
+                              : sums);
+        }
       // acc[r][c] += x[m0 + r, k] · Wp[p, k, c0 + c·L ...] over the block
       auto kLoop = lb.create<scf::ForOp>(
           ll, kStart, kEnd, indexConstant(lb, ll, 1), acc0,
           [&](OpBuilder &kb, Location kl, Value kk, ValueRange acc) {
-            // The tile's weights of panel row kk: C vectors of f32, or of
+            // The tile's weights of panel row kk: C vectors of f32, of
             // bf16 pairs (as 2L bf16, or widened to two f32 vectors each:
-            // wk[c] for k = 2kk, wk1[c] for k = 2kk + 1).
-            SmallVector<Value> w, wk1;
+            // wk[c] for k = 2kk, wk1[c] for k = 2kk + 1), or of int8 quads
+            // (as L words, or as four i32 vectors each: wq[h][c] for
+            // k = 4kk + h).
+            SmallVector<Value> w, wk1, wq[4];
             for (int64_t c = 0; c < vectors; ++c) {
               VectorType readType =
-                  pairK ? VectorType::get({2 * lanes}, stored) : vecType;
+                  perFeature == 1
+                      ? vecType
+                      : VectorType::get({perFeature * lanes}, stored);
               Value read = kb.create<vector::TransferReadOp>(
                   kl, readType, panels,
                   ValueRange{p, kk,
                              indexConstant(kb, kl,
                                            (c0 + c * lanes) * perFeature)},
                   storedZero, ArrayRef<bool>{true});
-              if (!pairK || dotPairs) {
+              if (perFeature == 1 || (pairK && dot)) {
                 w.push_back(read);
                 continue;
               }
               Value words = kb.create<vector::BitCastOp>(kl, wordType, read);
-              auto splat = [&](uint32_t v) {
-                return kb.create<arith::ConstantOp>(
-                    kl, DenseElementsAttr::get(wordType,
-                                               kb.getI32IntegerAttr(v)));
-              };
+              if (int8) {
+                w.push_back(words);
+                // Byte h of each word as a signed i32: (u << 24 − 8h) >> 24.
+                for (int64_t h = 0; h < 4 && !dot; ++h)
+                  wq[h].push_back(kb.create<arith::ShRSIOp>(
+                      kl,
+                      kb.create<arith::ShLIOp>(kl, words,
+                                               splat(kb, kl, 24 - 8 * h)),
+                      splat(kb, kl, 24)));
+                continue;
+              }
               w.push_back(kb.create<vector::BitCastOp>(
-                  kl, vecType, kb.create<arith::ShLIOp>(kl, words, splat(16))));
+                  kl, vecType,
+                  kb.create<arith::ShLIOp>(kl, words, splat(kb, kl, 16))));
               wk1.push_back(kb.create<vector::BitCastOp>(
                   kl, vecType,
-                  kb.create<arith::AndIOp>(kl, words, splat(0xffff0000u))));
+                  kb.create<arith::AndIOp>(kl, words,
+                                           splat(kb, kl, 0xffff0000u))));
             }
             // One prefetch per 64-byte line the tile reads of a panel row.
             Value aheadPanel = nextPanel, aheadRow = kk;
@@ -410,13 +483,50 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
                     kl, xb, weights[c], next[r * vectors + c]);
             };
             for (int64_t r = 0; r < rows; ++r) {
-              if (!pairK) {
+              if (perFeature == 1) {
                 fmaRow(r, kk, w);
+                continue;
+              }
+              if (int8) {
+                Value quad = kb.create<arith::MulIOp>(
+                    kl, kk, indexConstant(kb, kl, 4));
+                if (!dot) {
+                  // acc += i32(u[m0 + r, 4kk + h]) · wq[h], h = 0..3
+                  for (int64_t h = 0; h < 4; ++h) {
+                    Value u = kb.create<tensor::ExtractOp>(
+                        kl, x,
+                        ValueRange{rowIndex[r],
+                                   kb.create<arith::AddIOp>(
+                                       kl, quad, indexConstant(kb, kl, h))});
+                    Value ub = kb.create<vector::BroadcastOp>(
+                        kl, wordType,
+                        kb.create<arith::ExtUIOp>(kl, kb.getI32Type(), u));
+                    for (int64_t c = 0; c < vectors; ++c)
+                      next[r * vectors + c] = kb.create<arith::AddIOp>(
+                          kl, next[r * vectors + c],
+                          kb.create<arith::MulIOp>(kl, ub, wq[h][c]));
+                  }
+                  continue;
+                }
+                // u[m0 + r, 4kk : 4kk + 4] as one word, in every lane.
+                Value uQuad = kb.create<vector::TransferReadOp>(
+                    kl, VectorType::get({4}, stored), x,
+                    ValueRange{rowIndex[r], quad}, storedZero,
+                    ArrayRef<bool>{true});
+                Value uWord = kb.create<vector::ExtractOp>(
+                    kl,
+                    kb.create<vector::BitCastOp>(
+                        kl, VectorType::get({1}, kb.getI32Type()), uQuad),
+                    ArrayRef<int64_t>{0});
+                Value ub = kb.create<vector::BroadcastOp>(kl, wordType, uWord);
+                for (int64_t c = 0; c < vectors; ++c)
+                  next[r * vectors + c] =
+                      dotInt8Quads(kb, kl, next[r * vectors + c], ub, w[c]);
                 continue;
               }
               Value even = kb.create<arith::MulIOp>(
                   kl, kk, indexConstant(kb, kl, 2));
-              if (!dotPairs) {
+              if (!dot) {
                 fmaRow(r, kb.create<arith::AddIOp>(kl, even,
                                                    indexConstant(kb, kl, 1)),
                        wk1);
@@ -449,9 +559,36 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
         for (int64_t c = 0; c < vectors; ++c) {
           int64_t column = c0 + c * lanes;
           Value y = kLoop.getResult(r * vectors + c);
-          if (epilogue) {
+          if (epilogue || int8) {
             Value col = lb.create<arith::AddIOp>(
                 ll, n0, indexConstant(lb, ll, column));
+            // The sums a later K block goes on from.
+            Value partial = y;
+            if (int8) {
+              partial = lb.create<vector::BitCastOp>(ll, vecType, y);
+              // y = (f32(acc − z[m] · Σ q_W) · s_x[m]) · s_W[n]
+              Value sums = lb.create<vector::TransferReadOp>(
+                  ll, wordType, int8Operands.sums, ValueRange{col},
+                  lb.create<arith::ConstantIntOp>(ll, 0, 32).getResult(),
+                  ArrayRef<bool>{true});
+              Value scale = lb.create<vector::TransferReadOp>(
+                  ll, vecType, int8Operands.scales, ValueRange{col}, fzero,
+                  ArrayRef<bool>{true});
+              auto rowValue = [&](Value perRow) {
+                return lb.create<tensor::ExtractOp>(ll, perRow, rowIndex[r]);
+              };
+              Value xScale = lb.create<vector::BroadcastOp>(
+                  ll, vecType, rowValue(int8Operands.xScales));
+              Value xZero = lb.create<vector::BroadcastOp>(
+                  ll, wordType,
+                  lb.create<arith::FPToSIOp>(ll, lb.getI32Type(),
+                                             rowValue(int8Operands.xZeros)));
+              Value correction = lb.create<arith::MulIOp>(ll, xZero, sums);
+              y = lb.create<arith::SIToFPOp>(
+                  ll, vecType, lb.create<arith::SubIOp>(ll, y, correction));
+              y = lb.create<arith::MulFOp>(
+                  ll, lb.create<arith::MulFOp>(ll, y, xScale), scale);
+            }
             Value biasVec, residualVec;
             if (bias)
               biasVec = lb.create<vector::TransferReadOp>(
@@ -463,7 +600,7 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
                   ArrayRef<bool>{whole});
             y = lb.create<arith::SelectOp>(
                 ll, last,
-                linearEpilogue(lb, ll, y, biasVec, act, residualVec), y);
+                linearEpilogue(lb, ll, y, biasVec, act, residualVec), partial);
           }
           t = lb.create<vector::TransferWriteOp>(
                     ll, y, t,
@@ -601,12 +738,107 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
   return y;
 }
 
+/// The int8 form of a linear's input x [M, K] (reference.py,
+/// quantize_activations): each row as unsigned bytes u over the row's
+/// range extended to 0, with a zero point z and a scale s_x, K padded with
+/// zeros to whole quads:
+///   lo = min(x[m, :], 0), hi = max(x[m, :], 0), r = hi − lo (255 if 0)
+///   inverse = (1 / r) · 255, s_x[m] = r / 255, z[m] = round_even(−lo · inverse)
+///   u[m, k] = clamp(round_even(x[m, k] · inverse) + z[m], 0, 255)
+/// so that x[m, k] ≈ (u[m, k] − z[m]) · s_x[m] with all 256 levels in use.
+/// Returns u, z (as f32) and s_x.
+static std::tuple<Value, Value, Value> quantizeActivations(OpBuilder &b,
+                                                           Location loc,
+                                                           Value x) {
+  Type f32 = b.getF32Type(), i8 = b.getI8Type(), i32 = b.getI32Type();
+  auto constant = [&](OpBuilder &nb, Location nl, double v) {
+    return floatConstant(nb, nl, f32, v);
+  };
+  // Reductions from 0: min(x[m, :], 0) and max(x[m, :], 0).
+  Value lo = reduceLastAxis(
+      b, loc, x, 0.0, [](OpBuilder &nb, Location nl, ValueRange args) {
+        return nb.create<arith::MinimumFOp>(nl, args[0], args[1]).getResult();
+      });
+  Value hi = reduceLastAxis(b, loc, x, 0.0, maxCombine);
+  RankedTensorType rowType = tensorTypeOf(lo);
+  auto perRow = [&](ValueRange inputs, BodyFn body) {
+    return elementwise(b, loc, rowType, inputs, body);
+  };
+  Value range = perRow(
+      ValueRange{hi, lo}, [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value r = nb.create<arith::SubFOp>(nl, args[0], args[1]);
+        Value positive = nb.create<arith::CmpFOp>(
+            nl, arith::CmpFPredicate::OGT, r, constant(nb, nl, 0));
+        return nb.create<arith::SelectOp>(nl, positive, r, constant(nb, nl, 255))
+            .getResult();
+      });
+  Value scale = perRow(
+      ValueRange{range}, [&](OpBuilder &nb, Location nl, ValueRange args) {
+        return nb.create<arith::DivFOp>(nl, args[0], constant(nb, nl, 255))
+            .getResult();
+      });
+  Value inverse = perRow(
+      ValueRange{range}, [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value reciprocal =
+            nb.create<arith::DivFOp>(nl, constant(nb, nl, 1), args[0]);
+        return nb.create<arith::MulFOp>(nl, reciprocal, constant(nb, nl, 255))
+            .getResult();
+      });
+  Value zero = perRow(
+      ValueRange{lo, inverse}, [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value negated = nb.create<arith::NegFOp>(nl, args[0]);
+        return nb
+            .create<math::RoundEvenOp>(
+                nl, nb.create<arith::MulFOp>(nl, negated, args[1]))
+            .getResult();
+      });
+  RankedTensorType xType = tensorTypeOf(x);
+  Value init = emptyTensor(b, loc, sizesOf(b, loc, x), i8);
+  AffineMap full = b.getMultiDimIdentityMap(2), row = full.dropResult(1);
+  Value u =
+      b.create<linalg::GenericOp>(
+           loc, TypeRange{init.getType()}, ValueRange{x, inverse, zero},
+           ValueRange{init}, ArrayRef<AffineMap>{full, row, row, full},
+           parallel(2),
+           [&](OpBuilder &nb, Location nl, ValueRange args) {
+             Value q = nb.create<math::RoundEvenOp>(
+                 nl, nb.create<arith::MulFOp>(nl, args[0], args[1]));
+             Value shifted = nb.create<arith::AddFOp>(nl, q, args[2]);
+             shifted = nb.create<arith::MinimumFOp>(
+                 nl, nb.create<arith::MaximumFOp>(nl, shifted,
+                                                  constant(nb, nl, 0)),
+                 constant(nb, nl, 255));
+             Value word = nb.create<arith::FPToSIOp>(nl, i32, shifted);
+             nb.create<linalg::YieldOp>(
+                 nl, ValueRange{nb.create<arith::TruncIOp>(nl, i8, word)});
+           })
+          .getResult(0);
+  int64_t k = xType.getDimSize(1), padding = llvm::alignTo(k, 4) - k;
+  if (padding)
+    u = b.create<tensor::PadOp>(
+        loc,
+        RankedTensorType::get({xType.getDimSize(0), k + padding}, i8), u,
+        ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(padding)},
+        b.create<arith::ConstantIntOp>(loc, 0, i8).getResult());
+  return {u, zero, scale};
+}
+
+/// A read-only tensor of the weights file's `view`.
+static Value viewTensor(OpBuilder &b, Location loc, Value view) {
+  auto viewType = cast<MemRefType>(view.getType());
+  return b.create<bufferization::ToTensorOp>(
+      loc,
+      RankedTensorType::get(viewType.getShape(), viewType.getElementType()),
+      view, /*restrict=*/true, /*writable=*/false);
+}
+
 /// act(x·Wᵀ + b) + r: [.., K] collapses to [M, K], the product runs on the
 /// weight's panels (packed in the weights file, or here), expand back.
 static Value lowerLinear(OpBuilder &b, Location loc, RankedTensorType type,
                          Value input, Value weight, Value bias,
                          Activation act, Value residual, int64_t lanes,
-                         bool bf16Dot) {
+                         bool bf16Dot, bool int8Dot) {
   Value x = collapseLeading(b, loc, input, 1);
   Value flatResidual =
       residual ? collapseLeading(b, loc, residual, 1) : Value();
@@ -615,8 +847,24 @@ static Value lowerLinear(OpBuilder &b, Location loc, RankedTensorType type,
   // A weight stored in panels: the tfm.weight stays (legal) until here.
   auto packed = weight.getDefiningOp<WeightOp>();
   if (packed && packed->hasAttr(kPanelWidthAttr)) {
-    Value view = panelsOf(b, packed);
-    auto viewType = cast<MemRefType>(view.getType());
+    PanelViews views = panelsOf(b, packed);
+    Value view = views.panels;
+    Type stored = cast<MemRefType>(view.getType()).getElementType();
+    if (stored.isInteger(8)) {
+      // int8: integer products of the quantized input and weights, summed
+      // exactly and scaled back in the epilogue.
+      auto [u, xZeros, xScales] = quantizeActivations(b, loc, x);
+      y = panelLinear(b, loc, u, viewTensor(b, loc, view), view,
+                      weightType.getDimSize(0), bias, act, flatResidual,
+                      int8Dot && lanes == 16,
+                      Int8Operands{xZeros, xScales,
+                                   viewTensor(b, loc, views.scales),
+                                   viewTensor(b, loc, views.sums)});
+      Value result = expandLeading(b, loc, y, type, input);
+      return result.getType() == type
+                 ? result
+                 : b.create<tensor::CastOp>(loc, type, result);
+    }
     // bf16 weights multiply bf16 activations, as AVX512-BF16's dot product
     // and oneDNN's bf16 matmul do: x rounded to nearest even, then every
     // product is exact in f32 and only the sums round. The dot product
@@ -624,7 +872,7 @@ static Value lowerLinear(OpBuilder &b, Location loc, RankedTensorType type,
     // x' = f32(bf16(x)). An odd K gets a zero column, as the panels a zero
     // row.
     bool dotPairs = false;
-    if (!viewType.getElementType().isF32()) {
+    if (stored.isBF16()) {
       dotPairs = bf16Dot && lanes == 16;
       RankedTensorType xType = tensorTypeOf(x);
       x = elementwise(
@@ -649,16 +897,13 @@ static Value lowerLinear(OpBuilder &b, Location loc, RankedTensorType type,
             floatConstant(b, loc, xElt, 0.0));
       }
     }
-    Value panels = b.create<bufferization::ToTensorOp>(
-        loc,
-        RankedTensorType::get(viewType.getShape(), viewType.getElementType()),
-        view, /*restrict=*/true, /*writable=*/false);
-    y = panelLinear(b, loc, x, panels, view, weightType.getDimSize(0), bias,
-                    act, flatResidual, dotPairs);
+    y = panelLinear(b, loc, x, viewTensor(b, loc, view), view,
+                    weightType.getDimSize(0), bias, act, flatResidual,
+                    dotPairs);
   } else if (weightType.hasStaticShape()) {
     Value panels = packPanels(b, loc, weight, 4 * lanes);
     y = panelLinear(b, loc, x, panels, Value(), weightType.getDimSize(0), bias,
-                    act, flatResidual, /*dotPairs=*/false);
+                    act, flatResidual, /*dot=*/false);
   } else {
     y = linearOfDynamicWeight(b, loc, x, weight, bias, act, flatResidual);
   }
@@ -668,14 +913,16 @@ static Value lowerLinear(OpBuilder &b, Location loc, RankedTensorType type,
 }
 
 /// Linears and fused linears; `lanes`: floats per vector of the target, so
-/// weights packed here get panels of 4 vectors; `bf16Dot`: whether it has
-/// AVX512-BF16's dot product.
+/// weights packed here get panels of 4 vectors; `bf16Dot`, `int8Dot`:
+/// whether it has AVX512-BF16's and AVX512-VNNI's dot products.
 template <typename OpTy>
 struct LinearLoweringBase : public OpConversionPattern<OpTy> {
-  LinearLoweringBase(MLIRContext *ctx, int64_t lanes, bool bf16Dot)
-      : OpConversionPattern<OpTy>(ctx), lanes(lanes), bf16Dot(bf16Dot) {}
+  LinearLoweringBase(MLIRContext *ctx, int64_t lanes, bool bf16Dot,
+                     bool int8Dot)
+      : OpConversionPattern<OpTy>(ctx), lanes(lanes), bf16Dot(bf16Dot),
+        int8Dot(int8Dot) {}
   int64_t lanes;
-  bool bf16Dot;
+  bool bf16Dot, int8Dot;
 };
 
 struct LinearLowering : public LinearLoweringBase<LinearOp> {
@@ -687,7 +934,7 @@ struct LinearLowering : public LinearLoweringBase<LinearOp> {
     rewriter.replaceOp(op, lowerLinear(rewriter, op.getLoc(), op.getType(),
                                        adaptor.getInput(), adaptor.getWeight(),
                                        adaptor.getBias(), Activation::none,
-                                       Value(), lanes, bf16Dot));
+                                       Value(), lanes, bf16Dot, int8Dot));
     return success();
   }
 };
@@ -701,7 +948,8 @@ struct FusedLinearLowering : public LinearLoweringBase<FusedLinearOp> {
     rewriter.replaceOp(op, lowerLinear(rewriter, op.getLoc(), op.getType(),
                                        adaptor.getInput(), adaptor.getWeight(),
                                        adaptor.getBias(), op.getActivation(),
-                                       adaptor.getResidual(), lanes, bf16Dot));
+                                       adaptor.getResidual(), lanes, bf16Dot,
+                                       int8Dot));
     return success();
   }
 };
@@ -709,8 +957,9 @@ struct FusedLinearLowering : public LinearLoweringBase<FusedLinearOp> {
 } // namespace
 
 void mlir::tfm::lowering::populateLinearLoweringPatterns(
-    RewritePatternSet &patterns, int64_t vectorWidth, bool bf16Dot) {
+    RewritePatternSet &patterns, int64_t vectorWidth, bool bf16Dot,
+    bool int8Dot) {
   patterns.add<MatmulLowering>(patterns.getContext());
-  patterns.add<LinearLowering, FusedLinearLowering>(patterns.getContext(),
-                                                    vectorWidth, bf16Dot);
+  patterns.add<LinearLowering, FusedLinearLowering>(
+      patterns.getContext(), vectorWidth, bf16Dot, int8Dot);
 }

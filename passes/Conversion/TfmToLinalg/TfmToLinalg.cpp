@@ -63,7 +63,7 @@ struct ConvertTfmToLinalgPass
       return signalPassFailure();
     }
     populateTfmToLinalgPatterns(patterns, queryBlock, keyBlock, vectorWidth,
-                                bf16Dot);
+                                bf16Dot, int8Dot);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
     WalkResult unread = module.walk([](WeightOp op) {
@@ -86,10 +86,11 @@ void mlir::tfm::populateTfmToLinalgPatterns(RewritePatternSet &patterns,
                                             int64_t queryBlock,
                                             int64_t keyBlock,
                                             int64_t vectorWidth,
-                                            bool bf16Dot) {
+                                            bool bf16Dot, bool int8Dot) {
   lowering::populateElementwiseLoweringPatterns(patterns);
   lowering::populateDataMovementLoweringPatterns(patterns, vectorWidth);
-  lowering::populateLinearLoweringPatterns(patterns, vectorWidth, bf16Dot);
+  lowering::populateLinearLoweringPatterns(patterns, vectorWidth, bf16Dot,
+                                           int8Dot);
   lowering::populateNormalizationLoweringPatterns(patterns, vectorWidth);
   lowering::populateAttentionLoweringPatterns(patterns, queryBlock, keyBlock,
                                               vectorWidth);

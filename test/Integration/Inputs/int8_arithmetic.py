@@ -1,7 +1,8 @@
 """Checks the reference's int8 arithmetic (reference.py --precision int8):
-the rounding of quantize_rows, zero rows, and that a product is the integer
-sums of the quantized operands scaled back, within the quantization's error
-bound of the f32 product. Prints one line per check that holds."""
+the rounding of quantize_rows (weights) and quantize_activations (inputs),
+zero rows, and that a product is the integer sums of the quantized operands
+scaled back, within the quantization's error bound of the f32 product.
+Prints one line per check that holds."""
 import os
 import sys
 
@@ -20,14 +21,28 @@ q, s = reference.quantize_rows(torch.zeros(2, 5))
 assert q.abs().sum().item() == 0 and s.flatten().tolist() == [1.0, 1.0]
 print("zero rows stay zero, scale 1")
 
+# Inputs: all 256 levels over the row's range extended to 0, so a row of
+# one sign (after a ReLU) has zero point 0 and twice the levels of a
+# symmetric scale; a zero row stays zero.
+u, z, s = reference.quantize_activations(torch.tensor([[0.0, 1.0, 2.0, 255.0], [0.0] * 4,
+                                                       [-3.0, 1.0, 0.5, 0.0]]))
+assert u[0].tolist() == [0.0, 1.0, 2.0, 255.0] and z[0].item() == 0 and s[0].item() == 1.0
+assert u[1].abs().sum().item() == 0 and z[1].item() == 0 and s[1].item() == 1.0
+assert z[2].item() == 191 and u[2].tolist() == [0.0, 255.0, 223.0, 191.0], (z[2], u[2])
+print("inputs unsigned with a zero point, zero rows stay zero")
+
 torch.manual_seed(0)
 x, w = torch.randn(7, 300), torch.randn(33, 300)
+x[:, 0] = torch.relu(x[:, 0])
+x[3] = torch.relu(x[3])  # a row of one sign
 w[5] = 0.0  # an all-zero output channel
-qx, sx = reference.quantize_rows(x)
+u, z, sx = reference.quantize_activations(x)
 qw, sw = reference.quantize_rows(w)
-assert qx.abs().max().item() == 127 and qw.abs().max().item() == 127
+assert u.min().item() == 0 and u.max().item() == 255 and qw.abs().max().item() == 127
+assert z[3].item() == 0 and u[3].max().item() == 255
+qx = u - z
 sums = qx.double() @ qw.double().T
-assert torch.equal(sums, torch.round(sums)) and sums.abs().max().item() <= 127 * 127 * 300
+assert torch.equal(sums, torch.round(sums)) and sums.abs().max().item() <= 255 * 127 * 300
 
 model = reference.Model.__new__(reference.Model)
 model.int8, model.bf16, model.quantized = True, False, {}
