@@ -740,88 +740,117 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
 
 /// The int8 form of a linear's input x [M, K] (reference.py,
 /// quantize_activations): each row as unsigned bytes u over the row's
-/// range extended to 0, with a zero point z and a scale s_x, K padded with
-/// zeros to whole quads:
+/// range extended to 0, with a zero point z and a scale s_x, K padded to
+/// whole quads:
 ///   lo = min(x[m, :], 0), hi = max(x[m, :], 0), r = hi − lo (255 if 0)
 ///   inverse = (1 / r) · 255, s_x[m] = r / 255, z[m] = round_even(−lo · inverse)
 ///   u[m, k] = clamp(round_even(x[m, k] · inverse) + z[m], 0, 255)
 /// so that x[m, k] ≈ (u[m, k] − z[m]) · s_x[m] with all 256 levels in use.
-/// Returns u, z (as f32) and s_x.
-static std::tuple<Value, Value, Value> quantizeActivations(OpBuilder &b,
-                                                           Location loc,
-                                                           Value x) {
+/// Per row, one pass of vectors of `lanes` for lo and hi, one for u; the
+/// lanes past K read 0, which changes neither lo nor hi, and give u = z
+/// (the panels' padding is 0). Returns u, z (as f32) and s_x.
+static std::tuple<Value, Value, Value>
+quantizeActivations(OpBuilder &b, Location loc, Value x, int64_t lanes) {
   Type f32 = b.getF32Type(), i8 = b.getI8Type(), i32 = b.getI32Type();
-  auto constant = [&](OpBuilder &nb, Location nl, double v) {
-    return floatConstant(nb, nl, f32, v);
+  auto vecType = VectorType::get({lanes}, f32);
+  auto constant = [&](OpBuilder &nb, Location nl, Type type, double v) {
+    return floatConstant(nb, nl, type, v);
   };
-  // Reductions from 0: min(x[m, :], 0) and max(x[m, :], 0).
-  Value lo = reduceLastAxis(
-      b, loc, x, 0.0, [](OpBuilder &nb, Location nl, ValueRange args) {
-        return nb.create<arith::MinimumFOp>(nl, args[0], args[1]).getResult();
-      });
-  Value hi = reduceLastAxis(b, loc, x, 0.0, maxCombine);
-  RankedTensorType rowType = tensorTypeOf(lo);
-  auto perRow = [&](ValueRange inputs, BodyFn body) {
-    return elementwise(b, loc, rowType, inputs, body);
+  int64_t k = tensorTypeOf(x).getDimSize(1), paddedK = llvm::alignTo(k, 4);
+  Value m = getValueOrCreateConstantIndexOp(b, loc, dimOf(b, loc, x, 0));
+  Value u0 = emptyTensor(b, loc, {m, b.getIndexAttr(paddedK)}, i8);
+  Value zeros0 = emptyTensor(b, loc, {m}, f32);
+  Value scales0 = emptyTensor(b, loc, {m}, f32);
+  Value fzero = constant(b, loc, f32, 0);
+  // Columns [0, end) in vectors: full ones in a loop, a partial last one
+  // (in_bounds false) after it. `body(column, full, values)` -> values.
+  using ColumnFn = function_ref<SmallVector<Value>(
+      OpBuilder &, Location, Value, bool, ValueRange)>;
+  auto columns = [&](OpBuilder &cb, Location cl, int64_t end,
+                     ValueRange init, ColumnFn body) {
+    int64_t whole = end / lanes * lanes;
+    SmallVector<Value> values(init);
+    if (whole)
+      values = cb.create<scf::ForOp>(
+                     cl, indexConstant(cb, cl, 0), indexConstant(cb, cl, whole),
+                     indexConstant(cb, cl, lanes), values,
+                     [&](OpBuilder &lb, Location ll, Value column,
+                         ValueRange iter) {
+                       lb.create<scf::YieldOp>(ll,
+                                               body(lb, ll, column, true, iter));
+                     })
+                   .getResults();
+    if (whole < end)
+      values = body(cb, cl, indexConstant(cb, cl, whole), false, values);
+    return values;
   };
-  Value range = perRow(
-      ValueRange{hi, lo}, [&](OpBuilder &nb, Location nl, ValueRange args) {
-        Value r = nb.create<arith::SubFOp>(nl, args[0], args[1]);
-        Value positive = nb.create<arith::CmpFOp>(
-            nl, arith::CmpFPredicate::OGT, r, constant(nb, nl, 0));
-        return nb.create<arith::SelectOp>(nl, positive, r, constant(nb, nl, 255))
-            .getResult();
+  auto rowLoop = b.create<scf::ForOp>(
+      loc, indexConstant(b, loc, 0), m, indexConstant(b, loc, 1),
+      ValueRange{u0, zeros0, scales0},
+      [&](OpBuilder &rb, Location rl, Value row, ValueRange outs) {
+        auto read = [&](OpBuilder &vb, Location vl, Value column, bool full) {
+          return vb.create<vector::TransferReadOp>(
+              vl, vecType, x, ValueRange{row, column}, fzero,
+              ArrayRef<bool>{full});
+        };
+        // lo and hi of the row, from 0.
+        Value vzero = constant(rb, rl, vecType, 0);
+        SmallVector<Value> bounds = columns(
+            rb, rl, k, ValueRange{vzero, vzero},
+            [&](OpBuilder &vb, Location vl, Value column, bool full,
+                ValueRange acc) -> SmallVector<Value> {
+              Value v = read(vb, vl, column, full);
+              return {vb.create<arith::MinimumFOp>(vl, acc[0], v),
+                      vb.create<arith::MaximumFOp>(vl, acc[1], v)};
+            });
+        Value lo = rb.create<vector::ReductionOp>(
+            rl, vector::CombiningKind::MINIMUMF, bounds[0]);
+        Value hi = rb.create<vector::ReductionOp>(
+            rl, vector::CombiningKind::MAXIMUMF, bounds[1]);
+        Value r = rb.create<arith::SubFOp>(rl, hi, lo);
+        r = rb.create<arith::SelectOp>(
+            rl,
+            rb.create<arith::CmpFOp>(rl, arith::CmpFPredicate::OGT, r, fzero),
+            r, constant(rb, rl, f32, 255));
+        Value scale =
+            rb.create<arith::DivFOp>(rl, r, constant(rb, rl, f32, 255));
+        Value inverse = rb.create<arith::MulFOp>(
+            rl, rb.create<arith::DivFOp>(rl, constant(rb, rl, f32, 1), r),
+            constant(rb, rl, f32, 255));
+        Value zero = rb.create<math::RoundEvenOp>(
+            rl, rb.create<arith::MulFOp>(
+                    rl, rb.create<arith::NegFOp>(rl, lo), inverse));
+        Value inverseVec = rb.create<vector::BroadcastOp>(rl, vecType, inverse);
+        Value zeroVec = rb.create<vector::BroadcastOp>(rl, vecType, zero);
+        // u over the padded row; its whole vectors may pass K (K = 15 and
+        // 16 lanes), and then their reads of x are masked too.
+        bool wholeInK = paddedK / lanes * lanes <= k;
+        Value u = columns(
+            rb, rl, paddedK, ValueRange{outs[0]},
+            [&](OpBuilder &vb, Location vl, Value column, bool full,
+                ValueRange acc) -> SmallVector<Value> {
+              Value q = vb.create<math::RoundEvenOp>(
+                  vl, vb.create<arith::MulFOp>(
+                          vl, read(vb, vl, column, full && wholeInK),
+                          inverseVec));
+              q = vb.create<arith::AddFOp>(vl, q, zeroVec);
+              q = vb.create<arith::MinimumFOp>(
+                  vl, vb.create<arith::MaximumFOp>(vl, q, constant(vb, vl, vecType, 0)),
+                  constant(vb, vl, vecType, 255));
+              Value bytes = vb.create<arith::TruncIOp>(
+                  vl, VectorType::get({lanes}, i8),
+                  vb.create<arith::FPToSIOp>(vl, VectorType::get({lanes}, i32),
+                                             q));
+              return {vb.create<vector::TransferWriteOp>(
+                             vl, bytes, acc[0], ValueRange{row, column},
+                             ArrayRef<bool>{full})
+                          .getResult()};
+            })[0];
+        Value zeros = rb.create<tensor::InsertOp>(rl, zero, outs[1], row);
+        Value scales = rb.create<tensor::InsertOp>(rl, scale, outs[2], row);
+        rb.create<scf::YieldOp>(rl, ValueRange{u, zeros, scales});
       });
-  Value scale = perRow(
-      ValueRange{range}, [&](OpBuilder &nb, Location nl, ValueRange args) {
-        return nb.create<arith::DivFOp>(nl, args[0], constant(nb, nl, 255))
-            .getResult();
-      });
-  Value inverse = perRow(
-      ValueRange{range}, [&](OpBuilder &nb, Location nl, ValueRange args) {
-        Value reciprocal =
-            nb.create<arith::DivFOp>(nl, constant(nb, nl, 1), args[0]);
-        return nb.create<arith::MulFOp>(nl, reciprocal, constant(nb, nl, 255))
-            .getResult();
-      });
-  Value zero = perRow(
-      ValueRange{lo, inverse}, [&](OpBuilder &nb, Location nl, ValueRange args) {
-        Value negated = nb.create<arith::NegFOp>(nl, args[0]);
-        return nb
-            .create<math::RoundEvenOp>(
-                nl, nb.create<arith::MulFOp>(nl, negated, args[1]))
-            .getResult();
-      });
-  RankedTensorType xType = tensorTypeOf(x);
-  Value init = emptyTensor(b, loc, sizesOf(b, loc, x), i8);
-  AffineMap full = b.getMultiDimIdentityMap(2), row = full.dropResult(1);
-  Value u =
-      b.create<linalg::GenericOp>(
-           loc, TypeRange{init.getType()}, ValueRange{x, inverse, zero},
-           ValueRange{init}, ArrayRef<AffineMap>{full, row, row, full},
-           parallel(2),
-           [&](OpBuilder &nb, Location nl, ValueRange args) {
-             Value q = nb.create<math::RoundEvenOp>(
-                 nl, nb.create<arith::MulFOp>(nl, args[0], args[1]));
-             Value shifted = nb.create<arith::AddFOp>(nl, q, args[2]);
-             shifted = nb.create<arith::MinimumFOp>(
-                 nl, nb.create<arith::MaximumFOp>(nl, shifted,
-                                                  constant(nb, nl, 0)),
-                 constant(nb, nl, 255));
-             Value word = nb.create<arith::FPToSIOp>(nl, i32, shifted);
-             nb.create<linalg::YieldOp>(
-                 nl, ValueRange{nb.create<arith::TruncIOp>(nl, i8, word)});
-           })
-          .getResult(0);
-  int64_t k = xType.getDimSize(1), padding = llvm::alignTo(k, 4) - k;
-  if (padding)
-    u = b.create<tensor::PadOp>(
-        loc,
-        RankedTensorType::get({xType.getDimSize(0), k + padding}, i8), u,
-        ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(padding)},
-        b.create<arith::ConstantIntOp>(loc, 0, i8).getResult());
-  return {u, zero, scale};
+  return {rowLoop.getResult(0), rowLoop.getResult(1), rowLoop.getResult(2)};
 }
 
 /// A read-only tensor of the weights file's `view`.
@@ -853,7 +882,7 @@ static Value lowerLinear(OpBuilder &b, Location loc, RankedTensorType type,
     if (stored.isInteger(8)) {
       // int8: integer products of the quantized input and weights, summed
       // exactly and scaled back in the epilogue.
-      auto [u, xZeros, xScales] = quantizeActivations(b, loc, x);
+      auto [u, xZeros, xScales] = quantizeActivations(b, loc, x, lanes);
       y = panelLinear(b, loc, u, viewTensor(b, loc, view), view,
                       weightType.getDimSize(0), bias, act, flatResidual,
                       int8Dot && lanes == 16,
