@@ -178,8 +178,10 @@ def tables(results):
             e = b["engines"]
             cells = [b["name"]] + [f"{e[n]['rate']:.3g}" for n in engines]
             cells += [_ratio(e[p]["seconds"], e[o]["seconds"]) for o, p in pairs]
-            # fp32 engines only: bf16's differences are its rounding.
-            diffs = [c["max_abs_diff"] for c in b["checks"] if "-bf16" not in c["engine"]]
+            # fp32 engines only: bf16's and int8's differences are their
+            # rounding.
+            diffs = [c["max_abs_diff"] for c in b["checks"]
+                     if "-bf16" not in c["engine"] and "-int8" not in c["engine"]]
             cells.append(f"{max(diffs):.1e}" if diffs else "-")
             cells.append(min(engines, key=lambda n: e[n]["seconds"]))
             lines.append("| " + " | ".join(cells) + " |")
@@ -209,9 +211,11 @@ def roofline(results):
                 continue
             shape = b["shape"]
             for name in (e for e in b.get("engine_order", engines) if e.endswith("-streamed")):
-                # Weights in the engine's precision; x and y in f32.
-                weight_bytes = 2 if "-bf16" in name else 4
+                # Weights in the engine's precision (int8: and a scale and
+                # a sum per output feature); x and y in f32.
+                weight_bytes = 2 if "-bf16" in name else 1 if "-int8" in name else 4
                 nbytes = (weight_bytes * shape["N"] * shape["K"]
+                          + (8.0 * shape["N"] if "-int8" in name else 0)
                           + 4.0 * shape["M"] * (shape["K"] + shape["N"]))
                 kernels.append((name, nbytes, f"{b['name']} ({name}, weights from DRAM)"))
         elif (b["kind"] == "attention" and b["shape"]["queries"] == 1
@@ -259,7 +263,7 @@ def main():
     ap.add_argument("--backends", default="llvm,onednn",
                     help="tfmc backends, comma-separated (unknown ones are skipped)")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--precisions", default="fp32", help="of our linears: fp32,bf16")
+    ap.add_argument("--precisions", default="fp32", help="of our linears: fp32,bf16,int8")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--out", default="bench-results")
     args = ap.parse_args()

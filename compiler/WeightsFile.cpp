@@ -101,10 +101,11 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
     auto shape = cast<DenseI64ArrayAttr>(dict.get("shape")).asArrayRef();
     int64_t bytes = ShapedType::getNumElements(shape) * 4;
     if (auto panel = dyn_cast_or_null<IntegerAttr>(dict.get("panel_width"))) {
-      bytes = isInt8(dict) ? int8PanelsBytes(shape[0], shape[1], panel.getInt())
-              : panelsSize(shape[0], shape[1], panel.getInt(),
-                           isBFloat16(dict)) *
-                    (isBFloat16(dict) ? 2 : 4);
+      int64_t width = panel.getInt();
+      bytes = isInt8(dict)
+                  ? int8PanelsBytes(shape[0], shape[1], width)
+                  : panelsSize(shape[0], shape[1], width, isBFloat16(dict)) *
+                        (isBFloat16(dict) ? 2 : 4);
       name += isInt8(dict)       ? " (in int8 panels)"
               : isBFloat16(dict) ? " (in bf16 panels)"
                                  : " (in panels)";

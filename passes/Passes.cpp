@@ -311,9 +311,9 @@ void tfm::registerAllTfmPasses() {
       "Lower fused tfm IR to the LLVM dialect (linalg or oneDNN calls, "
       "bufferization, loops)",
       [](OpPassManager &pm, const LoweringPipelineOptions &options) {
-        buildLoweringPipeline(pm, options.backend, /*reportBackends=*/false,
-                              {options.vectorWidth, options.bf16Dot,
-                               options.int8Dot},
-                              options.precision);
+        buildLoweringPipeline(
+            pm, options.backend, /*reportBackends=*/false,
+            {options.vectorWidth, options.bf16Dot, options.int8Dot},
+            options.precision);
       });
 }

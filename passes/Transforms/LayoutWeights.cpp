@@ -84,8 +84,8 @@ struct TfmLayoutWeightsPass
         // bf16 panels pair K, int8 ones group it in quads and add each
         // feature's scale and sum (compiler/Panels.h).
         if (panel && panelType.isInteger(8))
-          bytes = int8PanelsBytes(type.getDimSize(0), type.getDimSize(1),
-                                  panel);
+          bytes =
+              int8PanelsBytes(type.getDimSize(0), type.getDimSize(1), panel);
         else if (panel)
           bytes = panelsSize(type.getDimSize(0), type.getDimSize(1), panel,
                              panelType.isBF16()) *

@@ -40,9 +40,8 @@ inline const char *precisionName(uint64_t precision) {
 
 /// Weights files start with this header (little-endian, kHeaderSize bytes,
 /// then the tensors: f32, at the offsets compiled into the code, row-major
-/// or, for linears, as panels of f32, bf16 or int8; see compiler/Panels.h), then
-/// the region
-/// table.
+/// or, for linears, as panels of f32, bf16 or int8; see compiler/Panels.h),
+/// then the region table.
 constexpr char kWeightsMagic[8] = {'T', 'F', 'M', 'W', 'G', 'T', '0', '1'};
 constexpr uint64_t kWeightsHeaderSize = 4096;
 struct WeightsHeader {

@@ -102,20 +102,19 @@ static PanelViews panelsOf(OpBuilder &b, WeightOp op) {
   }
   Value weights = op->getParentOfType<FunctionOpInterface>().getArgument(0);
   auto viewAt = [&](int64_t offset, MemRefType viewType) {
-    return b.create<memref::ViewOp>(loc, viewType, weights,
-                                    indexConstant(b, loc, offset),
-                                    ValueRange{});
+    return b.create<memref::ViewOp>(
+        loc, viewType, weights, indexConstant(b, loc, offset), ValueRange{});
   };
   PanelViews views;
-  views.panels = viewAt(*op.getOffset(),
-                        MemRefType::get({panels, rows, width}, elt));
+  views.panels =
+      viewAt(*op.getOffset(), MemRefType::get({panels, rows, width}, elt));
   if (elt.isInteger(8)) {
     int64_t features = panels * width / 4;
     int64_t scalesOffset = *op.getOffset() + panels * rows * width;
     views.scales =
         viewAt(scalesOffset, MemRefType::get({features}, b.getF32Type()));
     views.sums = viewAt(scalesOffset + 4 * features,
-                               MemRefType::get({features}, b.getI32Type()));
+                        MemRefType::get({features}, b.getI32Type()));
   }
   return views;
 }
@@ -488,8 +487,8 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
                 continue;
               }
               if (int8) {
-                Value quad = kb.create<arith::MulIOp>(
-                    kl, kk, indexConstant(kb, kl, 4));
+                Value quad =
+                    kb.create<arith::MulIOp>(kl, kk, indexConstant(kb, kl, 4));
                 if (!dot) {
                   // acc += i32(u[m0 + r, 4kk + h]) · wq[h], h = 0..3
                   for (int64_t h = 0; h < 4; ++h) {
@@ -599,8 +598,8 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
                   ll, vecType, residual, ValueRange{rowIndex[r], col}, fzero,
                   ArrayRef<bool>{whole});
             y = lb.create<arith::SelectOp>(
-                ll, last,
-                linearEpilogue(lb, ll, y, biasVec, act, residualVec), partial);
+                ll, last, linearEpilogue(lb, ll, y, biasVec, act, residualVec),
+                partial);
           }
           t = lb.create<vector::TransferWriteOp>(
                     ll, y, t,
@@ -743,7 +742,8 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
 /// range extended to 0, with a zero point z and a scale s_x, K padded to
 /// whole quads:
 ///   lo = min(x[m, :], 0), hi = max(x[m, :], 0), r = hi − lo (255 if 0)
-///   inverse = (1 / r) · 255, s_x[m] = r / 255, z[m] = round_even(−lo · inverse)
+///   inverse = (1 / r) · 255, s_x[m] = r / 255
+///   z[m] = round_even(−lo · inverse)
 ///   u[m, k] = clamp(round_even(x[m, k] · inverse) + z[m], 0, 255)
 /// so that x[m, k] ≈ (u[m, k] − z[m]) · s_x[m] with all 256 levels in use.
 /// Per row, one pass of vectors of `lanes` for lo and hi, one for u; the
@@ -764,22 +764,21 @@ quantizeActivations(OpBuilder &b, Location loc, Value x, int64_t lanes) {
   Value fzero = constant(b, loc, f32, 0);
   // Columns [0, end) in vectors: full ones in a loop, a partial last one
   // (in_bounds false) after it. `body(column, full, values)` -> values.
-  using ColumnFn = function_ref<SmallVector<Value>(
-      OpBuilder &, Location, Value, bool, ValueRange)>;
-  auto columns = [&](OpBuilder &cb, Location cl, int64_t end,
-                     ValueRange init, ColumnFn body) {
+  using ColumnFn = function_ref<SmallVector<Value>(OpBuilder &, Location, Value,
+                                                   bool, ValueRange)>;
+  auto columns = [&](OpBuilder &cb, Location cl, int64_t end, ValueRange init,
+                     ColumnFn body) {
     int64_t whole = end / lanes * lanes;
     SmallVector<Value> values(init);
     if (whole)
-      values = cb.create<scf::ForOp>(
-                     cl, indexConstant(cb, cl, 0), indexConstant(cb, cl, whole),
-                     indexConstant(cb, cl, lanes), values,
-                     [&](OpBuilder &lb, Location ll, Value column,
-                         ValueRange iter) {
-                       lb.create<scf::YieldOp>(ll,
-                                               body(lb, ll, column, true, iter));
-                     })
-                   .getResults();
+      values =
+          cb.create<scf::ForOp>(
+                cl, indexConstant(cb, cl, 0), indexConstant(cb, cl, whole),
+                indexConstant(cb, cl, lanes), values,
+                [&](OpBuilder &lb, Location ll, Value column, ValueRange iter) {
+                  lb.create<scf::YieldOp>(ll, body(lb, ll, column, true, iter));
+                })
+              .getResults();
     if (whole < end)
       values = body(cb, cl, indexConstant(cb, cl, whole), false, values);
     return values;
@@ -789,20 +788,20 @@ quantizeActivations(OpBuilder &b, Location loc, Value x, int64_t lanes) {
       ValueRange{u0, zeros0, scales0},
       [&](OpBuilder &rb, Location rl, Value row, ValueRange outs) {
         auto read = [&](OpBuilder &vb, Location vl, Value column, bool full) {
-          return vb.create<vector::TransferReadOp>(
-              vl, vecType, x, ValueRange{row, column}, fzero,
-              ArrayRef<bool>{full});
+          return vb.create<vector::TransferReadOp>(vl, vecType, x,
+                                                   ValueRange{row, column},
+                                                   fzero, ArrayRef<bool>{full});
         };
         // lo and hi of the row, from 0.
         Value vzero = constant(rb, rl, vecType, 0);
-        SmallVector<Value> bounds = columns(
-            rb, rl, k, ValueRange{vzero, vzero},
-            [&](OpBuilder &vb, Location vl, Value column, bool full,
-                ValueRange acc) -> SmallVector<Value> {
-              Value v = read(vb, vl, column, full);
-              return {vb.create<arith::MinimumFOp>(vl, acc[0], v),
-                      vb.create<arith::MaximumFOp>(vl, acc[1], v)};
-            });
+        SmallVector<Value> bounds =
+            columns(rb, rl, k, ValueRange{vzero, vzero},
+                    [&](OpBuilder &vb, Location vl, Value column, bool full,
+                        ValueRange acc) -> SmallVector<Value> {
+                      Value v = read(vb, vl, column, full);
+                      return {vb.create<arith::MinimumFOp>(vl, acc[0], v),
+                              vb.create<arith::MaximumFOp>(vl, acc[1], v)};
+                    });
         Value lo = rb.create<vector::ReductionOp>(
             rl, vector::CombiningKind::MINIMUMF, bounds[0]);
         Value hi = rb.create<vector::ReductionOp>(
@@ -818,8 +817,8 @@ quantizeActivations(OpBuilder &b, Location loc, Value x, int64_t lanes) {
             rl, rb.create<arith::DivFOp>(rl, constant(rb, rl, f32, 1), r),
             constant(rb, rl, f32, 255));
         Value zero = rb.create<math::RoundEvenOp>(
-            rl, rb.create<arith::MulFOp>(
-                    rl, rb.create<arith::NegFOp>(rl, lo), inverse));
+            rl, rb.create<arith::MulFOp>(rl, rb.create<arith::NegFOp>(rl, lo),
+                                         inverse));
         Value inverseVec = rb.create<vector::BroadcastOp>(rl, vecType, inverse);
         Value zeroVec = rb.create<vector::BroadcastOp>(rl, vecType, zero);
         // u over the padded row; its whole vectors may pass K (K = 15 and
@@ -830,20 +829,22 @@ quantizeActivations(OpBuilder &b, Location loc, Value x, int64_t lanes) {
             [&](OpBuilder &vb, Location vl, Value column, bool full,
                 ValueRange acc) -> SmallVector<Value> {
               Value q = vb.create<math::RoundEvenOp>(
-                  vl, vb.create<arith::MulFOp>(
-                          vl, read(vb, vl, column, full && wholeInK),
-                          inverseVec));
+                  vl,
+                  vb.create<arith::MulFOp>(
+                      vl, read(vb, vl, column, full && wholeInK), inverseVec));
               q = vb.create<arith::AddFOp>(vl, q, zeroVec);
               q = vb.create<arith::MinimumFOp>(
-                  vl, vb.create<arith::MaximumFOp>(vl, q, constant(vb, vl, vecType, 0)),
+                  vl,
+                  vb.create<arith::MaximumFOp>(vl, q,
+                                               constant(vb, vl, vecType, 0)),
                   constant(vb, vl, vecType, 255));
               Value bytes = vb.create<arith::TruncIOp>(
                   vl, VectorType::get({lanes}, i8),
                   vb.create<arith::FPToSIOp>(vl, VectorType::get({lanes}, i32),
                                              q));
               return {vb.create<vector::TransferWriteOp>(
-                             vl, bytes, acc[0], ValueRange{row, column},
-                             ArrayRef<bool>{full})
+                            vl, bytes, acc[0], ValueRange{row, column},
+                            ArrayRef<bool>{full})
                           .getResult()};
             })[0];
         Value zeros = rb.create<tensor::InsertOp>(rl, zero, outs[1], row);
@@ -865,9 +866,9 @@ static Value viewTensor(OpBuilder &b, Location loc, Value view) {
 /// act(x·Wᵀ + b) + r: [.., K] collapses to [M, K], the product runs on the
 /// weight's panels (packed in the weights file, or here), expand back.
 static Value lowerLinear(OpBuilder &b, Location loc, RankedTensorType type,
-                         Value input, Value weight, Value bias,
-                         Activation act, Value residual, int64_t lanes,
-                         bool bf16Dot, bool int8Dot) {
+                         Value input, Value weight, Value bias, Activation act,
+                         Value residual, int64_t lanes, bool bf16Dot,
+                         bool int8Dot) {
   Value x = collapseLeading(b, loc, input, 1);
   Value flatResidual =
       residual ? collapseLeading(b, loc, residual, 1) : Value();
@@ -883,12 +884,11 @@ static Value lowerLinear(OpBuilder &b, Location loc, RankedTensorType type,
       // int8: integer products of the quantized input and weights, summed
       // exactly and scaled back in the epilogue.
       auto [u, xZeros, xScales] = quantizeActivations(b, loc, x, lanes);
-      y = panelLinear(b, loc, u, viewTensor(b, loc, view), view,
-                      weightType.getDimSize(0), bias, act, flatResidual,
-                      int8Dot && lanes == 16,
-                      Int8Operands{xZeros, xScales,
-                                   viewTensor(b, loc, views.scales),
-                                   viewTensor(b, loc, views.sums)});
+      y = panelLinear(
+          b, loc, u, viewTensor(b, loc, view), view, weightType.getDimSize(0),
+          bias, act, flatResidual, int8Dot && lanes == 16,
+          Int8Operands{xZeros, xScales, viewTensor(b, loc, views.scales),
+                       viewTensor(b, loc, views.sums)});
       Value result = expandLeading(b, loc, y, type, input);
       return result.getType() == type
                  ? result
