@@ -481,6 +481,20 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
                 next[r * vectors + c] = kb.create<vector::FMAOp>(
                     kl, xb, weights[c], next[r * vectors + c]);
             };
+            // x[m0 + r, column : column + perFeature] (a pair of bf16, a
+            // quad of bytes) as one 32-bit word, in every lane.
+            auto broadcastWord = [&](int64_t r, Value column) -> Value {
+              Value group = kb.create<vector::TransferReadOp>(
+                  kl, VectorType::get({perFeature}, stored), x,
+                  ValueRange{rowIndex[r], column}, storedZero,
+                  ArrayRef<bool>{true});
+              Value word = kb.create<vector::ExtractOp>(
+                  kl,
+                  kb.create<vector::BitCastOp>(
+                      kl, VectorType::get({1}, kb.getI32Type()), group),
+                  ArrayRef<int64_t>{0});
+              return kb.create<vector::BroadcastOp>(kl, wordType, word);
+            };
             for (int64_t r = 0; r < rows; ++r) {
               if (perFeature == 1) {
                 fmaRow(r, kk, w);
@@ -507,17 +521,7 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
                   }
                   continue;
                 }
-                // u[m0 + r, 4kk : 4kk + 4] as one word, in every lane.
-                Value uQuad = kb.create<vector::TransferReadOp>(
-                    kl, VectorType::get({4}, stored), x,
-                    ValueRange{rowIndex[r], quad}, storedZero,
-                    ArrayRef<bool>{true});
-                Value uWord = kb.create<vector::ExtractOp>(
-                    kl,
-                    kb.create<vector::BitCastOp>(
-                        kl, VectorType::get({1}, kb.getI32Type()), uQuad),
-                    ArrayRef<int64_t>{0});
-                Value ub = kb.create<vector::BroadcastOp>(kl, wordType, uWord);
+                Value ub = broadcastWord(r, quad);
                 for (int64_t c = 0; c < vectors; ++c)
                   next[r * vectors + c] =
                       dotInt8Quads(kb, kl, next[r * vectors + c], ub, w[c]);
@@ -532,19 +536,9 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
                 fmaRow(r, even, w);
                 continue;
               }
-              // x[m0 + r, 2kk : 2kk + 2] as one 32-bit word, in every lane.
-              Value xPair = kb.create<vector::TransferReadOp>(
-                  kl, VectorType::get({2}, stored), x,
-                  ValueRange{rowIndex[r], even}, storedZero,
-                  ArrayRef<bool>{true});
-              Value xWord = kb.create<vector::ExtractOp>(
-                  kl,
-                  kb.create<vector::BitCastOp>(
-                      kl, VectorType::get({1}, kb.getI32Type()), xPair),
-                  ArrayRef<int64_t>{0});
               Value xb = kb.create<vector::BitCastOp>(
                   kl, VectorType::get({2 * lanes}, stored),
-                  kb.create<vector::BroadcastOp>(kl, wordType, xWord));
+                  broadcastWord(r, even));
               for (int64_t c = 0; c < vectors; ++c)
                 next[r * vectors + c] =
                     dotBf16Pairs(kb, kl, next[r * vectors + c], xb, w[c]);
