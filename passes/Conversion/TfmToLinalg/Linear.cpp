@@ -204,28 +204,22 @@ static Value packPanels(OpBuilder &b, Location loc, Value weight,
 /// panel (where the panel ends, of the next).
 enum class Prefetch { none, nextPanel, nextBlock };
 
-/// acc + a[2i]·b[2i] + a[2i + 1]·b[2i + 1] in each f32 lane i, from 32
-/// bf16 a and b: AVX512-BF16's vdpbf16ps, which MLIR 19's x86vector
-/// dialect does not have.
-static Value dotBf16Pairs(OpBuilder &b, Location loc, Value acc, Value a,
-                          Value pairs) {
-  return b
-      .create<LLVM::CallIntrinsicOp>(loc, TypeRange{acc.getType()},
-                                     "llvm.x86.avx512bf16.dpbf16ps.512",
-                                     ValueRange{acc, a, pairs})
-      .getResults();
-}
+/// The dot products the panel kernel takes where the target has them,
+/// which MLIR 19's x86vector dialect does not:
+/// AVX512-BF16's vdpbf16ps, acc + a[2i]·b[2i] + a[2i + 1]·b[2i + 1] in each
+/// f32 lane i, from 32 bf16 a and b;
+constexpr llvm::StringLiteral kBf16PairDot = "llvm.x86.avx512bf16.dpbf16ps.512";
+/// AVX512-VNNI's vpdpbusd, acc + Σ_h a[4i + h]·b[4i + h] in each i32 lane i,
+/// from 64 unsigned bytes a and 64 signed bytes b (as 16 words each); the
+/// sums here never leave i32 (|Σ| ≤ 255·127·K), so it does not saturate.
+constexpr llvm::StringLiteral kInt8QuadDot = "llvm.x86.avx512.vpdpbusd.512";
 
-/// acc + Σ_h a[4i + h]·b[4i + h] in each i32 lane i, from 64 unsigned
-/// bytes a and 64 signed bytes b (as 16 words each): AVX512-VNNI's
-/// vpdpbusd, which MLIR 19's x86vector dialect does not have. The sums
-/// here never leave i32 (|Σ| ≤ 255·127·K), so it does not saturate.
-static Value dotInt8Quads(OpBuilder &b, Location loc, Value acc, Value a,
-                          Value quads) {
+/// `intrinsic`(acc, a, b), one of the dot products above.
+static Value dotProduct(OpBuilder &b, Location loc, StringRef intrinsic,
+                        Value acc, Value a, Value bOperand) {
   return b
-      .create<LLVM::CallIntrinsicOp>(loc, TypeRange{acc.getType()},
-                                     "llvm.x86.avx512.vpdpbusd.512",
-                                     ValueRange{acc, a, quads})
+      .create<LLVM::CallIntrinsicOp>(loc, TypeRange{acc.getType()}, intrinsic,
+                                     ValueRange{acc, a, bOperand})
       .getResults();
 }
 
@@ -523,8 +517,8 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
                 }
                 Value ub = broadcastWord(r, quad);
                 for (int64_t c = 0; c < vectors; ++c)
-                  next[r * vectors + c] =
-                      dotInt8Quads(kb, kl, next[r * vectors + c], ub, w[c]);
+                  next[r * vectors + c] = dotProduct(
+                      kb, kl, kInt8QuadDot, next[r * vectors + c], ub, w[c]);
                 continue;
               }
               Value even = kb.create<arith::MulIOp>(
@@ -540,8 +534,8 @@ static Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
                   kl, VectorType::get({2 * lanes}, stored),
                   broadcastWord(r, even));
               for (int64_t c = 0; c < vectors; ++c)
-                next[r * vectors + c] =
-                    dotBf16Pairs(kb, kl, next[r * vectors + c], xb, w[c]);
+                next[r * vectors + c] = dotProduct(
+                    kb, kl, kBf16PairDot, next[r * vectors + c], xb, w[c]);
             }
             kb.create<scf::YieldOp>(kl, next);
           });
