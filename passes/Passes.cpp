@@ -130,7 +130,8 @@ void tfm::buildLoweringPipeline(OpPassManager &pm, StringRef backend,
 
   // Tensors -> buffers. Function arguments and results become memrefs with
   // identity layouts; results equivalent to an argument (the updated KV
-  // caches) are dropped, the rest become caller-allocated out-params.
+  // caches) are dropped, the rest become caller-allocated out-params, in
+  // which the ops that make them write directly.
   bufferization::OneShotBufferizationOptions bufferization;
   bufferization.bufferizeFunctionBoundaries = true;
   bufferization.setFunctionBoundaryTypeConversion(
@@ -141,6 +142,7 @@ void tfm::buildLoweringPipeline(OpPassManager &pm, StringRef backend,
   bufferization::BufferResultsToOutParamsOpts outParams;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createTfmWriteResultsInPlacePass());
 
   // Loops; scf.forall becomes scf.parallel, which runs on OpenMP threads.
   pm.addPass(createForallToParallelLoopPass());

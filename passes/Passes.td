@@ -205,6 +205,23 @@ def TfmLowerVectorsPass : Pass<"tfm-lower-vectors", "::mlir::ModuleOp"> {
   }];
 }
 
+def TfmWriteResultsInPlacePass
+    : Pass<"tfm-write-results-in-place", "::mlir::func::FuncOp"> {
+  let summary = "Compute results in their out-params instead of copying them there";
+  let description = [{
+    After buffer-results-to-out-params, which leaves each result computed in
+    a temporary and copied into its out-param at the return: when the
+    temporary is an allocation of the function's body, seen by the copy
+    through views that keep the elements' row-major order (reshape, expand
+    and collapse shape, cast), and only copies into out-params follow, the
+    out-param (reinterpreted with the allocation's shape) replaces the
+    allocation and the copy goes. Out-params must not alias the other
+    arguments, as for any function that bufferization gave out-params.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def TfmFreeAfterLastUsePass : Pass<"tfm-free-after-last-use"> {
   let summary = "Free each buffer right after its last use";
   let description = [{

@@ -1,8 +1,9 @@
 // RUN: tfm-opt %s -split-input-file -convert-tfm-to-linalg="vector-width=8" -canonicalize | FileCheck %s
 // RUN: tfm-opt %s -split-input-file -convert-tfm-to-linalg="vector-width=16" -canonicalize | FileCheck %s --check-prefix=AVX512
 
-// The vector layer norm for AVX2 (vectors of 8) over rows of 513: up to 8
-// rows on the calling thread, more in blocks of 8 rows in parallel; per row, three loops over 512 floats in steps of 4
+// The vector layer norm for AVX2 (vectors of 8) over rows of 513: up to 63
+// rows (64 x 512 elements) on the calling thread, more in blocks of 8 rows
+// in parallel; per row, three loops over 512 floats in steps of 4
 // vectors (pass 1: sum, pass 2: centered squares, 4 accumulators each;
 // pass 3: the normalized row into the block), each followed by the tail at
 // column 512 with masked transfers (no in_bounds). The tail of pass 2 pads
@@ -11,7 +12,7 @@
 // CHECK-SAME: %[[X:[^:]+]]: tensor<?x513xf32>, %[[R:[^:]+]]: tensor<?x513xf32>, %[[G:[^:]+]]: tensor<513xf32>, %[[B:[^:]+]]: tensor<513xf32>)
 // CHECK: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
 // CHECK: %[[M:.+]] = tensor.dim %[[X]], %c0
-// CHECK: %[[FEW:.+]] = arith.cmpi ule, %[[M]], %c8
+// CHECK: %[[FEW:.+]] = arith.cmpi ule, %[[M]], %c63
 // CHECK: scf.if %[[FEW]] -> (tensor<?x513xf32>) {
 // CHECK-NOT: scf.forall
 // CHECK: scf.for %[[SI:.+]] = %c0 to %[[M]] step %c1 iter_args(%{{.+}} = %{{.+}}) -> (tensor<?x513xf32>)

@@ -198,13 +198,15 @@ static Value genericLayerNorm(OpBuilder &rewriter, LayerNormOp op, Value input,
 // Layer norm on vectors
 //===----------------------------------------------------------------------===//
 
-/// Rows per iteration of the forall (the unit a thread takes), and the most
-/// rows normalized on the calling thread: a single block gains nothing from
-/// threads, and forking and joining them costs more than a few rows take
-/// (`tfm-bench`, 2 threads, 1 x 512 with a residual: 3.6 us through the
-/// forall, 0.3 us without).
-/// 1024 rows still give 2 threads 128 blocks to share.
+/// Rows per iteration of the forall (the unit a thread takes); 1024 rows
+/// give 2 threads 128 blocks to share.
 constexpr int64_t kLayerNormRowBlock = 8;
+/// The most elements (rows x C) normalized on the calling thread: forking
+/// and joining the threads costs more than normalizing fewer takes
+/// (`tfm-bench`, 2 threads, rows x 512 with a residual, on the calling
+/// thread / through the forall: 1 row 0.3 / 3.6 us, 64 rows 4.7 / 5.9 us,
+/// 128 rows 10.0 / 8.6 us).
+constexpr int64_t kLayerNormSerialElements = 64 * 512;
 /// Vectors per iteration of the loops over a row, each summed into its own
 /// accumulator so that the adds of a sum do not wait on each other
 /// (`tfm-bench`, 1 thread, AVX2, loaded machine, best of 2: 1024 x 512 at
@@ -411,10 +413,12 @@ static Value vectorLayerNorm(OpBuilder &b, Location loc, Value x,
     return forall.getResult(0);
   };
 
-  // With at most one block of rows, no threads: the forall would have one
-  // iteration, and forking and joining costs more than a row of 512 takes.
-  Value few =
-      b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ule, m, rowBlock);
+  // With few rows, no threads: forking and joining costs more than they
+  // take.
+  Value few = b.create<arith::CmpIOp>(
+      loc, arith::CmpIPredicate::ule, m,
+      indexConstant(b, loc,
+                    std::max<int64_t>(1, kLayerNormSerialElements / width)));
   auto choice = b.create<scf::IfOp>(
       loc, few,
       [&](OpBuilder &sb, Location sl) {
