@@ -16,7 +16,7 @@ the other, and reported as a ratio against its peers:
               them (weights from DRAM)
   attention   fused tfm.attention vs the tfm-decompose'd graph: encoder
               self-attention at 32, 64, 256 and 512 tokens (batch 1, 8 heads
-              of 64) and at 32 tokens for 32 sentences, a decoder step (one
+              of 64) and at 32 and 64 tokens for 32 sentences, a decoder step (one
               query) against K/V caches of 32 and 256, and of 32 for 32
               sentences
   layer norm  fused tfm.layer_norm (with residual) vs decomposed, 32 and
@@ -44,7 +44,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LINEARS = [(m, k, n) for m in (1, 4, 32, 1024)
            for k, n in ((512, 2048), (2048, 512), (512, 512), (512, 32000))]
 ATTENTION = ["encoder:32", "encoder:64", "encoder:256", "encoder:512", "encoder:32:32",
-             "decoder:32", "decoder:256", "decoder:32:32"]
+             "encoder:64:32", "decoder:32", "decoder:256", "decoder:32:32"]
 LAYER_NORMS = [(32, 512), (1024, 512)]
 
 # --quick: small shapes, short timings; for the test suite.

@@ -158,9 +158,10 @@ def TfmSelectBackendPass : Pass<"tfm-select-backend", "::mlir::ModuleOp"> {
     elementwise ops; not `tfm.attention`: oneDNN 2.6 has no fused attention).
     `backend=llvm` and `backend=onednn` give every such op that backend;
     `backend=auto` picks per op kind and shape from a table of measurements
-    (bench/micro), see `autoBackend` in SelectBackend.cpp: linears stay
-    ours (the panel kernel), attention blocks are spelled out for oneDNN's
-    matmuls, layer norms go to oneDNN. The choice is
+    (bench/micro), see `autoBackend` in SelectBackend.cpp: linears,
+    attention (fused) and layer norms with a static f32 last axis stay ours,
+    attention and layer norms the vector kernels cannot take go to oneDNN
+    (the attention spelled out for its matmuls). The choice is
     recorded on the module as `tfm.backend_choice`, one line per op kind and
     shape, and printed to stderr with `report=true`.
   }];

@@ -101,10 +101,10 @@ struct TfmSelectBackendPass
         choices.push_back({line, 0});
       ++choices[it->second].second;
     };
-    // oneDNN 2.6 has no fused attention; auto spells an attention block out
-    // (matmul, scale, masks, softmax, matmul) where oneDNN's batched matmuls
-    // beat our FlashAttention, and the pieces are chosen below. The fused
-    // ones run our code whatever the backend.
+    // oneDNN 2.6 has no fused attention; auto spells out the attention ops
+    // our vector kernels cannot take (matmul, scale, masks, softmax,
+    // matmul), and the pieces are chosen below. The fused ones run our code
+    // whatever the backend.
     SmallVector<AttentionOp> attentions;
     module.walk([&](AttentionOp op) { attentions.push_back(op); });
     IRRewriter rewriter(&getContext());
