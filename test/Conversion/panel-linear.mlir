@@ -34,7 +34,8 @@
 // CHECK: memref.prefetch %[[VIEW]][%[[PANEL]], %[[ROW]], %c0], read, locality<3>, data : memref<3x150x32xf32>
 // CHECK-NEXT: memref.prefetch %[[VIEW]][%[[PANEL]], %[[ROW]], %c16], read, locality<3>, data : memref<3x150x32xf32>
 // CHECK: vector.fma
-// CHECK: %[[RELU:.+]] = arith.maximumf
+// CHECK: %[[POSITIVE:.+]] = arith.cmpf ugt, %[[Y:.+]], %{{.+}} : vector<8xf32>
+// CHECK: %[[RELU:.+]] = arith.select %[[POSITIVE]], %[[Y]], %{{.+}} : vector<8xi1>, vector<8xf32>
 // CHECK: %[[WITH:.+]] = arith.addf %[[RELU]], %{{.+}} : vector<8xf32>
 // CHECK: arith.select %[[LAST]], %[[WITH]], %{{.+}} : vector<8xf32>
 // CHECK: } else {

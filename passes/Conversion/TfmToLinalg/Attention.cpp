@@ -257,12 +257,9 @@ static Value vectorQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
     // m' = max(m, max_j s)
     Value blockMax = s[0];
     for (int64_t g = 1; g < groups; ++g)
-      blockMax = kb.create<arith::MaximumFOp>(kl, blockMax, s[g]);
+      blockMax = greaterOf(kb, kl, s[g], blockMax);
     Value m = state[0];
-    Value mNew = kb.create<arith::MaximumFOp>(
-        kl, m,
-        kb.create<vector::ReductionOp>(kl, vector::CombiningKind::MAXIMUMF,
-                                       blockMax));
+    Value mNew = greaterOf(kb, kl, greatestLane(kb, kl, blockMax), m);
     Value mNewVec = kb.create<vector::BroadcastOp>(kl, vecType, mNew);
     // p = exp(s - m'), exactly 0 for hidden keys; c = exp(m - m')
     SmallVector<Value> p;
@@ -390,7 +387,7 @@ static Value expOfNonPositive(OpBuilder &b, Location loc, Value x) {
   auto type = cast<VectorType>(x.getType());
   auto intType = VectorType::get(type.getShape(), b.getI32Type());
   auto splat = [&](double v) { return floatConstant(b, loc, type, v); };
-  x = b.create<arith::MaximumFOp>(loc, x, splat(-87.0));
+  x = greaterOf(b, loc, x, splat(-87.0));
   Value n = b.create<math::RoundEvenOp>(
       loc, b.create<arith::MulFOp>(loc, x, splat(M_LOG2E)));
   Value r = b.create<math::FmaOp>(loc, n, splat(-0.693359375), x);
@@ -665,15 +662,13 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
                         s.push_back(vb.create<arith::SelectOp>(
                             vl, seen[x], scores.getResult(r * keyVectors + x),
                             ninfVec));
-                        blockMax = blockMax ? vb.create<arith::MaximumFOp>(
-                                                  vl, blockMax, s[x])
-                                            : s[x];
+                        blockMax = blockMax
+                                       ? greaterOf(vb, vl, s[x], blockMax)
+                                       : s[x];
                       }
                       Value m = vb.create<tensor::ExtractOp>(vl, mT, local[r]);
-                      Value mNew = vb.create<arith::MaximumFOp>(
-                          vl, m,
-                          vb.create<vector::ReductionOp>(
-                              vl, vector::CombiningKind::MAXIMUMF, blockMax));
+                      Value mNew = greaterOf(
+                          vb, vl, greatestLane(vb, vl, blockMax), m);
                       Value mSafe = vb.create<arith::SelectOp>(
                           vl,
                           vb.create<arith::CmpFOp>(

@@ -257,7 +257,7 @@ Value applyActivation(OpBuilder &b, Location loc, Activation act, Value x) {
     return x;
   case Activation::relu:
     // max(x, 0)
-    return b.create<arith::MaximumFOp>(loc, x, floatConstant(b, loc, t, 0.0));
+    return greaterOf(b, loc, x, floatConstant(b, loc, t, 0.0));
   case Activation::gelu: {
     // x/2 · (1 + erf(x / sqrt(2)))
     Value scaled =
@@ -282,6 +282,25 @@ Value applyActivation(OpBuilder &b, Location loc, Activation act, Value x) {
 Value maxCombine(OpBuilder &b, Location l, ValueRange args) {
   return b.create<arith::MaximumFOp>(l, args[0], args[1]);
 }
+Value greaterOf(OpBuilder &b, Location loc, Value a, Value other) {
+  Value keep = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UGT, a, other);
+  return b.create<arith::SelectOp>(loc, keep, a, other);
+}
+
+Value greatestLane(OpBuilder &b, Location loc, Value v) {
+  for (int64_t width = cast<VectorType>(v.getType()).getNumElements();
+       width > 1; width /= 2) {
+    SmallVector<int64_t> low, high;
+    for (int64_t i = 0; i < width / 2; ++i) {
+      low.push_back(i);
+      high.push_back(width / 2 + i);
+    }
+    v = greaterOf(b, loc, b.create<vector::ShuffleOp>(loc, v, v, low),
+                  b.create<vector::ShuffleOp>(loc, v, v, high));
+  }
+  return b.create<vector::ExtractOp>(loc, v, ArrayRef<int64_t>{0});
+}
+
 Value addCombine(OpBuilder &b, Location l, ValueRange args) {
   return b.create<arith::AddFOp>(l, args[0], args[1]);
 }
