@@ -16,9 +16,9 @@ the other, and reported as a ratio against its peers:
               them (weights from DRAM)
   attention   fused tfm.attention vs the tfm-decompose'd graph: encoder
               self-attention at 32, 64, 256 and 512 tokens (batch 1, 8 heads
-              of 64) and at 32 and 64 tokens for 32 sentences, a decoder step (one
-              query) against K/V caches of 32 and 256, and of 32 for 32
-              sentences
+              of 64) and at 32 and 64 tokens for 32 sentences, a decoder
+              step (one query) against K/V caches of 32 and 256, and of 32
+              for 32 sentences
   layer norm  fused tfm.layer_norm (with residual) vs decomposed, 32 and
               1024 rows of 512
 

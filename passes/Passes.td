@@ -212,11 +212,12 @@ def TfmWriteResultsInPlacePass
   let description = [{
     After buffer-results-to-out-params, which leaves each result computed in
     a temporary and copied into its out-param at the return: when the
-    temporary is an allocation of the function's body, seen by the copy
-    through views that keep the elements' row-major order (reshape, expand
-    and collapse shape, cast), and only copies into out-params follow, the
-    out-param (reinterpreted with the allocation's shape) replaces the
-    allocation and the copy goes. Out-params must not alias the other
+    temporary is an allocation of the function's body (or one in each
+    branch of an scf.if that yields it), seen by the copy through views that
+    keep the elements' row-major order (reshape, expand and collapse shape,
+    cast), and only copies into out-params follow, the out-param
+    (reinterpreted with the allocation's shape) replaces the allocation and
+    the copy goes. Out-params must not alias the other
     arguments, as for any function that bufferization gave out-params.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",

@@ -1,4 +1,4 @@
-//===- WriteResultsInPlace.cpp - Compute results in the out-params -*- C++ -*-===//
+//===- WriteResultsInPlace.cpp - Results in their out-params --*- C++ -*-===//
 //
 // Bufferization turns a function's results into out-params (buffers the
 // caller passes) but computes each result in a temporary and copies it into
@@ -89,18 +89,19 @@ Value outParamAs(OpBuilder &b, memref::AllocOp alloc, Value out) {
       strides[d] = b.getIndexAttr(*next * *inner);
       continue;
     }
-    strides[d] = b.create<arith::MulIOp>(
-                      loc, getValueOrCreateConstantIndexOp(b, loc, sizes[d + 1]),
-                      getValueOrCreateConstantIndexOp(b, loc, strides[d + 1]))
-                     .getResult();
+    strides[d] =
+        b.create<arith::MulIOp>(
+             loc, getValueOrCreateConstantIndexOp(b, loc, sizes[d + 1]),
+             getValueOrCreateConstantIndexOp(b, loc, strides[d + 1]))
+            .getResult();
   }
   SmallVector<int64_t> staticStrides;
   for (OpFoldResult stride : strides)
     staticStrides.push_back(
         getConstantIntValue(stride).value_or(ShapedType::kDynamic));
-  auto viewType = MemRefType::get(
-      type.getShape(), type.getElementType(),
-      StridedLayoutAttr::get(b.getContext(), 0, staticStrides));
+  auto viewType =
+      MemRefType::get(type.getShape(), type.getElementType(),
+                      StridedLayoutAttr::get(b.getContext(), 0, staticStrides));
   Value view = b.create<memref::ReinterpretCastOp>(
       loc, viewType, out, b.getIndexAttr(0), sizes, strides);
   return b.create<memref::CastOp>(loc, type, view);

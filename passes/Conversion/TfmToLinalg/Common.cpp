@@ -282,8 +282,10 @@ Value applyActivation(OpBuilder &b, Location loc, Activation act, Value x) {
 Value maxCombine(OpBuilder &b, Location l, ValueRange args) {
   return b.create<arith::MaximumFOp>(l, args[0], args[1]);
 }
+
 Value greaterOf(OpBuilder &b, Location loc, Value a, Value other) {
-  Value keep = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UGT, a, other);
+  Value keep =
+      b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UGT, a, other);
   return b.create<arith::SelectOp>(loc, keep, a, other);
 }
 

@@ -100,10 +100,10 @@ Value applyActivation(OpBuilder &b, Location loc, Activation act, Value x);
 
 Value maxCombine(OpBuilder &b, Location l, ValueRange args);
 
-/// a > b ? a : b, and a where either is NaN (so a NaN `a` carries on): one
-/// vmaxps on x86, where arith.maximumf's IEEE semantics (NaN from either
-/// side, -0 < +0) take a compare, an unordered compare, a mask or and a
-/// blend.
+/// a > other ? a : other, and a where either is NaN (so a NaN `a` carries
+/// on): a compare and a blend on x86 (one vmaxps where `other` is a nonzero
+/// constant), where arith.maximumf's IEEE semantics (NaN from either side,
+/// -0 < +0) take a compare, an unordered compare, a mask or and a blend.
 Value greaterOf(OpBuilder &b, Location loc, Value a, Value other);
 
 /// The largest lane of a vector (as greaterOf): halves compared log2(L)
