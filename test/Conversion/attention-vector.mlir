@@ -41,6 +41,45 @@ func.func @decode(%q: tensor<?x8x1x64xf32>, %k: tensor<?x8x?x64xf32>, %v: tensor
 
 // -----
 
+// A block of 64 queries takes the register-tiled kernel, the queries along
+// the lanes of its score vectors: Qᵀ packed once (squares transposed by
+// shuffles); per block of 64 keys, Sᵀ in tiles of 8 keys x 2 vectors of
+// queries (16 accumulators) fed by broadcasts of K as it is; the online
+// softmax lane-wise, masked only in blocks past the first query's end,
+// its max, sums and exps (2^n from shifted bits) with no reduction across
+// lanes; P·V in groups of R rows (6 with AVX-512, 3 with AVX2, 64 rows
+// rounded up to 66) with 24 accumulators; then O / l.
+// CHECK-LABEL: func.func @encoder
+// CHECK: scf.forall
+// CHECK: vector.shuffle
+// CHECK: scf.for {{.*}} step %c64 iter_args
+// AVX512: scf.for {{.*}} to %c64 step %c32
+// AVX2: scf.for {{.*}} to %c64 step %c16
+// CHECK-NEXT: scf.for {{.*}} to %c64 step %c8
+// CHECK: :16 = scf.for {{.*}} step %c1
+// CHECK-COUNT-8: tensor.extract %{{.*}}[%{{.*}}, %{{.*}}] : tensor<64x64xf32>
+// CHECK: scf.if
+// AVX512: arith.cmpi slt, %{{.*}}, %{{.*}} : vector<16xi32>
+// AVX2: arith.cmpi slt, %{{.*}}, %{{.*}} : vector<8xi32>
+// CHECK-NOT: vector.reduction
+// CHECK: arith.shli
+// CHECK-NOT: vector.reduction
+// AVX512: scf.for {{.*}} to %c66 step %c6
+// AVX2: scf.for {{.*}} to %c66 step %c3
+// CHECK: scf.if
+// CHECK: :24 = scf.for {{.*}} step %c1
+// CHECK-COUNT-4: vector.fma
+// CHECK-NOT: vector.reduction
+// CHECK: arith.divf
+// CHECK: scf.forall.in_parallel
+func.func @encoder(%q: tensor<?x8x64x64xf32>, %k: tensor<?x8x64x64xf32>, %v: tensor<?x8x64x64xf32>, %len: tensor<?xi32>) -> tensor<?x8x64x64xf32> {
+  %o = tfm.attention %q, %k, %v lengths(%len : tensor<?xi32>) scale 0.125
+      : tensor<?x8x64x64xf32>, tensor<?x8x64x64xf32>, tensor<?x8x64x64xf32> -> tensor<?x8x64x64xf32>
+  return %o : tensor<?x8x64x64xf32>
+}
+
+// -----
+
 // A head size that the vector width does not divide: the last chunk of
 // each row is read masked (zeros past 7) and written masked: no in_bounds.
 // CHECK-LABEL: func.func @odd

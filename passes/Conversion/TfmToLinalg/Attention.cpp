@@ -375,72 +375,83 @@ static SmallVector<Value> transposeSquare(OpBuilder &b, Location loc,
 
 /// exp(x) of a vector whose lanes are <= 0 (scores less their running
 /// max), in 15 vector ops where math.exp's general polynomial takes about
-/// 25; to about 1 ulp:
-///   n = round(x·log2 e),  r = x - n·ln 2  (ln 2 in two parts, n·ln2_hi
-///   exact: |r| <= ln2 / 2),  e^r = Σ_{i<=7} r^i / i!  (Horner; the rest
-///   of the series is below 5e-9 of it),  exp(x) = e^r · 2^n
-/// with 2^n written into the exponent bits. x is clamped to -87 first, so
-/// that 2^n stays normal: below it the result is ~1.6e-38 instead of
-/// smaller, which against a softmax sum >= 1 (the max's own term) is
-/// nothing; masked lanes are selected away by the caller.
+/// 25; to about 1 ulp down to x = -87, and exactly 0 below (the -inf of
+/// hidden keys, and weights under 1.7e-38 next to a softmax sum >= 1, the
+/// max's own term):
+///   t = x·log2 e + C,  C = 1.5·2^23 + 127  (t's ulp is 1: the rounding
+///       leaves n = round(x·log2 e) in t's low bits, bits(t) = .. + 127 + n)
+///   n = t - C,  r = x - n·ln 2  (ln 2 in two parts, n·ln2_hi exact:
+///       |r| <= ln2 / 2)
+///   e^r = Σ_{i<=7} r^i / i!  (Horner; the rest of the series is below
+///       5e-9 of it)
+///   exp(x) = e^r · 2^n,  2^n = bits(t) << 23  (the exponent field gets
+///       127 + n in [1, 127]; the bits above it shift out)
+/// NaN lanes stay NaN.
 static Value expOfNonPositive(OpBuilder &b, Location loc, Value x) {
   auto type = cast<VectorType>(x.getType());
   auto intType = VectorType::get(type.getShape(), b.getI32Type());
   auto splat = [&](double v) { return floatConstant(b, loc, type, v); };
-  x = greaterOf(b, loc, x, splat(-87.0));
-  Value n = b.create<math::RoundEvenOp>(
-      loc, b.create<arith::MulFOp>(loc, x, splat(M_LOG2E)));
+  Value normal =
+      b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UGT, x, splat(-87.0));
+  x = b.create<arith::SelectOp>(loc, normal, x, splat(-87.0));
+  const double shifter = 12582912.0 + 127.0;
+  Value t = b.create<math::FmaOp>(loc, x, splat(M_LOG2E), splat(shifter));
+  Value n = b.create<arith::SubFOp>(loc, t, splat(shifter));
   Value r = b.create<math::FmaOp>(loc, n, splat(-0.693359375), x);
   r = b.create<math::FmaOp>(loc, n, splat(2.12194440e-4), r);
   Value poly = splat(1.0 / 5040);
   for (double coefficient :
        {1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0})
     poly = b.create<math::FmaOp>(loc, poly, r, splat(coefficient));
-  Value bits = b.create<arith::ShLIOp>(
-      loc,
-      b.create<arith::AddIOp>(
-          loc, b.create<arith::FPToSIOp>(loc, intType, n),
+  Value twoToN = b.create<arith::BitcastOp>(
+      loc, type,
+      b.create<arith::ShLIOp>(
+          loc, b.create<arith::BitcastOp>(loc, intType, t),
           b.create<arith::ConstantOp>(
-              loc, DenseElementsAttr::get(intType, b.getI32IntegerAttr(127)))),
-      b.create<arith::ConstantOp>(
-          loc, DenseElementsAttr::get(intType, b.getI32IntegerAttr(23))));
-  return b.create<arith::MulFOp>(loc, poly,
-                                 b.create<arith::BitcastOp>(loc, type, bits));
+              loc, DenseElementsAttr::get(intType, b.getI32IntegerAttr(23)))));
+  return b.create<arith::SelectOp>(
+      loc, normal, b.create<arith::MulFOp>(loc, poly, twoToN), splat(0.0));
 }
 
-/// Vectors of scores per query and key block in the register-tiled kernel:
-/// 64 keys with AVX-512.
-constexpr int64_t kTiledKeyVectors = 4;
-/// Query blocks of fewer queries take the one-query kernel: transposing a
-/// key block costs about what 8 queries' products with it cost.
+/// Keys per block of the register-tiled kernel: the block's scores (64 x
+/// 64 floats for a query block of 64) and its rows of V stay in L1 while
+/// the block's queries visit them.
+constexpr int64_t kTiledKeyBlock = 64;
+/// The score tile of the tiled kernel: 8 keys x 2 vectors of queries, 16
+/// accumulators; per column of D, 2 loads of Qᵀ and 8 broadcasts of K.
+constexpr int64_t kScoreTileKeys = 8;
+constexpr int64_t kScoreTileVectors = 2;
+/// Query blocks of fewer queries take the one-query kernel: a score tile
+/// is 2 vectors of queries wide.
 constexpr int64_t kTiledMinQueries = 16;
-/// Vector registers the tiled kernel's accumulators may take (of 32).
+/// Vector registers the P·V tile's accumulators may take (of 32).
 constexpr int64_t kTiledAccumulators = 24;
 
-/// Queries per group of the tiled kernel, R: a group's score tile (R x 4
-/// vectors) and output tile (R x Dv/L vectors) fit the accumulators.
+/// Queries per group of the P·V step, R: the group's rows of O (R x Dv/L
+/// vectors) fit the accumulators.
 static int64_t tiledGroupRows(int64_t dv, int64_t lanes) {
-  int64_t widest =
-      std::max<int64_t>(kTiledKeyVectors, llvm::divideCeil(dv, lanes));
-  return std::max<int64_t>(1, kTiledAccumulators / widest);
+  return std::max<int64_t>(1, kTiledAccumulators / llvm::divideCeil(dv, lanes));
 }
 
-/// The register-tiled form of vectorQueryBlock, for blocks of many queries.
-/// Each block of B = 4L keys is transposed once into kT [D, B], then
-/// visited by groups of R = tiledGroupRows queries (the last group's
-/// missing rows repeat the block's last query, and are dropped) with two
-/// micro-GEMMs whose tiles stay in registers:
-///   s[r, j] = Σ_c qT[c, r]·kT[c, j]       (per c: 4 loads, R broadcasts,
-///                                          4R FMAs; qT = scale·Qᵀ, packed
-///                                          once per query block)
-///   s = -inf where k0 + j >= end_r        (as in vectorQueryBlock)
-///   m' = max(m, max_j s);  p = exp(s - m');  c = exp(m - m')
-///   l' = l·c + Σ p;        P[r, j] = p (a scratch tile)
-///   O[r] = O[r]·c + Σ_j P[r, j]·V[k0 + j]   (per key: Dv/L loads, R
-///                                          broadcasts, R·Dv/L FMAs)
-/// and finally O / Σ l, written to `tile` [qs, Dv]. m' is taken as 0 in
-/// the subtractions while it is -inf (no key seen yet), so that p and c
-/// are 0 rather than NaN.
+/// The register-tiled form of vectorQueryBlock, for blocks of many queries:
+/// the block's queries lie along the lanes of its score vectors, so that
+/// the online softmax runs lane-wise, one query per lane, and K is read as
+/// it is. Qᵀ is packed once (qT[c, i] = scale·Q[q0 + i, c]; lanes past the
+/// last query repeat it), then each block of B = 64 keys from k0 is
+/// visited in three steps:
+///   1. Sᵀ[j, i] = Σ_c K[k0 + j, c]·qT[c, i]   (tiles of 8 keys x 2 vectors
+///      of queries in registers; keys past the last are read as it)
+///   2. per vector of L queries:
+///        Sᵀ[j] = -inf where k0 + j >= end_i  (only in blocks that reach
+///                past the first query's end; end_i as in vectorQueryBlock)
+///        m' = max(m, max_j Sᵀ[j]);  P[j] = exp(Sᵀ[j] - m') (in place)
+///        c = exp(m - m');           l' = l·c + Σ_j P[j]
+///   3. per group of R = tiledGroupRows queries, over the keys any of them
+///      sees: O[i] = O[i]·c_i + Σ_j P[j, i]·V[k0 + j]   (R x Dv/L
+///      accumulators; per key Dv/L loads of V and R broadcasts of P)
+/// and finally O / l, written to `tile` [qs, Dv]. m' is taken as 0 in the
+/// subtractions while it is -inf (no key seen yet), so that P and c are 0
+/// rather than NaN.
 static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
                              Value v, ValueRange lead, Value q0, Value qs,
                              int64_t maxQueries, Value keyEnd, Value shift,
@@ -455,8 +466,9 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
   int64_t chunks = llvm::divideCeil(d, lanes);
   int64_t outChunks = llvm::divideCeil(dv, lanes);
   int64_t rows = tiledGroupRows(dv, lanes);
-  int64_t keyVectors = kTiledKeyVectors;
-  int64_t keyBlock = keyVectors * lanes;
+  int64_t keyBlock = kTiledKeyBlock;
+  int64_t tileKeys = kScoreTileKeys, tileVectors = kScoreTileVectors;
+  int64_t tileQueries = tileVectors * lanes;
   Value fzero = floatConstant(b, loc, elt, 0.0);
   Value zero = indexConstant(b, loc, 0), one = indexConstant(b, loc, 1);
   auto c = [&](OpBuilder &cb, Location cl, int64_t value) {
@@ -471,9 +483,8 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
     sizes.append(rank - 2, b.getIndexAttr(1));
     sizes.push_back(dimOf(b, loc, t, rank - 2));
     sizes.push_back(b.getIndexAttr(type.getDimSize(rank - 1)));
-    auto rowType =
-        RankedTensorType::get({ShapedType::kDynamic, type.getDimSize(rank - 1)},
-                              type.getElementType());
+    auto rowType = RankedTensorType::get(type.getShape().take_back(2),
+                                         type.getElementType());
     return b.create<tensor::ExtractSliceOp>(loc, rowType, t, offsets, sizes,
                                             unitStrides(b, rank));
   };
@@ -495,57 +506,58 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
   auto endOf = [&](OpBuilder &eb, Location el, Value query) {
     return visibleEnd(eb, el, query, keyEnd, shift, causal);
   };
+  auto toI32 = [&](OpBuilder &ib, Location il, Value index) -> Value {
+    return ib.create<vector::BroadcastOp>(
+        il, i32Vec, ib.create<arith::IndexCastOp>(il, ib.getI32Type(), index));
+  };
   Value laneIndex = laneIndices(b, loc, lanes);
   Value scaleVec = floatConstant(b, loc, vecType, scale);
   Value ninfVec = floatConstant(b, loc, vecType, -INFINITY);
   Value zeroVec = floatConstant(b, loc, vecType, 0.0);
-  Value ninf = floatConstant(b, loc, elt, -INFINITY);
 
-  // Rows rounded up to whole groups: O, m and l.
+  // The lanes of steps 1 and 2: the queries rounded up to whole score
+  // tiles; the rows of step 3: rounded up to whole groups.
   Value lastQuery =
       b.create<arith::SubIOp>(loc, b.create<arith::AddIOp>(loc, q0, qs), one);
-  Value padded = b.create<arith::MulIOp>(
-      loc, b.create<arith::CeilDivUIOp>(loc, qs, c(b, loc, rows)),
-      c(b, loc, rows));
+  auto roundUp = [&](Value n, int64_t multiple) -> Value {
+    return b.create<arith::MulIOp>(
+        loc, b.create<arith::CeilDivUIOp>(loc, n, c(b, loc, multiple)),
+        c(b, loc, multiple));
+  };
+  Value width = roundUp(qs, tileQueries);
+  Value padded = roundUp(qs, rows);
+  int64_t qWidth = llvm::alignTo(maxQueries, tileQueries);
   Value acc = filled(b, loc, {padded, b.getIndexAttr(dv)}, elt, 0.0);
-  Value rowMax = filled(b, loc, {padded}, elt, -INFINITY);
-  Value rowSum = filled(b, loc, {padded, b.getIndexAttr(lanes)}, elt, 0.0);
-  Value kT =
-      emptyTensor(b, loc, {b.getIndexAttr(d), b.getIndexAttr(keyBlock)}, elt);
-  // qT[c, i] = scale·Q[q0 + i, c], for i < padded (<= maxQueries rounded up
-  // to groups, then to squares): a row's R queries are one line.
-  int64_t qWidth = llvm::alignTo(llvm::alignTo(maxQueries, rows), lanes);
+  Value rowMax = filled(b, loc, {b.getIndexAttr(qWidth)}, elt, -INFINITY);
+  Value rowSum = filled(b, loc, {b.getIndexAttr(qWidth)}, elt, 0.0);
+  Value corrT = emptyTensor(b, loc, {b.getIndexAttr(qWidth)}, elt);
+  Value sT = emptyTensor(
+      b, loc, {b.getIndexAttr(keyBlock), b.getIndexAttr(qWidth)}, elt);
   Value qT =
       emptyTensor(b, loc, {b.getIndexAttr(d), b.getIndexAttr(qWidth)}, elt);
-  Value pT = emptyTensor(b, loc,
-                         {b.getIndexAttr(rows), b.getIndexAttr(keyBlock)}, elt);
-  // The last query sees the most keys.
+  // The last query sees the most keys, the first the fewest.
   Value blockEnd = endOf(b, loc, lastQuery);
+  Value firstEnd = endOf(b, loc, q0);
   Value lastKey = b.create<arith::SubIOp>(loc, blockEnd, one);
 
-  // Transposes L rows of `source` at a time (rows past `lastRow` read as
-  // it) into `packed` [D, W] from column j0, each vector times `factor`;
-  // a loop over the squares of D where L divides it (less code to compile).
-  auto packSquares = [&](OpBuilder &pb, Location pl, Value source, Value first,
-                         Value lastRow, Value packed, Value j0, Value factor) {
+  // qT[c, j0 + x] = scale·Q[min(q0 + j0 + x, last), c], per L x L square:
+  // L rows of Q transposed in registers; a loop over the squares of D
+  // where L divides it (less code to compile).
+  auto packSquares = [&](OpBuilder &pb, Location pl, Value packed, Value j0) {
+    Value first = pb.create<arith::AddIOp>(pl, q0, j0);
     auto square = [&](OpBuilder &sb, Location sl, Value column, bool whole,
-                      int64_t width, Value into) {
+                      int64_t squareWidth, Value into) {
       SmallVector<Value> sourceRows;
       for (int64_t j = 0; j < lanes; ++j) {
         Value row = sb.create<arith::MinSIOp>(
-            sl, sb.create<arith::AddIOp>(sl, first, c(sb, sl, j)), lastRow);
-        sourceRows.push_back(
-            read(sb, sl, source, ValueRange{row, column}, whole));
+            sl, sb.create<arith::AddIOp>(sl, first, c(sb, sl, j)), lastQuery);
+        sourceRows.push_back(read(sb, sl, q, ValueRange{row, column}, whole));
       }
       SmallVector<Value> columns = transposeSquare(sb, sl, sourceRows);
-      for (int64_t x = 0; x < width; ++x) {
-        Value vector = columns[x];
-        if (factor)
-          vector = sb.create<arith::MulFOp>(sl, vector, factor);
+      for (int64_t x = 0; x < squareWidth; ++x)
         into = write(
-            sb, sl, vector, into,
+            sb, sl, sb.create<arith::MulFOp>(sl, columns[x], scaleVec), into,
             {sb.create<arith::AddIOp>(sl, column, c(sb, sl, x)), j0}, true);
-      }
       return into;
     };
     if (d % lanes == 0)
@@ -563,151 +575,232 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
     return packed;
   };
   qT = b.create<scf::ForOp>(
-            loc, zero, padded, c(b, loc, lanes), ValueRange{qT},
+            loc, zero, width, c(b, loc, lanes), ValueRange{qT},
             [&](OpBuilder &pb, Location pl, Value j0, ValueRange iter) {
-              pb.create<scf::YieldOp>(
-                  pl,
-                  packSquares(pb, pl, q, pb.create<arith::AddIOp>(pl, q0, j0),
-                              lastQuery, iter[0], j0, scaleVec));
+              pb.create<scf::YieldOp>(pl, packSquares(pb, pl, iter[0], j0));
             })
            .getResult(0);
 
-  auto keyBlocks = b.create<scf::ForOp>(
-      loc, zero, blockEnd, c(b, loc, keyBlock),
-      ValueRange{acc, rowMax, rowSum, kT, pT},
-      [&](OpBuilder &bb, Location bl, Value k0, ValueRange blockIter) {
-        // kT[c, j] = K[k0 + j, c], per L x L square (keys past the last
-        // are read as the last: their scores are masked)
-        auto pack = bb.create<scf::ForOp>(
-            bl, zero, c(bb, bl, keyBlock), c(bb, bl, lanes),
-            ValueRange{blockIter[3]},
-            [&](OpBuilder &pb, Location pl, Value j0, ValueRange packIter) {
-              pb.create<scf::YieldOp>(
-                  pl,
-                  packSquares(pb, pl, k, pb.create<arith::AddIOp>(pl, k0, j0),
-                              lastKey, packIter[0], j0, Value()));
-            });
-        Value packed = pack.getResult(0);
-        auto groups = bb.create<scf::ForOp>(
-            bl, zero, padded, c(bb, bl, rows),
-            ValueRange{blockIter[0], blockIter[1], blockIter[2], blockIter[4]},
-            [&](OpBuilder &gb, Location gl, Value i0, ValueRange groupIter) {
-              Value first = gb.create<arith::AddIOp>(gl, q0, i0);
-              Value groupEnd = endOf(
-                  gb, gl,
-                  gb.create<arith::MinSIOp>(
-                      gl,
-                      gb.create<arith::AddIOp>(gl, first, c(gb, gl, rows - 1)),
-                      lastQuery));
-              Value visits = gb.create<arith::CmpIOp>(
-                  gl, arith::CmpIPredicate::slt, k0, groupEnd);
-              auto visit = gb.create<scf::IfOp>(
-                  gl, visits,
-                  [&](OpBuilder &vb, Location vl) {
-                    Value t = groupIter[0], mT = groupIter[1],
-                          lT = groupIter[2], p = groupIter[3];
-                    SmallVector<Value> local, queries;
-                    for (int64_t r = 0; r < rows; ++r) {
-                      local.push_back(
-                          vb.create<arith::AddIOp>(vl, i0, c(vb, vl, r)));
-                      queries.push_back(vb.create<arith::MinSIOp>(
-                          vl, vb.create<arith::AddIOp>(vl, first, c(vb, vl, r)),
-                          lastQuery));
-                    }
-                    // S = Q·kT over the group's rows
-                    SmallVector<Value> zeros(rows * keyVectors, zeroVec);
-                    auto scores = vb.create<scf::ForOp>(
-                        vl, zero, c(vb, vl, d), one, zeros,
-                        [&](OpBuilder &sb, Location sl, Value col,
-                            ValueRange acc) {
-                          SmallVector<Value> keys, next(acc);
-                          for (int64_t x = 0; x < keyVectors; ++x)
-                            keys.push_back(read(sb, sl, packed,
-                                                {col, c(sb, sl, x * lanes)},
-                                                true));
-                          for (int64_t r = 0; r < rows; ++r) {
-                            Value qb = sb.create<vector::BroadcastOp>(
-                                sl, vecType,
-                                sb.create<tensor::ExtractOp>(
-                                    sl, qT, ValueRange{col, local[r]}));
-                            for (int64_t x = 0; x < keyVectors; ++x)
-                              next[r * keyVectors + x] =
-                                  sb.create<vector::FMAOp>(
-                                      sl, qb, keys[x],
-                                      next[r * keyVectors + x]);
+  // 1. Sᵀ of the block at k0, tile by tile.
+  auto scoresOf = [&](OpBuilder &sb, Location sl, Value k0, Value scores) {
+    return sb
+        .create<scf::ForOp>(
+            sl, zero, width, c(sb, sl, tileQueries), ValueRange{scores},
+            [&](OpBuilder &tb, Location tl, Value i0, ValueRange tIter) {
+              auto keyTiles = tb.create<scf::ForOp>(
+                  tl, zero, c(tb, tl, keyBlock), c(tb, tl, tileKeys), tIter,
+                  [&](OpBuilder &kb, Location kl, Value j0, ValueRange kIter) {
+                    SmallVector<Value> keys;
+                    for (int64_t x = 0; x < tileKeys; ++x)
+                      keys.push_back(kb.create<arith::MinSIOp>(
+                          kl,
+                          kb.create<arith::AddIOp>(
+                              kl, k0,
+                              kb.create<arith::AddIOp>(kl, j0, c(kb, kl, x))),
+                          lastKey));
+                    SmallVector<Value> zeros(tileKeys * tileVectors, zeroVec);
+                    auto dots = kb.create<scf::ForOp>(
+                        kl, zero, c(kb, kl, d), one, zeros,
+                        [&](OpBuilder &db, Location dl, Value col,
+                            ValueRange dIter) {
+                          SmallVector<Value> queries, next(dIter);
+                          for (int64_t t = 0; t < tileVectors; ++t)
+                            queries.push_back(
+                                read(db, dl, qT,
+                                     {col, db.create<arith::AddIOp>(
+                                               dl, i0, c(db, dl, t * lanes))},
+                                     true));
+                          for (int64_t x = 0; x < tileKeys; ++x) {
+                            Value key = db.create<vector::BroadcastOp>(
+                                dl, vecType,
+                                db.create<tensor::ExtractOp>(
+                                    dl, k, ValueRange{keys[x], col}));
+                            for (int64_t t = 0; t < tileVectors; ++t)
+                              next[x * tileVectors + t] =
+                                  db.create<vector::FMAOp>(
+                                      dl, key, queries[t],
+                                      next[x * tileVectors + t]);
                           }
-                          sb.create<scf::YieldOp>(sl, next);
+                          db.create<scf::YieldOp>(dl, next);
                         });
-                    // The online softmax of each row; P to the scratch tile
-                    SmallVector<Value> corrs;
-                    for (int64_t r = 0; r < rows; ++r) {
-                      Value endVec = vb.create<vector::BroadcastOp>(
-                          vl, i32Vec,
-                          vb.create<arith::IndexCastOp>(
-                              vl, vb.getI32Type(), endOf(vb, vl, queries[r])));
-                      SmallVector<Value> s, seen;
-                      Value blockMax;
-                      for (int64_t x = 0; x < keyVectors; ++x) {
-                        Value ids = vb.create<arith::AddIOp>(
-                            vl,
-                            vb.create<vector::BroadcastOp>(
-                                vl, i32Vec,
-                                vb.create<arith::IndexCastOp>(
-                                    vl, vb.getI32Type(),
-                                    vb.create<arith::AddIOp>(
-                                        vl, k0, c(vb, vl, x * lanes)))),
-                            laneIndex);
-                        seen.push_back(vb.create<arith::CmpIOp>(
-                            vl, arith::CmpIPredicate::slt, ids, endVec));
-                        s.push_back(vb.create<arith::SelectOp>(
-                            vl, seen[x], scores.getResult(r * keyVectors + x),
-                            ninfVec));
-                        blockMax = blockMax
-                                       ? greaterOf(vb, vl, s[x], blockMax)
-                                       : s[x];
-                      }
-                      Value m = vb.create<tensor::ExtractOp>(vl, mT, local[r]);
-                      Value mNew = greaterOf(
-                          vb, vl, greatestLane(vb, vl, blockMax), m);
-                      Value mSafe = vb.create<arith::SelectOp>(
-                          vl,
-                          vb.create<arith::CmpFOp>(
-                              vl, arith::CmpFPredicate::OEQ, mNew, ninf),
-                          fzero, mNew);
-                      Value mSafeVec =
-                          vb.create<vector::BroadcastOp>(vl, vecType, mSafe);
-                      Value corr = expOfNonPositive(
-                          vb, vl,
-                          vb.create<arith::SubFOp>(
-                              vl,
-                              vb.create<vector::BroadcastOp>(vl, vecType, m),
-                              mSafeVec));
-                      Value l = vb.create<arith::MulFOp>(
-                          vl, read(vb, vl, lT, {local[r], zero}, true), corr);
-                      for (int64_t x = 0; x < keyVectors; ++x) {
-                        Value px = vb.create<arith::SelectOp>(
-                            vl, seen[x],
-                            expOfNonPositive(
-                                vb, vl,
-                                vb.create<arith::SubFOp>(vl, s[x], mSafeVec)),
-                            zeroVec);
-                        l = vb.create<arith::AddFOp>(vl, l, px);
-                        p = write(vb, vl, px, p,
-                                  {c(vb, vl, r), c(vb, vl, x * lanes)}, true);
-                      }
-                      lT = write(vb, vl, l, lT, {local[r], zero}, true);
-                      mT = vb.create<tensor::InsertOp>(vl, mNew, mT, local[r]);
-                      corrs.push_back(corr);
+                    Value out = kIter[0];
+                    for (int64_t x = 0; x < tileKeys; ++x)
+                      for (int64_t t = 0; t < tileVectors; ++t)
+                        out = write(
+                            kb, kl, dots.getResult(x * tileVectors + t), out,
+                            {kb.create<arith::AddIOp>(kl, j0, c(kb, kl, x)),
+                             kb.create<arith::AddIOp>(kl, i0,
+                                                      c(kb, kl, t * lanes))},
+                            true);
+                    kb.create<scf::YieldOp>(kl, out);
+                  });
+              tb.create<scf::YieldOp>(tl, keyTiles.getResults());
+            })
+        .getResult(0);
+  };
+
+  // 2. The online softmax of the queries in lanes col .. col + L - 1.
+  // Loops over the block's keys go 4 at a time, with 4 partial maxima or
+  // sums: their chains of dependent ops are 4 times shorter.
+  constexpr int64_t unroll = 4;
+  static_assert(kTiledKeyBlock % unroll == 0, "keys go 4 at a time");
+  // {Sᵀ, max_j Sᵀ[j]}, with Sᵀ = -inf where hidden if `mask`.
+  auto maskedMax = [&](OpBuilder &mb, Location ml, Value k0, Value col,
+                       Value scores, bool mask) {
+    Value ends;
+    if (mask) {
+      // end_i of lanes i = col + x: the query min(q0 + i, last)
+      Value keyEndVec = toI32(mb, ml, keyEnd);
+      ends = keyEndVec;
+      if (causal) {
+        Value queries = mb.create<arith::MinSIOp>(
+            ml,
+            mb.create<arith::AddIOp>(
+                ml, toI32(mb, ml, mb.create<arith::AddIOp>(ml, q0, col)),
+                laneIndex),
+            toI32(mb, ml, lastQuery));
+        Value visible = mb.create<arith::AddIOp>(
+            ml, queries,
+            toI32(mb, ml, mb.create<arith::AddIOp>(ml, shift, one)));
+        visible = mb.create<arith::MaxSIOp>(ml, visible, toI32(mb, ml, zero));
+        ends = mb.create<arith::MinSIOp>(ml, keyEndVec, visible);
+      }
+    }
+    SmallVector<Value> init = {scores};
+    init.append(unroll, ninfVec);
+    auto loop = mb.create<scf::ForOp>(
+        ml, zero, c(mb, ml, keyBlock), c(mb, ml, unroll), init,
+        [&](OpBuilder &lb, Location ll, Value j0, ValueRange iter) {
+          Value s = iter[0];
+          SmallVector<Value> next = {s};
+          for (int64_t u = 0; u < unroll; ++u) {
+            Value j = lb.create<arith::AddIOp>(ll, j0, c(lb, ll, u));
+            Value x = read(lb, ll, s, {j, col}, true);
+            if (mask) {
+              Value seen = lb.create<arith::CmpIOp>(
+                  ll, arith::CmpIPredicate::slt,
+                  toI32(lb, ll, lb.create<arith::AddIOp>(ll, k0, j)), ends);
+              x = lb.create<arith::SelectOp>(ll, seen, x, ninfVec);
+              s = write(lb, ll, x, s, {j, col}, true);
+            }
+            next.push_back(greaterOf(lb, ll, x, iter[1 + u]));
+          }
+          next[0] = s;
+          lb.create<scf::YieldOp>(ll, next);
+        });
+    Value most = loop.getResult(1);
+    for (int64_t u = 1; u < unroll; ++u)
+      most = greaterOf(mb, ml, loop.getResult(1 + u), most);
+    return std::make_pair(loop.getResult(0), most);
+  };
+  auto softmaxOf = [&](OpBuilder &sb, Location sl, Value k0, ValueRange state) {
+    // Keys of the block past the first query's end: some lanes are hidden.
+    Value partial = sb.create<arith::CmpIOp>(
+        sl, arith::CmpIPredicate::sgt,
+        sb.create<arith::AddIOp>(sl, k0, c(sb, sl, keyBlock)), firstEnd);
+    return sb
+        .create<scf::ForOp>(
+            sl, zero, width, c(sb, sl, lanes), state,
+            [&](OpBuilder &qb, Location ql, Value col, ValueRange iter) {
+              Value s = iter[0], mT = iter[1], lT = iter[2], cT = iter[3];
+              auto masked = qb.create<scf::IfOp>(
+                  ql, partial,
+                  [&](OpBuilder &mb, Location ml) {
+                    auto [ns, most] = maskedMax(mb, ml, k0, col, s, true);
+                    mb.create<scf::YieldOp>(ml, ValueRange{ns, most});
+                  },
+                  [&](OpBuilder &mb, Location ml) {
+                    auto [ns, most] = maskedMax(mb, ml, k0, col, s, false);
+                    mb.create<scf::YieldOp>(ml, ValueRange{ns, most});
+                  });
+              s = masked.getResult(0);
+              Value m = read(qb, ql, mT, col, true);
+              Value mNew = greaterOf(qb, ql, masked.getResult(1), m);
+              Value mSafe = qb.create<arith::SelectOp>(
+                  ql,
+                  qb.create<arith::CmpFOp>(ql, arith::CmpFPredicate::OEQ, mNew,
+                                           ninfVec),
+                  zeroVec, mNew);
+              // P = exp(Sᵀ - m'), in place; Σ_j P[j] in partial sums
+              SmallVector<Value> init = {s};
+              init.append(unroll, zeroVec);
+              auto weights = qb.create<scf::ForOp>(
+                  ql, zero, c(qb, ql, keyBlock), c(qb, ql, unroll), init,
+                  [&](OpBuilder &lb, Location ll, Value j0, ValueRange pIter) {
+                    Value p = pIter[0];
+                    SmallVector<Value> next = {p};
+                    for (int64_t u = 0; u < unroll; ++u) {
+                      Value j = lb.create<arith::AddIOp>(ll, j0, c(lb, ll, u));
+                      Value pj = expOfNonPositive(
+                          lb, ll,
+                          lb.create<arith::SubFOp>(
+                              ll, read(lb, ll, p, {j, col}, true), mSafe));
+                      p = write(lb, ll, pj, p, {j, col}, true);
+                      next.push_back(
+                          lb.create<arith::AddFOp>(ll, pIter[1 + u], pj));
                     }
-                    // O = O·c + P·V over the keys any row of the group sees
-                    SmallVector<Value> out;
+                    next[0] = p;
+                    lb.create<scf::YieldOp>(ll, next);
+                  });
+              Value sum = weights.getResult(1);
+              for (int64_t u = 1; u < unroll; ++u)
+                sum =
+                    qb.create<arith::AddFOp>(ql, sum, weights.getResult(1 + u));
+              Value corr = expOfNonPositive(
+                  qb, ql, qb.create<arith::SubFOp>(ql, m, mSafe));
+              Value l = qb.create<math::FmaOp>(ql, read(qb, ql, lT, col, true),
+                                               corr, sum);
+              qb.create<scf::YieldOp>(
+                  ql, ValueRange{weights.getResult(0),
+                                 write(qb, ql, mNew, mT, col, true),
+                                 write(qb, ql, l, lT, col, true),
+                                 write(qb, ql, corr, cT, col, true)});
+            })
+        .getResults();
+  };
+
+  // 3. O = O·c + P·V, group by group, over the keys any row of a group sees.
+  auto valuesOf = [&](OpBuilder &gb, Location gl, Value k0, Value p, Value cT,
+                      Value o) {
+    return gb
+        .create<scf::ForOp>(
+            gl, zero, padded, c(gb, gl, rows), ValueRange{o},
+            [&](OpBuilder &rb, Location rl, Value i0, ValueRange iter) {
+              Value first = rb.create<arith::AddIOp>(rl, q0, i0);
+              Value groupEnd = endOf(
+                  rb, rl,
+                  rb.create<arith::MinSIOp>(
+                      rl,
+                      rb.create<arith::AddIOp>(rl, first, c(rb, rl, rows - 1)),
+                      lastQuery));
+              Value visits = rb.create<arith::CmpIOp>(
+                  rl, arith::CmpIPredicate::slt, k0, groupEnd);
+              auto visit = rb.create<scf::IfOp>(
+                  rl, visits,
+                  [&](OpBuilder &vb, Location vl) {
+                    Value t = iter[0];
+                    // The lanes of the group's rows (rows past the last
+                    // query read the last lane computed; they are dropped)
+                    Value lastLane = vb.create<arith::SubIOp>(vl, width, one);
+                    SmallVector<Value> lanesOf, out;
                     for (int64_t r = 0; r < rows; ++r)
+                      lanesOf.push_back(vb.create<arith::MinSIOp>(
+                          vl, vb.create<arith::AddIOp>(vl, i0, c(vb, vl, r)),
+                          lastLane));
+                    for (int64_t r = 0; r < rows; ++r) {
+                      Value corr = vb.create<vector::BroadcastOp>(
+                          vl, vecType,
+                          vb.create<tensor::ExtractOp>(vl, cT, lanesOf[r]));
                       for (int64_t ch = 0; ch < outChunks; ++ch)
                         out.push_back(vb.create<arith::MulFOp>(
                             vl,
-                            read(vb, vl, t, {local[r], c(vb, vl, ch * lanes)},
-                                 (ch + 1) * lanes <= dv),
-                            corrs[r]));
+                            read(
+                                vb, vl, t,
+                                {vb.create<arith::AddIOp>(vl, i0, c(vb, vl, r)),
+                                 c(vb, vl, ch * lanes)},
+                                (ch + 1) * lanes <= dv),
+                            corr));
+                    }
                     Value keys = vb.create<arith::MinSIOp>(
                         vl, c(vb, vl, keyBlock),
                         vb.create<arith::SubIOp>(vl, groupEnd, k0));
@@ -726,7 +819,7 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
                             Value pb = ob.create<vector::BroadcastOp>(
                                 ol, vecType,
                                 ob.create<tensor::ExtractOp>(
-                                    ol, p, ValueRange{c(ob, ol, r), j}));
+                                    ol, p, ValueRange{j, lanesOf[r]}));
                             for (int64_t ch = 0; ch < outChunks; ++ch)
                               next[r * outChunks + ch] =
                                   ob.create<vector::FMAOp>(
@@ -736,23 +829,57 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
                         });
                     for (int64_t r = 0; r < rows; ++r)
                       for (int64_t ch = 0; ch < outChunks; ++ch)
-                        t = write(vb, vl, values.getResult(r * outChunks + ch),
-                                  t, {local[r], c(vb, vl, ch * lanes)},
-                                  (ch + 1) * lanes <= dv);
-                    vb.create<scf::YieldOp>(vl, ValueRange{t, mT, lT, p});
+                        t = write(
+                            vb, vl, values.getResult(r * outChunks + ch), t,
+                            {vb.create<arith::AddIOp>(vl, i0, c(vb, vl, r)),
+                             c(vb, vl, ch * lanes)},
+                            (ch + 1) * lanes <= dv);
+                    vb.create<scf::YieldOp>(vl, t);
                   },
                   [&](OpBuilder &vb, Location vl) {
-                    vb.create<scf::YieldOp>(vl, groupIter);
+                    vb.create<scf::YieldOp>(vl, iter[0]);
                   });
-              gb.create<scf::YieldOp>(gl, visit.getResults());
-            });
+              rb.create<scf::YieldOp>(rl, visit.getResults());
+            })
+        .getResult(0);
+  };
+
+  auto keyBlocks = b.create<scf::ForOp>(
+      loc, zero, blockEnd, c(b, loc, keyBlock),
+      ValueRange{acc, rowMax, rowSum, corrT, sT},
+      [&](OpBuilder &bb, Location bl, Value k0, ValueRange iter) {
+        Value scores = scoresOf(bb, bl, k0, iter[4]);
+        ValueRange softmax = softmaxOf(
+            bb, bl, k0, ValueRange{scores, iter[1], iter[2], iter[3]});
+        Value o = valuesOf(bb, bl, k0, softmax[0], softmax[3], iter[0]);
         bb.create<scf::YieldOp>(
-            bl, ValueRange{groups.getResult(0), groups.getResult(1),
-                           groups.getResult(2), packed, groups.getResult(3)});
+            bl, ValueRange{o, softmax[1], softmax[2], softmax[3], softmax[0]});
       });
 
-  return normalizedRows(b, loc, keyBlocks.getResult(0), keyBlocks.getResult(2),
-                        tile, qs);
+  // tile[i] = O[i] / l_i
+  Value o = keyBlocks.getResult(0), sums = keyBlocks.getResult(2);
+  return b
+      .create<scf::ForOp>(
+          loc, zero, qs, one, ValueRange{tile},
+          [&](OpBuilder &nb, Location nl, Value i, ValueRange iter) {
+            Value inv = nb.create<vector::BroadcastOp>(
+                nl, vecType,
+                nb.create<arith::DivFOp>(
+                    nl, floatConstant(nb, nl, elt, 1.0),
+                    nb.create<tensor::ExtractOp>(nl, sums, i)));
+            Value t = iter[0];
+            for (int64_t ch = 0; ch < outChunks; ++ch) {
+              bool whole = (ch + 1) * lanes <= dv;
+              t = write(nb, nl,
+                        nb.create<arith::MulFOp>(
+                            nl,
+                            read(nb, nl, o, {i, c(nb, nl, ch * lanes)}, whole),
+                            inv),
+                        t, {i, c(nb, nl, ch * lanes)}, whole);
+            }
+            nb.create<scf::YieldOp>(nl, t);
+          })
+      .getResult(0);
 }
 
 /// FlashAttention on [N, Sq, D] x [N, Sk, D] x [N, Sk, Dv]: for each batch
