@@ -33,13 +33,13 @@ using namespace mlir::tfm;
 // - Attention: ours, fused, wherever the vector FlashAttention kernels
 //   take it (f32, static head sizes: every model's). `tfm-bench`, AMD Zen
 //   5, 2 threads, GFLOP/s fused vs spelled out on oneDNN's batched
-//   matmuls (bench/results/2026-12-02-zen5-attention.md): encoder
-//   self-attention over 32 tokens 106 vs 94.6, 64 tokens 216 vs 154, 256
-//   tokens 227 vs 173, 512 tokens 258 vs 112, 32 tokens x 32 sentences
-//   81.6 vs 69.5; a decoder step over a cache of 32 11 vs 2.7, of 256 49
-//   vs 12.7, of 32 x 32 sentences 43.6 vs 17.6. Other attention ops
-//   (dynamic head sizes) are spelled out so that oneDNN runs their
-//   products.
+//   matmuls (bench/results/2026-12-03-zen5-lanes.md): encoder
+//   self-attention over 32 tokens 123 vs 36.9, 64 tokens 228 vs 83.5, 256
+//   tokens 308 vs 130, 512 tokens 311 vs 123, 32 tokens x 32 sentences 154
+//   vs 102, 64 x 32 250 vs 110; a decoder step over a cache of 32 14.6 vs
+//   3.7, of 256 63.5 vs 15.8, of 32 x 32 sentences 50.7 vs 16.4. Other
+//   attention ops (dynamic head sizes) are spelled out so that oneDNN runs
+//   their products.
 // - Layer norm: ours where its last axis is static f32 (every checkpoint's):
 //   the vector kernel (per row mean, centered variance and the normalized
 //   row in vectors; a few rows without threads) against oneDNN's
