@@ -418,9 +418,10 @@ static Value expOfNonPositive(OpBuilder &b, Location loc, Value x) {
 /// the block's queries visit them.
 constexpr int64_t kTiledKeyBlock = 64;
 /// The score tile of the tiled kernel: 8 keys x 2 vectors of queries, 16
-/// accumulators; per column of D, 2 loads of Qᵀ and 8 broadcasts of K.
-constexpr int64_t kScoreTileKeys = 8;
+/// accumulators (per column of D, 2 loads of Qᵀ and 8 broadcasts of K),
+/// where AVX-512 has 32 vector registers; 4 keys with AVX2's 16.
 constexpr int64_t kScoreTileVectors = 2;
+static int64_t scoreTileKeys(int64_t lanes) { return lanes >= 16 ? 8 : 4; }
 /// Query blocks of fewer queries take the one-query kernel: a score tile
 /// is 2 vectors of queries wide.
 constexpr int64_t kTiledMinQueries = 16;
@@ -439,8 +440,8 @@ static int64_t tiledGroupRows(int64_t dv, int64_t lanes) {
 /// it is. Qᵀ is packed once (qT[c, i] = scale·Q[q0 + i, c]; lanes past the
 /// last query repeat it), then each block of B = 64 keys from k0 is
 /// visited in three steps:
-///   1. Sᵀ[j, i] = Σ_c K[k0 + j, c]·qT[c, i]   (tiles of 8 keys x 2 vectors
-///      of queries in registers; keys past the last are read as it)
+///   1. Sᵀ[j, i] = Σ_c K[k0 + j, c]·qT[c, i]   (tiles of 8 or 4 keys x 2
+///      vectors of queries in registers; keys past the last are read as it)
 ///   2. per vector of L queries:
 ///        Sᵀ[j] = -inf where k0 + j >= end_i  (only in blocks that reach
 ///                past the first query's end; end_i as in vectorQueryBlock)
@@ -467,7 +468,7 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
   int64_t outChunks = llvm::divideCeil(dv, lanes);
   int64_t rows = tiledGroupRows(dv, lanes);
   int64_t keyBlock = kTiledKeyBlock;
-  int64_t tileKeys = kScoreTileKeys, tileVectors = kScoreTileVectors;
+  int64_t tileKeys = scoreTileKeys(lanes), tileVectors = kScoreTileVectors;
   int64_t tileQueries = tileVectors * lanes;
   Value fzero = floatConstant(b, loc, elt, 0.0);
   Value zero = indexConstant(b, loc, 0), one = indexConstant(b, loc, 1);
