@@ -645,6 +645,38 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
   // sums: their chains of dependent ops are 4 times shorter.
   constexpr int64_t unroll = 4;
   static_assert(kTiledKeyBlock % unroll == 0, "keys go 4 at a time");
+  // Folds `step` over the keys j of lanes `col` of Sᵀ: step(j, Sᵀ[j], acc)
+  // gives {Sᵀ[j]', acc'}; Sᵀ[j] is written back if `writes`. Returns {Sᵀ,
+  // the 4 partial accumulators reduced by `combine`}.
+  using KeyStep = function_ref<std::pair<Value, Value>(OpBuilder &, Location,
+                                                       Value, Value, Value)>;
+  auto foldKeys =
+      [&](OpBuilder &fb, Location fl, Value col, Value scores, Value init,
+          bool writes, KeyStep step,
+          function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
+        SmallVector<Value> inits = {scores};
+        inits.append(unroll, init);
+        auto loop = fb.create<scf::ForOp>(
+            fl, zero, c(fb, fl, keyBlock), c(fb, fl, unroll), inits,
+            [&](OpBuilder &lb, Location ll, Value j0, ValueRange iter) {
+              Value s = iter[0];
+              SmallVector<Value> next = {s};
+              for (int64_t u = 0; u < unroll; ++u) {
+                Value j = lb.create<arith::AddIOp>(ll, j0, c(lb, ll, u));
+                auto [x, acc] = step(lb, ll, j, read(lb, ll, s, {j, col}, true),
+                                     iter[1 + u]);
+                if (writes)
+                  s = write(lb, ll, x, s, {j, col}, true);
+                next.push_back(acc);
+              }
+              next[0] = s;
+              lb.create<scf::YieldOp>(ll, next);
+            });
+        Value total = loop.getResult(1);
+        for (int64_t u = 1; u < unroll; ++u)
+          total = combine(fb, fl, loop.getResult(1 + u), total);
+        return std::make_pair(loop.getResult(0), total);
+      };
   // {Sᵀ, max_j Sᵀ[j]}, with Sᵀ = -inf where hidden if `mask`.
   auto maskedMax = [&](OpBuilder &mb, Location ml, Value k0, Value col,
                        Value scores, bool mask) {
@@ -667,32 +699,18 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
         ends = mb.create<arith::MinSIOp>(ml, keyEndVec, visible);
       }
     }
-    SmallVector<Value> init = {scores};
-    init.append(unroll, ninfVec);
-    auto loop = mb.create<scf::ForOp>(
-        ml, zero, c(mb, ml, keyBlock), c(mb, ml, unroll), init,
-        [&](OpBuilder &lb, Location ll, Value j0, ValueRange iter) {
-          Value s = iter[0];
-          SmallVector<Value> next = {s};
-          for (int64_t u = 0; u < unroll; ++u) {
-            Value j = lb.create<arith::AddIOp>(ll, j0, c(lb, ll, u));
-            Value x = read(lb, ll, s, {j, col}, true);
-            if (mask) {
-              Value seen = lb.create<arith::CmpIOp>(
-                  ll, arith::CmpIPredicate::slt,
-                  toI32(lb, ll, lb.create<arith::AddIOp>(ll, k0, j)), ends);
-              x = lb.create<arith::SelectOp>(ll, seen, x, ninfVec);
-              s = write(lb, ll, x, s, {j, col}, true);
-            }
-            next.push_back(greaterOf(lb, ll, x, iter[1 + u]));
+    return foldKeys(
+        mb, ml, col, scores, ninfVec, mask,
+        [&](OpBuilder &lb, Location ll, Value j, Value x, Value most) {
+          if (mask) {
+            Value seen = lb.create<arith::CmpIOp>(
+                ll, arith::CmpIPredicate::slt,
+                toI32(lb, ll, lb.create<arith::AddIOp>(ll, k0, j)), ends);
+            x = lb.create<arith::SelectOp>(ll, seen, x, ninfVec);
           }
-          next[0] = s;
-          lb.create<scf::YieldOp>(ll, next);
-        });
-    Value most = loop.getResult(1);
-    for (int64_t u = 1; u < unroll; ++u)
-      most = greaterOf(mb, ml, loop.getResult(1 + u), most);
-    return std::make_pair(loop.getResult(0), most);
+          return std::make_pair(x, greaterOf(lb, ll, x, most));
+        },
+        greaterOf);
   };
   auto softmaxOf = [&](OpBuilder &sb, Location sl, Value k0, ValueRange state) {
     // Keys of the block past the first query's end: some lanes are hidden.
@@ -723,37 +741,23 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
                                            ninfVec),
                   zeroVec, mNew);
               // P = exp(Sᵀ - m'), in place; Σ_j P[j] in partial sums
-              SmallVector<Value> init = {s};
-              init.append(unroll, zeroVec);
-              auto weights = qb.create<scf::ForOp>(
-                  ql, zero, c(qb, ql, keyBlock), c(qb, ql, unroll), init,
-                  [&](OpBuilder &lb, Location ll, Value j0, ValueRange pIter) {
-                    Value p = pIter[0];
-                    SmallVector<Value> next = {p};
-                    for (int64_t u = 0; u < unroll; ++u) {
-                      Value j = lb.create<arith::AddIOp>(ll, j0, c(lb, ll, u));
-                      Value pj = expOfNonPositive(
-                          lb, ll,
-                          lb.create<arith::SubFOp>(
-                              ll, read(lb, ll, p, {j, col}, true), mSafe));
-                      p = write(lb, ll, pj, p, {j, col}, true);
-                      next.push_back(
-                          lb.create<arith::AddFOp>(ll, pIter[1 + u], pj));
-                    }
-                    next[0] = p;
-                    lb.create<scf::YieldOp>(ll, next);
+              auto [p, sum] = foldKeys(
+                  qb, ql, col, s, zeroVec, /*writes=*/true,
+                  [&](OpBuilder &lb, Location ll, Value, Value x, Value sum) {
+                    Value pj = expOfNonPositive(
+                        lb, ll, lb.create<arith::SubFOp>(ll, x, mSafe));
+                    return std::make_pair(
+                        pj, lb.create<arith::AddFOp>(ll, sum, pj).getResult());
+                  },
+                  [](OpBuilder &ab, Location al, Value a, Value b) -> Value {
+                    return ab.create<arith::AddFOp>(al, b, a);
                   });
-              Value sum = weights.getResult(1);
-              for (int64_t u = 1; u < unroll; ++u)
-                sum =
-                    qb.create<arith::AddFOp>(ql, sum, weights.getResult(1 + u));
               Value corr = expOfNonPositive(
                   qb, ql, qb.create<arith::SubFOp>(ql, m, mSafe));
               Value l = qb.create<math::FmaOp>(ql, read(qb, ql, lT, col, true),
                                                corr, sum);
               qb.create<scf::YieldOp>(
-                  ql, ValueRange{weights.getResult(0),
-                                 write(qb, ql, mNew, mT, col, true),
+                  ql, ValueRange{p, write(qb, ql, mNew, mT, col, true),
                                  write(qb, ql, l, lT, col, true),
                                  write(qb, ql, corr, cT, col, true)});
             })
