@@ -43,20 +43,25 @@ func.func @decode(%q: tensor<?x8x1x64xf32>, %k: tensor<?x8x?x64xf32>, %v: tensor
 
 // A block of 64 queries takes the register-tiled kernel, the queries along
 // the lanes of its score vectors: Qᵀ packed once (squares transposed by
-// shuffles); per block of 64 keys, Sᵀ in tiles of 8 keys (4 with AVX2,
-// for its 16 registers) x 2 vectors of queries fed by broadcasts of K as
-// it is; the online softmax lane-wise, masked only in blocks past the
-// first query's end, its max, sums and exps (2^n from shifted bits) with
-// no reduction across lanes; P·V in groups of R rows (6 with AVX-512, 3
-// with AVX2, 64 rows rounded up to 66) with 24 accumulators; then O / l.
+// shuffles); per block of 64 keys (up to the last key seen, in whole
+// tiles), Sᵀ in tiles of 8 keys (4 with AVX2, for its 16 registers) x 2
+// vectors of queries fed by broadcasts of K as it is; the online softmax
+// lane-wise, masked only in blocks past the first query's end, its max,
+// sums and exps (2^n from shifted bits) with no reduction across lanes; P·V
+// in groups of R rows (6 with AVX-512, 3 with AVX2, 64 rows rounded up to
+// 66) with 24 accumulators; then O / l.
 // CHECK-LABEL: func.func @encoder
 // CHECK: scf.forall
 // CHECK: vector.shuffle
 // CHECK: scf.for {{.*}} step %c64 iter_args
+// AVX512: %[[TILES:.+]] = arith.ceildivui %{{.*}}, %c8
+// AVX512: %[[KEYS:.+]] = arith.muli %[[TILES]], %c8
+// AVX2: %[[TILES:.+]] = arith.ceildivui %{{.*}}, %c4
+// AVX2: %[[KEYS:.+]] = arith.muli %[[TILES]], %c4
 // AVX512: scf.for {{.*}} to %c64 step %c32
 // AVX2: scf.for {{.*}} to %c64 step %c16
-// AVX512-NEXT: scf.for {{.*}} to %c64 step %c8
-// AVX2-NEXT: scf.for {{.*}} to %c64 step %c4
+// AVX512-NEXT: scf.for {{.*}} to %[[KEYS]] step %c8
+// AVX2-NEXT: scf.for {{.*}} to %[[KEYS]] step %c4
 // AVX512: :16 = scf.for {{.*}} step %c1
 // AVX2: :8 = scf.for {{.*}} step %c1
 // AVX512-COUNT-8: tensor.extract %{{.*}}[%{{.*}}, %{{.*}}] : tensor<64x64xf32>

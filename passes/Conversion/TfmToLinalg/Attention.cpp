@@ -583,13 +583,14 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
            .getResult(0);
 
   // 1. Sᵀ of the block at k0, tile by tile.
-  auto scoresOf = [&](OpBuilder &sb, Location sl, Value k0, Value scores) {
+  auto scoresOf = [&](OpBuilder &sb, Location sl, Value k0, Value keys,
+                      Value scores) {
     return sb
         .create<scf::ForOp>(
             sl, zero, width, c(sb, sl, tileQueries), ValueRange{scores},
             [&](OpBuilder &tb, Location tl, Value i0, ValueRange tIter) {
               auto keyTiles = tb.create<scf::ForOp>(
-                  tl, zero, c(tb, tl, keyBlock), c(tb, tl, tileKeys), tIter,
+                  tl, zero, keys, c(tb, tl, tileKeys), tIter,
                   [&](OpBuilder &kb, Location kl, Value j0, ValueRange kIter) {
                     SmallVector<Value> keys;
                     for (int64_t x = 0; x < tileKeys; ++x)
@@ -645,19 +646,20 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
   // sums: their chains of dependent ops are 4 times shorter.
   constexpr int64_t unroll = 4;
   static_assert(kTiledKeyBlock % unroll == 0, "keys go 4 at a time");
-  // Folds `step` over the keys j of lanes `col` of Sᵀ: step(j, Sᵀ[j], acc)
-  // gives {Sᵀ[j]', acc'}; Sᵀ[j] is written back if `writes`. Returns {Sᵀ,
-  // the 4 partial accumulators reduced by `combine`}.
+  assert(tileKeys % unroll == 0 && "score tiles hold whole groups of 4");
+  // Folds `step` over the keys j < `keys` of lanes `col` of Sᵀ: step(j,
+  // Sᵀ[j], acc) gives {Sᵀ[j]', acc'}; Sᵀ[j] is written back if `writes`.
+  // Returns {Sᵀ, the 4 partial accumulators reduced by `combine`}.
   using KeyStep = function_ref<std::pair<Value, Value>(OpBuilder &, Location,
                                                        Value, Value, Value)>;
   auto foldKeys =
-      [&](OpBuilder &fb, Location fl, Value col, Value scores, Value init,
-          bool writes, KeyStep step,
+      [&](OpBuilder &fb, Location fl, Value col, Value keys, Value scores,
+          Value init, bool writes, KeyStep step,
           function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
         SmallVector<Value> inits = {scores};
         inits.append(unroll, init);
         auto loop = fb.create<scf::ForOp>(
-            fl, zero, c(fb, fl, keyBlock), c(fb, fl, unroll), inits,
+            fl, zero, keys, c(fb, fl, unroll), inits,
             [&](OpBuilder &lb, Location ll, Value j0, ValueRange iter) {
               Value s = iter[0];
               SmallVector<Value> next = {s};
@@ -678,8 +680,8 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
         return std::make_pair(loop.getResult(0), total);
       };
   // {Sᵀ, max_j Sᵀ[j]}, with Sᵀ = -inf where hidden if `mask`.
-  auto maskedMax = [&](OpBuilder &mb, Location ml, Value k0, Value col,
-                       Value scores, bool mask) {
+  auto maskedMax = [&](OpBuilder &mb, Location ml, Value k0, Value keys,
+                       Value col, Value scores, bool mask) {
     Value ends;
     if (mask) {
       // end_i of lanes i = col + x: the query min(q0 + i, last)
@@ -700,7 +702,7 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
       }
     }
     return foldKeys(
-        mb, ml, col, scores, ninfVec, mask,
+        mb, ml, col, keys, scores, ninfVec, mask,
         [&](OpBuilder &lb, Location ll, Value j, Value x, Value most) {
           if (mask) {
             Value seen = lb.create<arith::CmpIOp>(
@@ -712,7 +714,8 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
         },
         greaterOf);
   };
-  auto softmaxOf = [&](OpBuilder &sb, Location sl, Value k0, ValueRange state) {
+  auto softmaxOf = [&](OpBuilder &sb, Location sl, Value k0, Value keys,
+                       ValueRange state) {
     // Keys of the block past the first query's end: some lanes are hidden.
     Value partial = sb.create<arith::CmpIOp>(
         sl, arith::CmpIPredicate::sgt,
@@ -725,11 +728,12 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
               auto masked = qb.create<scf::IfOp>(
                   ql, partial,
                   [&](OpBuilder &mb, Location ml) {
-                    auto [ns, most] = maskedMax(mb, ml, k0, col, s, true);
+                    auto [ns, most] = maskedMax(mb, ml, k0, keys, col, s, true);
                     mb.create<scf::YieldOp>(ml, ValueRange{ns, most});
                   },
                   [&](OpBuilder &mb, Location ml) {
-                    auto [ns, most] = maskedMax(mb, ml, k0, col, s, false);
+                    auto [ns, most] =
+                        maskedMax(mb, ml, k0, keys, col, s, false);
                     mb.create<scf::YieldOp>(ml, ValueRange{ns, most});
                   });
               s = masked.getResult(0);
@@ -742,7 +746,7 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
                   zeroVec, mNew);
               // P = exp(Sᵀ - m'), in place; Σ_j P[j] in partial sums
               auto [p, sum] = foldKeys(
-                  qb, ql, col, s, zeroVec, /*writes=*/true,
+                  qb, ql, col, keys, s, zeroVec, /*writes=*/true,
                   [&](OpBuilder &lb, Location ll, Value, Value x, Value sum) {
                     Value pj = expOfNonPositive(
                         lb, ll, lb.create<arith::SubFOp>(ll, x, mSafe));
@@ -853,9 +857,21 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
       loc, zero, blockEnd, c(b, loc, keyBlock),
       ValueRange{acc, rowMax, rowSum, corrT, sT},
       [&](OpBuilder &bb, Location bl, Value k0, ValueRange iter) {
-        Value scores = scoresOf(bb, bl, k0, iter[4]);
+        // The keys of the block up to the last one any query sees, rounded
+        // up to whole score tiles (the last block of a short or padded
+        // sequence is not computed whole; the rest are masked)
+        Value keys = bb.create<arith::MulIOp>(
+            bl,
+            bb.create<arith::CeilDivUIOp>(
+                bl,
+                bb.create<arith::MinSIOp>(
+                    bl, c(bb, bl, keyBlock),
+                    bb.create<arith::SubIOp>(bl, blockEnd, k0)),
+                c(bb, bl, tileKeys)),
+            c(bb, bl, tileKeys));
+        Value scores = scoresOf(bb, bl, k0, keys, iter[4]);
         ValueRange softmax = softmaxOf(
-            bb, bl, k0, ValueRange{scores, iter[1], iter[2], iter[3]});
+            bb, bl, k0, keys, ValueRange{scores, iter[1], iter[2], iter[3]});
         Value o = valuesOf(bb, bl, k0, softmax[0], softmax[3], iter[0]);
         bb.create<scf::YieldOp>(
             bl, ValueRange{o, softmax[1], softmax[2], softmax[3], softmax[0]});
