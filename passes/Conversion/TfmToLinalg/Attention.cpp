@@ -592,9 +592,9 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
               auto keyTiles = tb.create<scf::ForOp>(
                   tl, zero, keys, c(tb, tl, tileKeys), tIter,
                   [&](OpBuilder &kb, Location kl, Value j0, ValueRange kIter) {
-                    SmallVector<Value> keys;
+                    SmallVector<Value> keyRows;
                     for (int64_t x = 0; x < tileKeys; ++x)
-                      keys.push_back(kb.create<arith::MinSIOp>(
+                      keyRows.push_back(kb.create<arith::MinSIOp>(
                           kl,
                           kb.create<arith::AddIOp>(
                               kl, k0,
@@ -616,7 +616,7 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
                             Value key = db.create<vector::BroadcastOp>(
                                 dl, vecType,
                                 db.create<tensor::ExtractOp>(
-                                    dl, k, ValueRange{keys[x], col}));
+                                    dl, k, ValueRange{keyRows[x], col}));
                             for (int64_t t = 0; t < tileVectors; ++t)
                               next[x * tileVectors + t] =
                                   db.create<vector::FMAOp>(
