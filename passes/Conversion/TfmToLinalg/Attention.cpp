@@ -507,7 +507,7 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
   auto endOf = [&](OpBuilder &eb, Location el, Value query) {
     return visibleEnd(eb, el, query, keyEnd, shift, causal);
   };
-  auto toI32 = [&](OpBuilder &ib, Location il, Value index) -> Value {
+  auto splatI32 = [&](OpBuilder &ib, Location il, Value index) -> Value {
     return ib.create<vector::BroadcastOp>(
         il, i32Vec, ib.create<arith::IndexCastOp>(il, ib.getI32Type(), index));
   };
@@ -520,13 +520,14 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
   // tiles; the rows of step 3: rounded up to whole groups.
   Value lastQuery =
       b.create<arith::SubIOp>(loc, b.create<arith::AddIOp>(loc, q0, qs), one);
-  auto roundUp = [&](Value n, int64_t multiple) -> Value {
-    return b.create<arith::MulIOp>(
-        loc, b.create<arith::CeilDivUIOp>(loc, n, c(b, loc, multiple)),
-        c(b, loc, multiple));
+  auto roundUp = [&](OpBuilder &ub, Location ul, Value n,
+                     int64_t multiple) -> Value {
+    return ub.create<arith::MulIOp>(
+        ul, ub.create<arith::CeilDivUIOp>(ul, n, c(ub, ul, multiple)),
+        c(ub, ul, multiple));
   };
-  Value width = roundUp(qs, tileQueries);
-  Value padded = roundUp(qs, rows);
+  Value width = roundUp(b, loc, qs, tileQueries);
+  Value padded = roundUp(b, loc, qs, rows);
   int64_t qWidth = llvm::alignTo(maxQueries, tileQueries);
   Value acc = filled(b, loc, {padded, b.getIndexAttr(dv)}, elt, 0.0);
   Value rowMax = filled(b, loc, {b.getIndexAttr(qWidth)}, elt, -INFINITY);
@@ -685,19 +686,20 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
     Value ends;
     if (mask) {
       // end_i of lanes i = col + x: the query min(q0 + i, last)
-      Value keyEndVec = toI32(mb, ml, keyEnd);
+      Value keyEndVec = splatI32(mb, ml, keyEnd);
       ends = keyEndVec;
       if (causal) {
         Value queries = mb.create<arith::MinSIOp>(
             ml,
             mb.create<arith::AddIOp>(
-                ml, toI32(mb, ml, mb.create<arith::AddIOp>(ml, q0, col)),
+                ml, splatI32(mb, ml, mb.create<arith::AddIOp>(ml, q0, col)),
                 laneIndex),
-            toI32(mb, ml, lastQuery));
+            splatI32(mb, ml, lastQuery));
         Value visible = mb.create<arith::AddIOp>(
             ml, queries,
-            toI32(mb, ml, mb.create<arith::AddIOp>(ml, shift, one)));
-        visible = mb.create<arith::MaxSIOp>(ml, visible, toI32(mb, ml, zero));
+            splatI32(mb, ml, mb.create<arith::AddIOp>(ml, shift, one)));
+        visible =
+            mb.create<arith::MaxSIOp>(ml, visible, splatI32(mb, ml, zero));
         ends = mb.create<arith::MinSIOp>(ml, keyEndVec, visible);
       }
     }
@@ -707,7 +709,7 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
           if (mask) {
             Value seen = lb.create<arith::CmpIOp>(
                 ll, arith::CmpIPredicate::slt,
-                toI32(lb, ll, lb.create<arith::AddIOp>(ll, k0, j)), ends);
+                splatI32(lb, ll, lb.create<arith::AddIOp>(ll, k0, j)), ends);
             x = lb.create<arith::SelectOp>(ll, seen, x, ninfVec);
           }
           return std::make_pair(x, greaterOf(lb, ll, x, most));
@@ -791,11 +793,13 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
                     // The lanes of the group's rows (rows past the last
                     // query read the last lane computed; they are dropped)
                     Value lastLane = vb.create<arith::SubIOp>(vl, width, one);
-                    SmallVector<Value> lanesOf, out;
-                    for (int64_t r = 0; r < rows; ++r)
-                      lanesOf.push_back(vb.create<arith::MinSIOp>(
-                          vl, vb.create<arith::AddIOp>(vl, i0, c(vb, vl, r)),
-                          lastLane));
+                    SmallVector<Value> rowIds, lanesOf, out;
+                    for (int64_t r = 0; r < rows; ++r) {
+                      rowIds.push_back(
+                          vb.create<arith::AddIOp>(vl, i0, c(vb, vl, r)));
+                      lanesOf.push_back(
+                          vb.create<arith::MinSIOp>(vl, rowIds[r], lastLane));
+                    }
                     for (int64_t r = 0; r < rows; ++r) {
                       Value corr = vb.create<vector::BroadcastOp>(
                           vl, vecType,
@@ -803,11 +807,8 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
                       for (int64_t ch = 0; ch < outChunks; ++ch)
                         out.push_back(vb.create<arith::MulFOp>(
                             vl,
-                            read(
-                                vb, vl, t,
-                                {vb.create<arith::AddIOp>(vl, i0, c(vb, vl, r)),
-                                 c(vb, vl, ch * lanes)},
-                                (ch + 1) * lanes <= dv),
+                            read(vb, vl, t, {rowIds[r], c(vb, vl, ch * lanes)},
+                                 (ch + 1) * lanes <= dv),
                             corr));
                     }
                     Value keys = vb.create<arith::MinSIOp>(
@@ -838,11 +839,9 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
                         });
                     for (int64_t r = 0; r < rows; ++r)
                       for (int64_t ch = 0; ch < outChunks; ++ch)
-                        t = write(
-                            vb, vl, values.getResult(r * outChunks + ch), t,
-                            {vb.create<arith::AddIOp>(vl, i0, c(vb, vl, r)),
-                             c(vb, vl, ch * lanes)},
-                            (ch + 1) * lanes <= dv);
+                        t = write(vb, vl, values.getResult(r * outChunks + ch),
+                                  t, {rowIds[r], c(vb, vl, ch * lanes)},
+                                  (ch + 1) * lanes <= dv);
                     vb.create<scf::YieldOp>(vl, t);
                   },
                   [&](OpBuilder &vb, Location vl) {
@@ -860,15 +859,11 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
         // The keys of the block up to the last one any query sees, rounded
         // up to whole score tiles (the last block of a short or padded
         // sequence is not computed whole; the rest are masked)
-        Value keys = bb.create<arith::MulIOp>(
-            bl,
-            bb.create<arith::CeilDivUIOp>(
-                bl,
-                bb.create<arith::MinSIOp>(
-                    bl, c(bb, bl, keyBlock),
-                    bb.create<arith::SubIOp>(bl, blockEnd, k0)),
-                c(bb, bl, tileKeys)),
-            c(bb, bl, tileKeys));
+        Value keys = roundUp(bb, bl,
+                             bb.create<arith::MinSIOp>(
+                                 bl, c(bb, bl, keyBlock),
+                                 bb.create<arith::SubIOp>(bl, blockEnd, k0)),
+                             tileKeys);
         Value scores = scoresOf(bb, bl, k0, keys, iter[4]);
         ValueRange softmax = softmaxOf(
             bb, bl, k0, keys, ValueRange{scores, iter[1], iter[2], iter[3]});
