@@ -22,22 +22,23 @@ using namespace mlir::tfm;
 // threads unless said; README.md, "Benchmarks", has the commands and
 // tables):
 // - Linears: ours, the register-tiled kernel over weights packed in panels
-//   at compile time (`tfm-bench`, AMD Zen 3, 2 threads, GFLOP/s ours vs
-//   oneDNN 2.6's matmul, bench/results/2026-12-01-zen3-tiles.md:
-//   1x512->2048 44.1 vs 36.1, 4x512->2048 99.2 vs 48.1, 32x512->2048 124
-//   vs 66.1, 32x2048->512 132 vs 82.4, 32x512->32000 80.4 vs 83,
-//   1024x512->2048 136 vs 137, 1024x2048->512 127 vs 137; only
-//   1024x512->32000, which no translation runs, trails: 102 vs 145). One
-//   layout then serves every row count, and the weights file holds one
-//   copy of each matrix.
+//   at compile time (`tfm-bench`, AMD Zen 5, 2 threads, GFLOP/s ours vs
+//   oneDNN 2.6's matmul, bench/results/2026-12-03-zen5-kblocks.md:
+//   1x512->2048 86.8 vs 86.3, 4x512->2048 274 vs 313, 32x512->2048 416
+//   vs 412, 32x2048->512 409 vs 411, 32x512->32000 366 vs 369,
+//   1024x512->2048 437 vs 443, 1024x2048->512 437 vs 438; only
+//   1024x512->32000, which no translation runs, trails: 366 vs 399; on
+//   an AVX2 Zen 3 host, 2026-12-01-zen3-tiles.md, ours won up to 128
+//   rows). One layout then serves every row count, and the weights file
+//   holds one copy of each matrix.
 // - Attention: ours, fused, wherever the vector FlashAttention kernels
 //   take it (f32, static head sizes: every model's). `tfm-bench`, AMD Zen
 //   5, 2 threads, GFLOP/s fused vs spelled out on oneDNN's batched
-//   matmuls (bench/results/2026-12-03-zen5-lanes.md): encoder
-//   self-attention over 32 tokens 123 vs 36.9, 64 tokens 228 vs 83.5, 256
-//   tokens 308 vs 130, 512 tokens 311 vs 123, 32 tokens x 32 sentences 154
-//   vs 102, 64 x 32 250 vs 110; a decoder step over a cache of 32 14.6 vs
-//   3.7, of 256 63.5 vs 15.8, of 32 x 32 sentences 50.7 vs 16.4. Other
+//   matmuls (bench/results/2026-12-03-zen5-kblocks.md): encoder
+//   self-attention over 32 tokens 191 vs 50.3, 64 tokens 254 vs 89.9, 256
+//   tokens 341 vs 157, 512 tokens 359 vs 149, 32 tokens x 32 sentences 250
+//   vs 105, 64 x 32 294 vs 125; a decoder step over a cache of 32 15 vs
+//   3.48, of 256 70.2 vs 15.9, of 32 x 32 sentences 62.4 vs 20.4. Other
 //   attention ops (dynamic head sizes) are spelled out so that oneDNN runs
 //   their products.
 // - Layer norm: ours where its last axis is static f32 (every checkpoint's):
