@@ -162,8 +162,9 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
     // A NaN or infinity would run through every step and come out as
     // garbage tokens (or none): refuse it here, where the tensor has a name;
     // so too a value that is finite in f32 but past bf16's largest, where
-    // the tensor is stored as bf16.
-    bool bf16 = isBFloat16(dict);
+    // the tensor is stored as bf16 or oneDNN rounds it to bf16 at load.
+    bool bf16 = isBFloat16(dict),
+         roundsToBf16 = bf16 || dict.get("bf16_products");
     for (int64_t i = 0, n = tensor->numElements(); i < n; ++i) {
       float value = element(i);
       if (!std::isfinite(value))
@@ -174,7 +175,7 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
              llvm::Twine(i) + " of " + llvm::Twine(n) +
              "; the model's weights must be finite")
                 .str());
-      if (bf16 && std::isinf(fromBFloat16(toBFloat16(value))))
+      if (roundsToBf16 && std::isinf(fromBFloat16(toBFloat16(value))))
         return llvm::createStringError(
             llvm::inconvertibleErrorCode(),
             (checkpoint.path() + ": tensor '" + name + "' holds " +

@@ -40,6 +40,11 @@ constexpr llvm::StringLiteral kPanelWidthAttr = "tfm.panel_width";
 /// with `--precision bf16`), which the kernel widens to f32 as it reads.
 constexpr llvm::StringLiteral kPanelElementTypeAttr = "tfm.panel_element_type";
 
+/// On a tfm.weight that a oneDNN linear reads with `--precision bf16`: the
+/// kernel rounds it to bf16 as it packs it, so the weights file refuses a
+/// value that rounds to an infinity, as it does for bf16 panels.
+constexpr llvm::StringLiteral kBf16ProductsAttr = "tfm.bf16_products";
+
 /// The attribute tfm-select-backend sets on ops: "llvm" or "onednn".
 constexpr llvm::StringLiteral kBackendAttr = "tfm.backend";
 

@@ -171,8 +171,9 @@ def TfmSelectBackendPass : Pass<"tfm-select-backend", "::mlir::ModuleOp"> {
     Option<"report", "report", "bool", "false",
            "Print which backend each op got">,
     Option<"precision", "precision", "std::string", "\"fp32\"",
-           "fp32, bf16 or int8: with bf16 and int8 the linears run our "
-           "code (the only such linears there are)">
+           "fp32, bf16 or int8 (set on the module as tfm.precision): bf16 "
+           "linears on oneDNN take its bf16 matmul; int8 linears run our "
+           "code only (the only such linears there are)">
   ];
 }
 

@@ -699,8 +699,9 @@ json::Value runBenchmark(Benchmark &b, mlir::MLIRContext &context,
     mlir::OwningOpRef<mlir::ModuleOp> copy = fused->clone();
     addCompiled(*copy, "tfmc-" + backend, backend);
   }
-  // Our linears in narrower precisions: our code (the only bf16 and int8
-  // linears).
+  // Linears in narrower precisions: our code, and for bf16 oneDNN's bf16
+  // matmul too when the oneDNN backend is chosen (tfmc has no int8 linears
+  // on oneDNN).
   std::vector<size_t> streamedSources = {0};
   if (b.kind == "linear")
     for (const std::string &precision : precisions) {
@@ -709,6 +710,10 @@ json::Value runBenchmark(Benchmark &b, mlir::MLIRContext &context,
       mlir::OwningOpRef<mlir::ModuleOp> copy = fused->clone();
       streamedSources.push_back(instances.size());
       addCompiled(*copy, "tfmc-llvm-" + precision, "llvm", precision);
+      if (precision == "bf16" && llvm::is_contained(chosen, "onednn")) {
+        mlir::OwningOpRef<mlir::ModuleOp> onednn = fused->clone();
+        addCompiled(*onednn, "tfmc-onednn-bf16", "onednn", precision);
+      }
     }
   // A decoder step reads every weight once, from memory: for linears with
   // up to 32 rows (a step of 32 sentences), our first backend (and each

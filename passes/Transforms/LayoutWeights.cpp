@@ -7,6 +7,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace mlir {
 namespace tfm {
@@ -69,6 +70,12 @@ struct TfmLayoutWeightsPass
 
     // One entry per tensor and layout, in order of first use.
     llvm::MapVector<std::pair<StringRef, int64_t>, int64_t> offsets;
+    // Tensors a bf16 oneDNN linear reads (see kBf16ProductsAttr).
+    llvm::StringSet<> bf16Products;
+    module.walk([&](WeightOp weight) {
+      if (weight->hasAttr(kBf16ProductsAttr))
+        bf16Products.insert(weight.getName());
+    });
     SmallVector<Attribute> layout;
     int64_t end = 0;
     module.walk([&](WeightOp weight) {
@@ -96,6 +103,8 @@ struct TfmLayoutWeightsPass
             b.getNamedAttr("offset", b.getI64IntegerAttr(it->second)),
             b.getNamedAttr("shape", b.getDenseI64ArrayAttr(type.getShape())),
         };
+        if (!panel && bf16Products.contains(weight.getName()))
+          entry.push_back(b.getNamedAttr("bf16_products", b.getUnitAttr()));
         if (panel) {
           entry.push_back(b.getNamedAttr("panel_width", width));
           if (panelType != b.getF32Type())

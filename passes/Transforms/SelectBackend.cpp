@@ -30,7 +30,12 @@ using namespace mlir::tfm;
 //   1024x512->32000, which no translation runs, trails: 366 vs 399; on
 //   an AVX2 Zen 3 host, 2026-12-01-zen3-tiles.md, ours won up to 128
 //   rows). One layout then serves every row count, and the weights file
-//   holds one copy of each matrix.
+//   holds one copy of each matrix. So too at bf16 (`tfm-bench
+//   --precisions=fp32,bf16`, Zen 5, ours vs oneDNN's bf16 matmul, GFLOP/s:
+//   1x512->2048 137 vs 120, 4x512->2048 440 vs 354, 32x512->2048 665 vs
+//   623, 32x2048->512 575 vs 544; oneDNN ahead at 1024x512->2048, 694 vs
+//   764, and 32x512->32000, 512 vs 598, which would keep the output
+//   projection f32 in the weights file).
 // - Attention: ours, fused, wherever the vector FlashAttention kernels
 //   take it (f32, static head sizes: every model's). `tfm-bench`, AMD Zen
 //   5, 2 threads, GFLOP/s fused vs spelled out on oneDNN's batched
@@ -82,8 +87,7 @@ struct TfmSelectBackendPass
                          << "': expected llvm, onednn or auto";
       return signalPassFailure();
     }
-    bool narrow = precision == "bf16" || precision == "int8";
-    if (!narrow && precision != "fp32") {
+    if (precision != "fp32" && precision != "bf16" && precision != "int8") {
       module.emitError() << "unknown precision '" << precision
                          << "': expected fp32, bf16 or int8";
       return signalPassFailure();
@@ -125,29 +129,33 @@ struct TfmSelectBackendPass
       }
       rewriter.replaceOp(op, *values);
     }
-    // bf16 and int8 linears are ours: oneDNN 2.6's bf16 matmul needs
-    // AVX-512 and rounds differently from our kernel, whose arithmetic the
-    // reference implements; its int8 matmul takes static scales, not the
-    // per-row scales of each input that ours computes.
-    bool narrowLinearOnOneDnn = false;
+    // bf16 linears may run on oneDNN's bf16 matmul (the same rounding of x
+    // and W, products summed in f32; convert-tfm-to-onednn reads the
+    // precision from the module). int8 ones are ours: oneDNN 2.6's int8
+    // matmul takes one zero point per tensor, not the per-row zero points
+    // and scales of each input that ours computes.
+    module->setAttr("tfm.precision",
+                    StringAttr::get(module.getContext(), precision));
+    bool int8 = precision == "int8";
+    bool int8LinearOnOneDnn = false;
     module.walk([&](Operation *op) {
       if (!isOneDnnCandidate(op))
         return;
       StringRef chosen = backend == "auto" ? autoBackend(op) : StringRef(backend);
-      if (narrow && isa<LinearOp, FusedLinearOp>(op)) {
-        if (chosen == "onednn" && !narrowLinearOnOneDnn)
+      if (int8 && isa<LinearOp, FusedLinearOp>(op)) {
+        if (chosen == "onednn" && !int8LinearOnOneDnn)
           op->emitError() << precision
                           << " linears run on tfmc's own kernels, not "
                              "oneDNN: use --backend=llvm or auto with "
                              "--precision="
                           << precision;
-        narrowLinearOnOneDnn |= chosen == "onednn";
+        int8LinearOnOneDnn |= chosen == "onednn";
         chosen = "llvm";
       }
       op->setAttr(kBackendAttr, StringAttr::get(op->getContext(), chosen));
       record(op, chosen);
     });
-    if (narrowLinearOnOneDnn)
+    if (int8LinearOnOneDnn)
       return signalPassFailure();
     std::string text;
     llvm::raw_string_ostream os(text);

@@ -8,7 +8,9 @@
 //   tfm_onednn_linear(x[.., K], w[N, K], bias[N], residual[.., N],
 //                     out[.., N], i64 code)
 //       out = act(x · wᵀ + bias) + residual; `code` = activation | flags.
-//       oneDNN matmul; act and residual are post-ops (eltwise, sum).
+//       oneDNN matmul; act and residual are post-ops (eltwise, sum). With
+//       kBf16Products, x and w are rounded to bf16 (nearest even) and
+//       their products summed in f32 (tfmc compile --precision bf16).
 //   tfm_onednn_matmul(a, b, out, f32 alpha, i64 code)
 //       out[b.., i, j] = alpha · sum_k A[b.., i, k] · B[b.., k, j], A/B
 //       transposed in their two innermost dimensions by kTransposeLhs/Rhs;
@@ -42,6 +44,7 @@ constexpr int64_t kHasResidual = 1 << 9;
 constexpr int64_t kHasScale = 1 << 10;
 constexpr int64_t kTransposeLhs = 1 << 11;
 constexpr int64_t kTransposeRhs = 1 << 12;
+constexpr int64_t kBf16Products = 1 << 13;
 
 enum Binary : int64_t { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3 };
 

@@ -188,11 +188,17 @@ std::vector<int64_t> sampleOf(const View &w) {
   return sample;
 }
 
-const PackedWeights &packedWeights(const View &w) {
+/// The f32 matrix w in oneDNN's layout for a matmul of `type` (f32, or bf16
+/// rounded to nearest even by the reorder).
+const PackedWeights &packedWeights(const View &w, memory::data_type type) {
   static std::map<std::vector<int64_t>, PackedWeights> cache;
   static std::mutex mutex;
-  std::vector<int64_t> key = {reinterpret_cast<int64_t>(w.data), w.dims[0],
-                              w.dims[1], w.strides[0], w.strides[1]};
+  std::vector<int64_t> key = {reinterpret_cast<int64_t>(w.data),
+                              w.dims[0],
+                              w.dims[1],
+                              w.strides[0],
+                              w.strides[1],
+                              static_cast<int64_t>(type)};
   std::vector<int64_t> sample = sampleOf(w);
   key.insert(key.end(), sample.begin(), sample.end());
   std::lock_guard<std::mutex> lock(mutex);
@@ -203,8 +209,8 @@ const PackedWeights &packedWeights(const View &w) {
   // The [K, N] operand of x · Wᵀ is W read with its strides swapped.
   memory::desc plain({k, n}, memory::data_type::f32,
                      Dims{w.strides[1], w.strides[0]});
-  memory::desc any({k, n}, memory::data_type::f32, memory::format_tag::any);
-  memory::desc src({64, k}, memory::data_type::f32, memory::format_tag::ab);
+  memory::desc any({k, n}, type, memory::format_tag::any);
+  memory::desc src({64, k}, type, memory::format_tag::ab);
   memory::desc dst({64, n}, memory::data_type::f32, memory::format_tag::ab);
   dnnl::matmul::primitive_desc probe(dnnl::matmul::desc(src, any, dst),
                                      cpuEngine());
@@ -222,15 +228,20 @@ void linear(const Memref *xm, const Memref *wm, const Memref *biasm,
   std::vector<float> scratch;
   View rows = denseRows(x, scratch);
   int64_t m = rows.dims[0], k = rows.dims[1], n = w.dims[0];
-  memory::desc src({m, k}, memory::data_type::f32, memory::format_tag::ab);
+  // bf16: the products of x and w rounded to bf16 are exact in f32, only
+  // their sums round (as in our bf16 kernel and the reference).
+  memory::data_type productType =
+      code & kBf16Products ? memory::data_type::bf16 : memory::data_type::f32;
+  memory::desc src({m, k}, productType, memory::format_tag::ab);
   memory::desc dst({m, n}, memory::data_type::f32, memory::format_tag::ab);
   memory::desc bias({1, n}, memory::data_type::f32, memory::format_tag::ab);
-  const PackedWeights &weights = packedWeights(w);
+  const PackedWeights &weights = packedWeights(w, productType);
   bool hasBias = code & kHasBias, hasResidual = code & kHasResidual;
 
   // dst = act(x·W + b) + dst, with the residual copied into dst first.
   primitive &matmul = cachedPrimitive(
-      keyOf(1, {{m, k, n}}, code & (kActivationMask | kHasBias | kHasResidual)),
+      keyOf(1, {{m, k, n}},
+            code & (kActivationMask | kHasBias | kHasResidual | kBf16Products)),
       [&] {
         dnnl::post_ops postOps;
         algorithm act = activationAlgorithm(code & kActivationMask);
@@ -256,10 +267,20 @@ void linear(const Memref *xm, const Memref *wm, const Memref *biasm,
     else
       copyDense(residual, out.data);
   }
-  std::unordered_map<int, memory> args = {
-      {DNNL_ARG_SRC, rows.mem(src)},
-      {DNNL_ARG_WEIGHTS, weights.packed},
-      {DNNL_ARG_DST, out.mem(dst)}};
+  memory source = rows.mem(
+      memory::desc({m, k}, memory::data_type::f32, memory::format_tag::ab));
+  if (productType == memory::data_type::bf16) {
+    // x rounded to bf16 once per call, by a reorder (nearest even).
+    memory rounded(src, cpuEngine());
+    primitive &round = cachedPrimitive(
+        keyOf(7, {{m, k}}), [&] { return dnnl::reorder(source, rounded); });
+    round.execute(cpuStream(),
+                  {{DNNL_ARG_FROM, source}, {DNNL_ARG_TO, rounded}});
+    source = rounded;
+  }
+  std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, source},
+                                          {DNNL_ARG_WEIGHTS, weights.packed},
+                                          {DNNL_ARG_DST, out.mem(dst)}};
   std::vector<float> biasScratch;
   if (hasBias)
     args.emplace(DNNL_ARG_BIAS,

@@ -200,9 +200,16 @@ const char *activationName(Activation act) {
 
 /// act(x·Wᵀ + b) + r: bias on the matmul, act as an eltwise post-op, the
 /// residual as a sum post-op (into the result, prefilled with r).
+/// With `bf16Products` (the module's precision is bf16), x and W are
+/// rounded to bf16 and their products summed in f32, as by our bf16 kernel.
 void lowerLinear(KernelCall &call, Value input, Value weight, Value bias,
-                 Activation act, Value residual) {
+                 Activation act, Value residual, bool bf16Products) {
   int64_t code = static_cast<int64_t>(act);
+  if (bf16Products) {
+    code |= abi::kBf16Products;
+    if (auto stored = weight.getDefiningOp<WeightOp>())
+      stored->setAttr(kBf16ProductsAttr, UnitAttr::get(stored.getContext()));
+  }
   call.read(input);
   call.read(weight);
   if (bias) {
@@ -228,6 +235,9 @@ void lowerLinear(KernelCall &call, Value input, Value weight, Value bias,
     postOps.push_back(name);
   if (residual)
     postOps.push_back("sum");
+  if (bf16Products)
+    emitted->setAttr("tfm.products",
+                     StringAttr::get(emitted.getContext(), "bf16"));
   if (!postOps.empty())
     emitted->setAttr("tfm.post_ops",
                      StringAttr::get(emitted.getContext(),
@@ -251,15 +261,17 @@ ScaleOp scaleOfProduct(Operation *op) {
 void lower(IRRewriter &rewriter, ModuleOp module, Operation *op,
            ScaleOp scale) {
   KernelCall call(rewriter, module, op);
+  auto precision = module->getAttrOfType<StringAttr>("tfm.precision");
+  bool bf16Products = precision && precision.getValue() == "bf16";
   TypeSwitch<Operation *>(op)
       .Case([&](LinearOp linear) {
         lowerLinear(call, linear.getInput(), linear.getWeight(),
-                    linear.getBias(), Activation::none, Value());
+                    linear.getBias(), Activation::none, Value(), bf16Products);
       })
       .Case([&](FusedLinearOp linear) {
         lowerLinear(call, linear.getInput(), linear.getWeight(),
                     linear.getBias(), linear.getActivation(),
-                    linear.getResidual());
+                    linear.getResidual(), bf16Products);
       })
       .Case([&](MatmulOp mm) {
         int64_t rank = rankOf(mm.getLhs());
