@@ -699,9 +699,8 @@ json::Value runBenchmark(Benchmark &b, mlir::MLIRContext &context,
     mlir::OwningOpRef<mlir::ModuleOp> copy = fused->clone();
     addCompiled(*copy, "tfmc-" + backend, backend);
   }
-  // Linears in narrower precisions: our code, and for bf16 oneDNN's bf16
-  // matmul too when the oneDNN backend is chosen (tfmc has no int8 linears
-  // on oneDNN).
+  // Linears in narrower precisions: our code, and oneDNN's bf16 or
+  // u8 x s8 matmul too when the oneDNN backend is chosen.
   std::vector<size_t> streamedSources = {0};
   if (b.kind == "linear")
     for (const std::string &precision : precisions) {
@@ -710,9 +709,9 @@ json::Value runBenchmark(Benchmark &b, mlir::MLIRContext &context,
       mlir::OwningOpRef<mlir::ModuleOp> copy = fused->clone();
       streamedSources.push_back(instances.size());
       addCompiled(*copy, "tfmc-llvm-" + precision, "llvm", precision);
-      if (precision == "bf16" && llvm::is_contained(chosen, "onednn")) {
+      if (llvm::is_contained(chosen, "onednn")) {
         mlir::OwningOpRef<mlir::ModuleOp> onednn = fused->clone();
-        addCompiled(*onednn, "tfmc-onednn-bf16", "onednn", precision);
+        addCompiled(*onednn, "tfmc-onednn-" + precision, "onednn", precision);
       }
     }
   // A decoder step reads every weight once, from memory: for linears with

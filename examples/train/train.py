@@ -16,8 +16,9 @@ Face MarianMT layout that tfmc imports.
      first half, cosines in the second), final logits bias, ReLU. Trained
      with teacher forcing (source + EOS; decoder input <pad> + target; labels
      target + EOS), label smoothing 0.1, Adam (0.9, 0.98) with linear warmup
-     and inverse-square-root decay, batches of about --batch-tokens tokens
-     of similar lengths, dropout 0.1.
+     and inverse-square-root decay (and with --cooldown N, a linear fall to
+     zero over the last N steps before --steps), batches of about
+     --batch-tokens tokens of similar lengths, dropout 0.1.
   3. Every --eval-every steps the development loss; the best checkpoint by
      that loss is kept (WORK/best.pt), the latest too (WORK/last.pt, which
      --resume continues from). Training stops after --steps steps or
@@ -386,6 +387,9 @@ def main():
     ap.add_argument("--lr", type=float, default=1e-3, help="peak learning rate")
     ap.add_argument("--warmup", type=int, default=250)
     ap.add_argument("--steps", type=int, default=100000)
+    ap.add_argument("--cooldown", type=int, default=0, metavar="N",
+                    help="over the last N steps before --steps the learning rate "
+                         "falls linearly to zero")
     ap.add_argument("--minutes", type=float, default=42.0)
     ap.add_argument("--eval-every", type=int, default=100)
     ap.add_argument("--max-tokens", type=int, default=96, help="longer sides are cut")
@@ -449,7 +453,10 @@ def main():
 
     def lr_at(step):
         rewarm = min(1.0, (step - restart) / a.rewarm) if restart else 1.0
-        return a.lr * min(step / a.warmup, math.sqrt(a.warmup / step)) * rewarm
+        # A cooldown to zero at the end settles the weights the noisy
+        # inverse-square-root steps keep moving around a minimum.
+        cool = min(1.0, (a.steps - step) / a.cooldown) if a.cooldown else 1.0
+        return a.lr * min(step / a.warmup, math.sqrt(a.warmup / step)) * rewarm * cool
 
     step, epoch, best, elapsed_before, skip = 0, 0, float("inf"), 0.0, 0
     history = []

@@ -11,6 +11,10 @@
 //       oneDNN matmul; act and residual are post-ops (eltwise, sum). With
 //       kBf16Products, x and w are rounded to bf16 (nearest even) and
 //       their products summed in f32 (tfmc compile --precision bf16).
+//       With kInt8Products, w quantized per output feature and x per row
+//       (with a zero point) as compiler/Panels.h and our panel kernel do,
+//       integer products summed exactly, then scaled back
+//       (tfmc compile --precision int8).
 //   tfm_onednn_matmul(a, b, out, f32 alpha, i64 code)
 //       out[b.., i, j] = alpha · sum_k A[b.., i, k] · B[b.., k, j], A/B
 //       transposed in their two innermost dimensions by kTransposeLhs/Rhs;
@@ -45,6 +49,7 @@ constexpr int64_t kHasScale = 1 << 10;
 constexpr int64_t kTransposeLhs = 1 << 11;
 constexpr int64_t kTransposeRhs = 1 << 12;
 constexpr int64_t kBf16Products = 1 << 13;
+constexpr int64_t kInt8Products = 1 << 14;
 
 enum Binary : int64_t { kAdd = 0, kSub = 1, kMul = 2, kDiv = 3 };
 

@@ -11,14 +11,18 @@
 
 #include "OneDnnAbi.h"
 
+#include "compiler/Panels.h"
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 
 #include <dnnl.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -188,11 +192,9 @@ std::vector<int64_t> sampleOf(const View &w) {
   return sample;
 }
 
-/// The f32 matrix w in oneDNN's layout for a matmul of `type` (f32, or bf16
-/// rounded to nearest even by the reorder).
-const PackedWeights &packedWeights(const View &w, memory::data_type type) {
-  static std::map<std::vector<int64_t>, PackedWeights> cache;
-  static std::mutex mutex;
+/// What a weight matrix is cached by: where it is, its shape, how its
+/// products are taken and a sample of its values.
+std::vector<int64_t> weightKey(const View &w, memory::data_type type) {
   std::vector<int64_t> key = {reinterpret_cast<int64_t>(w.data),
                               w.dims[0],
                               w.dims[1],
@@ -201,25 +203,247 @@ const PackedWeights &packedWeights(const View &w, memory::data_type type) {
                               static_cast<int64_t>(type)};
   std::vector<int64_t> sample = sampleOf(w);
   key.insert(key.end(), sample.begin(), sample.end());
+  return key;
+}
+
+/// The [K, N] operand `plain` at `data` reordered (converted to `type` if
+/// need be) into the layout oneDNN's matmul of `srcType` rows into
+/// `dstType` ones picks for it.
+PackedWeights pack(const memory::desc &plain, void *data,
+                   memory::data_type srcType, memory::data_type type,
+                   memory::data_type dstType) {
+  int64_t k = plain.dims()[0], n = plain.dims()[1];
+  memory::desc any({k, n}, type, memory::format_tag::any);
+  memory::desc src({64, k}, srcType, memory::format_tag::ab);
+  memory::desc dst({64, n}, dstType, memory::format_tag::ab);
+  dnnl::matmul::primitive_desc probe(dnnl::matmul::desc(src, any, dst),
+                                     cpuEngine());
+  PackedWeights packed{probe.weights_desc(),
+                       memory(probe.weights_desc(), cpuEngine())};
+  memory from(plain, cpuEngine(), data);
+  dnnl::reorder(from, packed.packed).execute(cpuStream(), from, packed.packed);
+  cpuStream().wait();
+  return packed;
+}
+
+/// The f32 matrix w in oneDNN's layout for a matmul of `type` (f32, or bf16
+/// rounded to nearest even by the reorder).
+const PackedWeights &packedWeights(const View &w, memory::data_type type) {
+  static std::map<std::vector<int64_t>, PackedWeights> cache;
+  static std::mutex mutex;
+  std::vector<int64_t> key = weightKey(w, type);
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it != cache.end())
+    return it->second;
+  // The [K, N] operand of x · Wᵀ is W read with its strides swapped.
+  memory::desc plain({w.dims[1], w.dims[0]}, memory::data_type::f32,
+                     Dims{w.strides[1], w.strides[0]});
+  return cache
+      .emplace(key, pack(plain, w.data, type, type, memory::data_type::f32))
+      .first->second;
+}
+
+/// A weight matrix [N, K] as --precision int8 makes it (compiler/Panels.h,
+/// the quantization our panels hold): per output feature n the integers
+/// q_W[n, :] in [-127, 127], their scale s_W[n] and sum Σ_k q_W[n, k]; the
+/// integers in oneDNN's layout for a u8 x s8 matmul.
+struct QuantizedWeights {
+  PackedWeights integers;
+  std::vector<float> scales;
+  std::vector<int32_t> sums;
+};
+
+const QuantizedWeights &quantizedWeights(const View &w) {
+  static std::map<std::vector<int64_t>, QuantizedWeights> cache;
+  static std::mutex mutex;
+  std::vector<int64_t> key = weightKey(w, memory::data_type::s8);
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it != cache.end())
     return it->second;
   int64_t n = w.dims[0], k = w.dims[1];
-  // The [K, N] operand of x · Wᵀ is W read with its strides swapped.
-  memory::desc plain({k, n}, memory::data_type::f32,
-                     Dims{w.strides[1], w.strides[0]});
-  memory::desc any({k, n}, type, memory::format_tag::any);
-  memory::desc src({64, k}, type, memory::format_tag::ab);
-  memory::desc dst({64, n}, memory::data_type::f32, memory::format_tag::ab);
-  dnnl::matmul::primitive_desc probe(dnnl::matmul::desc(src, any, dst),
-                                     cpuEngine());
-  PackedWeights packed{probe.weights_desc(),
-                       memory(probe.weights_desc(), cpuEngine())};
-  memory from(plain, cpuEngine(), w.data);
-  dnnl::reorder(from, packed.packed).execute(cpuStream(), from, packed.packed);
-  cpuStream().wait();
-  return cache.emplace(key, std::move(packed)).first->second;
+  std::vector<int8_t> integers(n * k); // [N, K], dense
+  QuantizedWeights quantized;
+  quantized.scales.resize(n);
+  quantized.sums.resize(n);
+  for (int64_t row = 0; row < n; ++row) {
+    auto at = [&](int64_t col) {
+      return w.data[row * w.strides[0] + col * w.strides[1]];
+    };
+    float amax = 0;
+    for (int64_t col = 0; col < k; ++col)
+      amax = std::max(amax, std::fabs(at(col)));
+    float inverse = mlir::tfm::int8RowInverse(amax);
+    int32_t sum = 0;
+    for (int64_t col = 0; col < k; ++col) {
+      int8_t q = mlir::tfm::toInt8(at(col), inverse);
+      integers[row * k + col] = q;
+      sum += q;
+    }
+    quantized.scales[row] = mlir::tfm::int8RowScale(amax);
+    quantized.sums[row] = sum;
+  }
+  memory::desc plain({k, n}, memory::data_type::s8, Dims{1, k});
+  quantized.integers = pack(plain, integers.data(), memory::data_type::u8,
+                            memory::data_type::s8, memory::data_type::s32);
+  return cache.emplace(key, std::move(quantized)).first->second;
+}
+
+/// round_even(v) for |v| < 2^22 under the default rounding mode: adding
+/// 1.5 · 2^23 leaves no fraction bits, so the sum is rounded to an integer
+/// (ties to even) and the subtraction is exact. Plain f32 arithmetic, which
+/// vectorizes on any x86-64, where nearbyintf is a library call without
+/// SSE4.1.
+inline float roundEven(float v) {
+  constexpr float kMagic = 12582912.f;
+  return (v + kMagic) - kMagic;
+}
+
+/// A buffer kept between calls (the calls come one at a time from the
+/// compiled code's thread), grown when too small and never cleared.
+template <typename T> T *scratch(int slot, int64_t count) {
+  struct Buffer {
+    std::unique_ptr<T[]> data;
+    int64_t size = 0;
+  };
+  thread_local Buffer buffers[3];
+  Buffer &b = buffers[slot];
+  if (b.size < count) {
+    b.data.reset(new T[count]);
+    b.size = count;
+  }
+  return b.data.get();
+}
+
+/// y = act(y) in place over a row, as the reference computes it.
+void activateRow(float *y, int64_t n, int64_t activation) {
+  switch (activation) {
+  case kRelu:
+    for (int64_t j = 0; j < n; ++j)
+      y[j] = y[j] > 0 ? y[j] : 0.f;
+    break;
+  case kGelu: // y · Φ(y)
+    for (int64_t j = 0; j < n; ++j)
+      y[j] = 0.5f * y[j] * (1.f + std::erf(y[j] * 0.70710678118654752f));
+    break;
+  case kSilu: // y · sigmoid(y)
+    for (int64_t j = 0; j < n; ++j)
+      y[j] = y[j] / (1.f + std::exp(-y[j]));
+    break;
+  default:
+    break;
+  }
+}
+
+// The int8 linear's loops over rows, also compiled for AVX-512 and AVX2
+// (the host's version chosen when the library loads; it is built for any
+// x86-64).
+#define TFM_HOST_CLONES                                                        \
+  [[gnu::target_clones("arch=x86-64-v4", "avx2", "default")]]
+
+/// u, z and s_x of x's m rows of k (int8Linear says how).
+TFM_HOST_CLONES void quantizeRows(const float *rows, int64_t m, int64_t k,
+                                  uint8_t *u, int32_t *zeros,
+                                  float *rowScales) {
+  for (int64_t i = 0; i < m; ++i) {
+    const float *x = rows + i * k;
+    // lo and hi in 16 lanes (vectorized), then across them.
+    float lanesLo[16] = {}, lanesHi[16] = {};
+    int64_t j = 0;
+    for (; j + 16 <= k; j += 16)
+      for (int l = 0; l < 16; ++l) {
+        lanesLo[l] = x[j + l] < lanesLo[l] ? x[j + l] : lanesLo[l];
+        lanesHi[l] = x[j + l] > lanesHi[l] ? x[j + l] : lanesHi[l];
+      }
+    for (; j < k; ++j) {
+      lanesLo[0] = std::min(lanesLo[0], x[j]);
+      lanesHi[0] = std::max(lanesHi[0], x[j]);
+    }
+    float lo = *std::min_element(lanesLo, lanesLo + 16);
+    float hi = *std::max_element(lanesHi, lanesHi + 16);
+    float range = hi - lo > 0 ? hi - lo : 255.f;
+    float inverse = (1.f / range) * 255.f;
+    float zero = roundEven(-lo * inverse);
+    for (j = 0; j < k; ++j) {
+      float q = roundEven(x[j] * inverse) + zero;
+      q = q < 0.f ? 0.f : q > 255.f ? 255.f : q;
+      u[i * k + j] = static_cast<uint8_t>(static_cast<int32_t>(q));
+    }
+    zeros[i] = static_cast<int32_t>(zero);
+    rowScales[i] = range / 255.f;
+  }
+}
+
+/// y = (f32(acc − z · sums) · s_x) · scales (+ bias) over a row of n.
+TFM_HOST_CLONES void scaleBack(float *y, const int32_t *acc, int64_t n,
+                               int32_t zero, float rowScale,
+                               const float *scales, const int32_t *sums,
+                               const float *bias) {
+  for (int64_t j = 0; j < n; ++j)
+    y[j] = static_cast<float>(acc[j] - zero * sums[j]) * rowScale * scales[j];
+  if (bias)
+    for (int64_t j = 0; j < n; ++j)
+      y[j] += bias[j];
+}
+
+TFM_HOST_CLONES void addRow(float *y, const float *r, int64_t n) {
+  for (int64_t j = 0; j < n; ++j)
+    y[j] += r[j];
+}
+
+/// out = act(x·Wᵀ + b) + r in --precision int8's arithmetic (reference.py,
+/// the same as our panel kernel's): each row of x quantized over its range
+/// extended to 0,
+///   lo = min(x[m, :], 0), hi = max(x[m, :], 0), r = hi − lo (255 if 0)
+///   inverse = (1 / r) · 255, s_x[m] = r / 255
+///   z[m] = round_even(−lo · inverse)
+///   u[m, k] = clamp(round_even(x[m, k] · inverse) + z[m], 0, 255)
+/// oneDNN's u8 x s8 matmul sums u · q_W exactly in s32 (acc), and here
+///   y[m, n] = (f32(acc[m, n] − z[m] · Σ_k q_W[n, k]) · s_x[m]) · s_W[n] + b[n]
+/// then act and the residual. oneDNN 2.6 takes one zero point per tensor
+/// and scales per output column only, so the epilogue is ours; f32
+/// operations are not contracted into FMAs in this file (CMakeLists.txt),
+/// which would round differently from the reference. Both loops run on
+/// this thread: oneDNN's threads are GNU OpenMP's, the compiled code's
+/// LLVM's, and a third pool would spin against them.
+void int8Linear(const View &rows, const View &w, const Memref *biasm,
+                const Memref *residualm, const View &out, int64_t code) {
+  int64_t m = rows.dims[0], k = rows.dims[1], n = w.dims[0];
+  const QuantizedWeights &weights = quantizedWeights(w);
+  uint8_t *u = scratch<uint8_t>(0, m * k);
+  int32_t *acc = scratch<int32_t>(1, m * n);
+  float *rowScales = scratch<float>(2, m);
+  std::vector<int32_t> zeros(m);
+  quantizeRows(rows.data, m, k, u, zeros.data(), rowScales);
+
+  memory::desc src({m, k}, memory::data_type::u8, memory::format_tag::ab);
+  memory::desc sums({m, n}, memory::data_type::s32, memory::format_tag::ab);
+  primitive &matmul = cachedPrimitive(keyOf(8, {{m, k, n}}), [&] {
+    return dnnl::matmul(dnnl::matmul::primitive_desc(
+        dnnl::matmul::desc(src, weights.integers.desc, sums), cpuEngine()));
+  });
+  matmul.execute(cpuStream(), {{DNNL_ARG_SRC, memory(src, cpuEngine(), u)},
+                               {DNNL_ARG_WEIGHTS, weights.integers.packed},
+                               {DNNL_ARG_DST, memory(sums, cpuEngine(), acc)}});
+
+  std::vector<float> biasScratch, residualScratch;
+  const float *bias =
+      code & kHasBias ? dense(View(biasm), biasScratch).data : nullptr;
+  const float *residual = nullptr;
+  if (code & kHasResidual) {
+    View r(residualm);
+    r.dims = out.dims;
+    residual = dense(r, residualScratch).data;
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    float *y = out.data + i * n;
+    scaleBack(y, acc + i * n, n, zeros[i], rowScales[i], weights.scales.data(),
+              weights.sums.data(), bias);
+    activateRow(y, n, code & kActivationMask);
+    if (residual)
+      addRow(y, residual + i * n, n);
+  }
 }
 
 void linear(const Memref *xm, const Memref *wm, const Memref *biasm,
@@ -227,6 +451,8 @@ void linear(const Memref *xm, const Memref *wm, const Memref *biasm,
   View x(xm), w(wm), out(outm);
   std::vector<float> scratch;
   View rows = denseRows(x, scratch);
+  if (code & kInt8Products)
+    return int8Linear(rows, w, biasm, residualm, out, code);
   int64_t m = rows.dims[0], k = rows.dims[1], n = w.dims[0];
   // bf16: the products of x and w rounded to bf16 are exact in f32, only
   // their sums round (as in our bf16 kernel and the reference).

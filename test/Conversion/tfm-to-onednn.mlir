@@ -9,7 +9,7 @@
 // RUN: tfm-opt %s --tfm-select-backend=backend=auto --convert-tfm-to-onednn | FileCheck %s --check-prefix=OURS
 // RUN: not tfm-opt %s --tfm-select-backend=backend=gpu 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: tfm-opt %s --tfm-select-backend="backend=onednn precision=bf16" --convert-tfm-to-onednn | FileCheck %s --check-prefix=BF16
-// RUN: not tfm-opt %s --tfm-select-backend="backend=onednn precision=int8" 2>&1 | FileCheck %s --check-prefix=INT8
+// RUN: tfm-opt %s --tfm-select-backend="backend=onednn precision=int8" --convert-tfm-to-onednn | FileCheck %s --check-prefix=INT8
 
 // --precision bf16 on oneDNN: the linears' code gains bf16 products (8192),
 // and their weights are marked for the weights file's bf16 range check.
@@ -18,7 +18,14 @@
 // BF16: call @tfm_onednn_linear({{.*}}, %[[CODE1]]) {tfm.post_ops = "bias,relu", tfm.products = "bf16"}
 // BF16: %[[CODE2:.*]] = arith.constant 8704 : i64
 // BF16: call @tfm_onednn_linear({{.*}}, %[[CODE2]]) {tfm.post_ops = "sum", tfm.products = "bf16"}
-// INT8: error: int8 linears run on tfmc's own kernels, not oneDNN: use --backend=llvm or auto with --precision=int8
+// --precision int8 on oneDNN: int8 products (16384); the weights stay f32
+// in the file (the kernel quantizes them once, as our panels are), with no
+// range to check.
+// INT8-NOT: tfm.bf16_products
+// INT8: %[[CODE1:.*]] = arith.constant 16641 : i64
+// INT8: call @tfm_onednn_linear({{.*}}, %[[CODE1]]) {tfm.post_ops = "bias,relu", tfm.products = "int8"}
+// INT8: %[[CODE2:.*]] = arith.constant 16896 : i64
+// INT8: call @tfm_onednn_linear({{.*}}, %[[CODE2]]) {tfm.post_ops = "sum", tfm.products = "int8"}
 
 // CHECK-DAG: func.func private @tfm_onednn_linear(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, i64) attributes {llvm.emit_c_interface}
 // CHECK-DAG: func.func private @tfm_onednn_layer_norm(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, f32, i64) attributes {llvm.emit_c_interface}

@@ -200,15 +200,19 @@ const char *activationName(Activation act) {
 
 /// act(x·Wᵀ + b) + r: bias on the matmul, act as an eltwise post-op, the
 /// residual as a sum post-op (into the result, prefilled with r).
-/// With `bf16Products` (the module's precision is bf16), x and W are
-/// rounded to bf16 and their products summed in f32, as by our bf16 kernel.
+/// `precision` is the module's: with bf16, x and W are rounded to bf16 and
+/// their products summed in f32, as by our bf16 kernel; with int8, both are
+/// quantized as for our int8 kernel and their integer products summed
+/// exactly (the kernel's epilogue then does the scaling and post-ops).
 void lowerLinear(KernelCall &call, Value input, Value weight, Value bias,
-                 Activation act, Value residual, bool bf16Products) {
+                 Activation act, Value residual, StringRef precision) {
   int64_t code = static_cast<int64_t>(act);
-  if (bf16Products) {
+  if (precision == "bf16") {
     code |= abi::kBf16Products;
     if (auto stored = weight.getDefiningOp<WeightOp>())
       stored->setAttr(kBf16ProductsAttr, UnitAttr::get(stored.getContext()));
+  } else if (precision == "int8") {
+    code |= abi::kInt8Products;
   }
   call.read(input);
   call.read(weight);
@@ -235,9 +239,9 @@ void lowerLinear(KernelCall &call, Value input, Value weight, Value bias,
     postOps.push_back(name);
   if (residual)
     postOps.push_back("sum");
-  if (bf16Products)
+  if (precision == "bf16" || precision == "int8")
     emitted->setAttr("tfm.products",
-                     StringAttr::get(emitted.getContext(), "bf16"));
+                     StringAttr::get(emitted.getContext(), precision));
   if (!postOps.empty())
     emitted->setAttr("tfm.post_ops",
                      StringAttr::get(emitted.getContext(),
@@ -261,17 +265,17 @@ ScaleOp scaleOfProduct(Operation *op) {
 void lower(IRRewriter &rewriter, ModuleOp module, Operation *op,
            ScaleOp scale) {
   KernelCall call(rewriter, module, op);
-  auto precision = module->getAttrOfType<StringAttr>("tfm.precision");
-  bool bf16Products = precision && precision.getValue() == "bf16";
+  auto precisionAttr = module->getAttrOfType<StringAttr>("tfm.precision");
+  StringRef precision = precisionAttr ? precisionAttr.getValue() : "fp32";
   TypeSwitch<Operation *>(op)
       .Case([&](LinearOp linear) {
         lowerLinear(call, linear.getInput(), linear.getWeight(),
-                    linear.getBias(), Activation::none, Value(), bf16Products);
+                    linear.getBias(), Activation::none, Value(), precision);
       })
       .Case([&](FusedLinearOp linear) {
         lowerLinear(call, linear.getInput(), linear.getWeight(),
                     linear.getBias(), linear.getActivation(),
-                    linear.getResidual(), bf16Products);
+                    linear.getResidual(), precision);
       })
       .Case([&](MatmulOp mm) {
         int64_t rank = rankOf(mm.getLhs());
