@@ -62,7 +62,7 @@ def main():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    # The whole run, and its last 6000 steps at a scale where a plateau shows.
+    # The whole run, and its last 6000 steps at a scale where the slope shows.
     fig, (ax, tail) = plt.subplots(1, 2, figsize=(11, 4), width_ratios=(3, 2))
     last = train[-1][0] - 6000
     for axis, keep in ((ax, lambda s: True), (tail, lambda s: s >= last)):
