@@ -17,9 +17,13 @@
 // CHECK: memref.view %{{.+}}[%c1280{{.*}}][] : memref<?xi8> to memref<64xi32>
 // CHECK: tensor.empty(%{{.+}}) : tensor<?x16xi8>
 // CHECK: scf.for
-// CHECK: vector.transfer_read %{{.+}} : tensor<?x15xf32>, vector<16xf32>
-// CHECK-NEXT: arith.minimumf %{{.+}} : vector<16xf32>
-// CHECK-NEXT: arith.maximumf %{{.+}} : vector<16xf32>
+// lo and hi as compares and selects (vminps / vmaxps), not minimumf /
+// maximumf, whose expansion for NaNs and signed zeros is slower:
+// CHECK: %[[V:.+]] = vector.transfer_read %{{.+}} : tensor<?x15xf32>, vector<16xf32>
+// CHECK-NEXT: %[[LT:.+]] = arith.cmpf olt, %[[V]], %[[LO:.+]] : vector<16xf32>
+// CHECK-NEXT: arith.select %[[LT]], %[[V]], %[[LO]]
+// CHECK-NEXT: %[[GT:.+]] = arith.cmpf ogt, %[[V]], %[[HI:.+]] : vector<16xf32>
+// CHECK-NEXT: arith.select %[[GT]], %[[V]], %[[HI]]
 // CHECK-NEXT: vector.reduction <minimumf>
 // CHECK-NEXT: vector.reduction <maximumf>
 // CHECK: math.roundeven %{{.+}} : f32
@@ -27,8 +31,10 @@
 // CHECK-NEXT: arith.mulf
 // CHECK-NEXT: math.roundeven %{{.+}} : vector<16xf32>
 // CHECK-NEXT: arith.addf
-// CHECK: arith.maximumf %{{.+}} : vector<16xf32>
-// CHECK: arith.minimumf %{{.+}} : vector<16xf32>
+// CHECK: arith.cmpf ogt
+// CHECK-NEXT: arith.select
+// CHECK: arith.cmpf olt
+// CHECK-NEXT: arith.select
 // CHECK-NEXT: arith.fptosi
 // CHECK-NEXT: arith.trunci %{{.+}} : vector<16xi32> to vector<16xi8>
 // CHECK: scf.for %{{.+}} = %{{.+}} to %c4{{.*}} step %c1

@@ -842,16 +842,26 @@ quantizeActivations(OpBuilder &b, Location loc, Value x, int64_t lanes) {
                                                    ValueRange{row, column},
                                                    fzero, ArrayRef<bool>{full});
         };
-        // lo and hi of the row, from 0.
+        // lo and hi of the row, from 0, as v < lo ? v : lo and v > hi ?
+        // v : hi, which are vminps / vmaxps (a NaN input, which has no
+        // quantization, is skipped). arith.minimumf / maximumf, expanded
+        // for NaNs and signed zeros, put a compare, a mask and a blend on
+        // each accumulator's dependency chain: ~15% of a 32 x 2048->512
+        // int8 linear (perf, Zen 5).
+        auto pick = [](OpBuilder &pb, Location pl, arith::CmpFPredicate p,
+                       Value v, Value acc) -> Value {
+          return pb.create<arith::SelectOp>(
+              pl, pb.create<arith::CmpFOp>(pl, p, v, acc), v, acc);
+        };
         Value vzero = constant(rb, rl, vecType, 0);
-        SmallVector<Value> bounds =
-            columns(rb, rl, k, ValueRange{vzero, vzero},
-                    [&](OpBuilder &vb, Location vl, Value column, bool full,
-                        ValueRange acc) -> SmallVector<Value> {
-                      Value v = read(vb, vl, column, full);
-                      return {vb.create<arith::MinimumFOp>(vl, acc[0], v),
-                              vb.create<arith::MaximumFOp>(vl, acc[1], v)};
-                    });
+        SmallVector<Value> bounds = columns(
+            rb, rl, k, ValueRange{vzero, vzero},
+            [&](OpBuilder &vb, Location vl, Value column, bool full,
+                ValueRange acc) -> SmallVector<Value> {
+              Value v = read(vb, vl, column, full);
+              return {pick(vb, vl, arith::CmpFPredicate::OLT, v, acc[0]),
+                      pick(vb, vl, arith::CmpFPredicate::OGT, v, acc[1])};
+            });
         Value lo = rb.create<vector::ReductionOp>(
             rl, vector::CombiningKind::MINIMUMF, bounds[0]);
         Value hi = rb.create<vector::ReductionOp>(
@@ -883,11 +893,11 @@ quantizeActivations(OpBuilder &b, Location loc, Value x, int64_t lanes) {
                   vb.create<arith::MulFOp>(
                       vl, read(vb, vl, column, full && wholeInK), inverseVec));
               q = vb.create<arith::AddFOp>(vl, q, zeroVec);
-              q = vb.create<arith::MinimumFOp>(
-                  vl,
-                  vb.create<arith::MaximumFOp>(vl, q,
-                                               constant(vb, vl, vecType, 0)),
-                  constant(vb, vl, vecType, 255));
+              // clamp(q, 0, 255) by vmaxps / vminps, as above.
+              q = pick(vb, vl, arith::CmpFPredicate::OGT, q,
+                       constant(vb, vl, vecType, 0));
+              q = pick(vb, vl, arith::CmpFPredicate::OLT, q,
+                       constant(vb, vl, vecType, 255));
               Value bytes = vb.create<arith::TruncIOp>(
                   vl, VectorType::get({lanes}, i8),
                   vb.create<arith::FPToSIOp>(vl, VectorType::get({lanes}, i32),
