@@ -101,6 +101,27 @@ inline int8_t toInt8(float value, float inverse) {
   return int8_t(std::nearbyint(value * inverse));
 }
 
+/// A row of k values `element(col)` quantized as above: store(col, q) for
+/// each of its integers; returns its scale and the sum of its integers.
+struct Int8Row {
+  float scale;
+  int32_t sum;
+};
+template <typename ElementFn, typename StoreFn>
+Int8Row quantizeInt8Row(int64_t k, ElementFn element, StoreFn store) {
+  float amax = 0;
+  for (int64_t col = 0; col < k; ++col)
+    amax = std::max(amax, std::fabs(element(col)));
+  float inverse = int8RowInverse(amax);
+  int32_t sum = 0;
+  for (int64_t col = 0; col < k; ++col) {
+    int8_t value = toInt8(element(col), inverse);
+    store(col, value);
+    sum += value;
+  }
+  return {int8RowScale(amax), sum};
+}
+
 /// Bytes the int8 panels of an [n, k] matrix take: the integers with k in
 /// quads (a zero pads k to a multiple of 4), then per padded output
 /// feature its f32 scale and the i32 sum of its integers (packInt8Panels).
@@ -129,20 +150,19 @@ void packInt8Panels(int64_t n, int64_t k, int64_t panel, ElementFn element,
   float *scales = reinterpret_cast<float *>(dst + features * quads * 4);
   int32_t *sums = reinterpret_cast<int32_t *>(scales + features);
   for (int64_t row = 0; row < features; ++row) {
-    float amax = 0;
-    for (int64_t col = 0; row < n && col < k; ++col)
-      amax = std::max(amax, std::fabs(element(row, col)));
-    float inverse = int8RowInverse(amax);
-    int32_t sum = 0;
-    for (int64_t col = 0; col < quads * 4; ++col) {
-      int8_t value =
-          row < n && col < k ? toInt8(element(row, col), inverse) : 0;
-      sum += value;
-      int64_t p = row / panel, j = row % panel;
-      q[((p * quads + col / 4) * panel + j) * 4 + col % 4] = value;
-    }
-    scales[row] = row < n ? int8RowScale(amax) : 0.0f;
-    sums[row] = sum;
+    int64_t p = row / panel, j = row % panel;
+    auto at = [&](int64_t col) -> int8_t & {
+      return q[((p * quads + col / 4) * panel + j) * 4 + col % 4];
+    };
+    for (int64_t col = 0; col < quads * 4; ++col)
+      at(col) = 0; // past k, and the rows past n
+    Int8Row quantized = {0.0f, 0};
+    if (row < n)
+      quantized = quantizeInt8Row(
+          k, [&](int64_t col) { return element(row, col); },
+          [&](int64_t col, int8_t value) { at(col) = value; });
+    scales[row] = quantized.scale;
+    sums[row] = quantized.sum;
   }
 }
 

@@ -172,8 +172,8 @@ def TfmSelectBackendPass : Pass<"tfm-select-backend", "::mlir::ModuleOp"> {
            "Print which backend each op got">,
     Option<"precision", "precision", "std::string", "\"fp32\"",
            "fp32, bf16 or int8 (set on the module as tfm.precision): bf16 "
-           "linears on oneDNN take its bf16 matmul; int8 linears run our "
-           "code only (the only such linears there are)">
+           "linears on oneDNN take its bf16 matmul, int8 ones its u8 x s8 "
+           "matmul with the runtime's epilogue">
   ];
 }
 

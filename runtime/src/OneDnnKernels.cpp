@@ -268,21 +268,14 @@ const QuantizedWeights &quantizedWeights(const View &w) {
   quantized.scales.resize(n);
   quantized.sums.resize(n);
   for (int64_t row = 0; row < n; ++row) {
-    auto at = [&](int64_t col) {
-      return w.data[row * w.strides[0] + col * w.strides[1]];
-    };
-    float amax = 0;
-    for (int64_t col = 0; col < k; ++col)
-      amax = std::max(amax, std::fabs(at(col)));
-    float inverse = mlir::tfm::int8RowInverse(amax);
-    int32_t sum = 0;
-    for (int64_t col = 0; col < k; ++col) {
-      int8_t q = mlir::tfm::toInt8(at(col), inverse);
-      integers[row * k + col] = q;
-      sum += q;
-    }
-    quantized.scales[row] = mlir::tfm::int8RowScale(amax);
-    quantized.sums[row] = sum;
+    mlir::tfm::Int8Row r = mlir::tfm::quantizeInt8Row(
+        k,
+        [&](int64_t col) {
+          return w.data[row * w.strides[0] + col * w.strides[1]];
+        },
+        [&](int64_t col, int8_t q) { integers[row * k + col] = q; });
+    quantized.scales[row] = r.scale;
+    quantized.sums[row] = r.sum;
   }
   memory::desc plain({k, n}, memory::data_type::s8, Dims{1, k});
   quantized.integers = pack(plain, integers.data(), memory::data_type::u8,
@@ -301,13 +294,14 @@ inline float roundEven(float v) {
 }
 
 /// A buffer kept between calls (the calls come one at a time from the
-/// compiled code's thread), grown when too small and never cleared.
+/// compiled code's thread), grown when too small and never cleared; `slot`
+/// picks one of the buffers of type T.
 template <typename T> T *scratch(int slot, int64_t count) {
   struct Buffer {
     std::unique_ptr<T[]> data;
     int64_t size = 0;
   };
-  thread_local Buffer buffers[3];
+  thread_local Buffer buffers[2];
   Buffer &b = buffers[slot];
   if (b.size < count) {
     b.data.reset(new T[count]);
@@ -412,10 +406,10 @@ void int8Linear(const View &rows, const View &w, const Memref *biasm,
   int64_t m = rows.dims[0], k = rows.dims[1], n = w.dims[0];
   const QuantizedWeights &weights = quantizedWeights(w);
   uint8_t *u = scratch<uint8_t>(0, m * k);
-  int32_t *acc = scratch<int32_t>(1, m * n);
-  float *rowScales = scratch<float>(2, m);
-  std::vector<int32_t> zeros(m);
-  quantizeRows(rows.data, m, k, u, zeros.data(), rowScales);
+  int32_t *acc = scratch<int32_t>(0, m * n);
+  int32_t *zeros = scratch<int32_t>(1, m);
+  float *rowScales = scratch<float>(0, m);
+  quantizeRows(rows.data, m, k, u, zeros, rowScales);
 
   memory::desc src({m, k}, memory::data_type::u8, memory::format_tag::ab);
   memory::desc sums({m, n}, memory::data_type::s32, memory::format_tag::ab);
