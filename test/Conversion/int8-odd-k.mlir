@@ -6,7 +6,9 @@
 // 1024) and sums of integers (i32, at 1280): 1536 bytes. x is quantized
 // per row over its range with 0 (min and max from 0; round to even, plus
 // the zero point, clamped to [0, 255]) in vectors, whose reads past K = 15
-// are masked, into 16 bytes a row (the 16th k meets a zero weight). The
+// are masked, into 16 bytes a row (the 16th k meets a zero weight): in
+// parallel over rows when rows x K passes 32 x 512 (an encoder's batch),
+// each row into its own slice, else in one loop (a decoder step). The
 // kernel sums in i32 with VNNI's dot product of quads (4 row tiles by 4
 // vectors from one broadcast word each), or widens the bytes by shifts, and
 // scales back after taking out zero point x sums.
@@ -16,7 +18,17 @@
 // CHECK: memref.view %{{.+}}[%c1024{{.*}}][] : memref<?xi8> to memref<64xf32>
 // CHECK: memref.view %{{.+}}[%c1280{{.*}}][] : memref<?xi8> to memref<64xi32>
 // CHECK: tensor.empty(%{{.+}}) : tensor<?x16xi8>
-// CHECK: scf.for
+// CHECK: %[[ELEMENTS:.+]] = arith.muli %{{.+}}, %c15{{.*}} : index
+// CHECK: %[[MANY:.+]] = arith.cmpi ugt, %[[ELEMENTS]], %c16384{{.*}} : index
+// CHECK-NEXT: scf.if %[[MANY]]
+// CHECK-NEXT: scf.forall (%[[ROW:.+]]) in (%{{.+}}) shared_outs(%[[U:.+]] = %{{.+}}, %[[Z:.+]] = %{{.+}}, %[[S:.+]] = %{{.+}})
+// CHECK-NEXT: tensor.extract_slice %[[U]][%[[ROW]], 0] [1, 16] [1, 1] : tensor<?x16xi8> to tensor<1x16xi8>
+// CHECK: scf.forall.in_parallel
+// CHECK-NEXT: tensor.parallel_insert_slice %{{.+}} into %[[U]][%[[ROW]], 0] [1, 16] [1, 1]
+// CHECK-NEXT: tensor.parallel_insert_slice %{{.+}} into %[[Z]][%[[ROW]]] [1] [1]
+// CHECK-NEXT: tensor.parallel_insert_slice %{{.+}} into %[[S]][%[[ROW]]] [1] [1]
+// CHECK: } else {
+// CHECK: scf.for %{{.+}} iter_args(%{{.+}} = %{{.+}}, %{{.+}} = %{{.+}}, %{{.+}} = %{{.+}}) -> (tensor<?x16xi8>, tensor<?xf32>, tensor<?xf32>)
 // lo and hi as compares and selects (vminps / vmaxps), not minimumf /
 // maximumf, whose expansion for NaNs and signed zeros is slower:
 // CHECK: %[[V:.+]] = vector.transfer_read %{{.+}} : tensor<?x15xf32>, vector<16xf32>
