@@ -72,18 +72,48 @@ static llvm::Error checkWeights(ModuleOp module, StringRef graphPath,
                                 const Checkpoint &checkpoint) {
   std::optional<std::string> error;
   module.walk([&](WeightOp w) {
-    const TensorInfo *info = checkpoint.lookup(w.getName());
     std::string at = where(w, graphPath) + ": tfm.weight '" + w.getName().str() + "'";
-    if (!info)
-      error = at + " is not in " + checkpoint.path().str();
-    else if (info->dtype != DType::F32 && info->dtype != DType::F16 &&
-             info->dtype != DType::BF16)
-      error = at + " has dtype " + dtypeName(info->dtype).str() + " in " +
-              checkpoint.path().str() + "; weights must be F32, F16 or BF16";
-    else if (ArrayRef<int64_t>(info->shape) != w.getType().getShape())
-      error = llvm::formatv("{0} has shape {1} in the graph but {2} in {3}",
-                            at, formatShape(w.getType().getShape()),
-                            formatShape(info->shape), checkpoint.path())
+    ArrayRef<int64_t> shape = w.getType().getShape();
+    // Without parts the weight is the tensor of its name; with them, their
+    // stack along the first axis.
+    SmallVector<StringRef> names = {w.getName()};
+    if (std::optional<ArrayAttr> parts = w.getParts())
+      names = llvm::map_to_vector(*parts, [](Attribute part) {
+        return cast<StringAttr>(part).getValue();
+      });
+    int64_t rows = 0;
+    for (StringRef name : names) {
+      std::string tensor =
+          names.size() > 1 ? at + "'s part '" + name.str() + "'" : at;
+      const TensorInfo *info = checkpoint.lookup(name);
+      if (!info)
+        error = tensor + " is not in " + checkpoint.path().str();
+      else if (info->dtype != DType::F32 && info->dtype != DType::F16 &&
+               info->dtype != DType::BF16)
+        error = tensor + " has dtype " + dtypeName(info->dtype).str() + " in " +
+                checkpoint.path().str() + "; weights must be F32, F16 or BF16";
+      else if (names.size() == 1 && ArrayRef<int64_t>(info->shape) != shape)
+        error = llvm::formatv("{0} has shape {1} in the graph but {2} in {3}",
+                              at, formatShape(shape), formatShape(info->shape),
+                              checkpoint.path())
+                    .str();
+      else if (names.size() > 1 &&
+               (info->shape.empty() ||
+                ArrayRef<int64_t>(info->shape).drop_front() !=
+                    shape.drop_front()))
+        error = llvm::formatv("{0} has shape {1} in {2}, which does not "
+                              "stack along the first axis into {3}",
+                              tensor, formatShape(info->shape),
+                              checkpoint.path(), formatShape(shape))
+                    .str();
+      if (error)
+        return WalkResult::interrupt();
+      rows += info->shape.empty() ? 1 : info->shape.front();
+    }
+    if (names.size() > 1 && rows != shape.front())
+      error = llvm::formatv("{0} stacks {1} rows of its parts but has shape "
+                            "{2}",
+                            at, rows, formatShape(shape))
                   .str();
     return error ? WalkResult::interrupt() : WalkResult::advance();
   });

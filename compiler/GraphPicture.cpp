@@ -39,12 +39,24 @@ static std::optional<std::pair<std::string, int64_t>> layerOf(Operation *op) {
 }
 
 /// The last component of a weight's name, for labels: "fc1.weight".
-static std::string shortWeightName(WeightOp w) {
+static std::string shortWeightName(llvm::StringRef name) {
   llvm::SmallVector<llvm::StringRef> parts;
-  w.getName().split(parts, '.');
+  name.split(parts, '.');
   if (parts.size() < 2)
-    return w.getName().str();
+    return name.str();
   return (parts[parts.size() - 2] + "." + parts.back()).str();
+}
+
+/// A weight's short name, or its stacked parts' joined by '+'.
+static std::string shortWeightName(WeightOp w) {
+  std::optional<ArrayAttr> parts = w.getParts();
+  if (!parts)
+    return shortWeightName(w.getName());
+  std::string joined;
+  for (Attribute part : *parts)
+    joined += (joined.empty() ? "" : "+") +
+              shortWeightName(cast<StringAttr>(part).getValue());
+  return joined;
 }
 
 static std::string escape(llvm::StringRef text) {

@@ -127,73 +127,104 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
     auto dict = cast<DictionaryAttr>(entry);
     StringRef name = cast<StringAttr>(dict.get("name")).getValue();
     int64_t offset = cast<IntegerAttr>(dict.get("offset")).getInt();
-    const TensorInfo *tensor = checkpoint.lookup(name);
-    if (!tensor)
-      return fail("tensor '" + name + "' is not in " + checkpoint.path());
-    llvm::ArrayRef<char> bytes = checkpoint.bytes(*tensor);
-    // Element i of the tensor, as f32.
-    std::function<float(int64_t)> element;
-    switch (tensor->dtype) {
-    case DType::F32:
-      element = [&](int64_t i) {
-        float f;
-        std::memcpy(&f, bytes.data() + 4 * i, 4);
-        return f;
-      };
-      break;
-    case DType::F16:
-      element = [&](int64_t i) {
-        uint16_t h;
-        std::memcpy(&h, bytes.data() + 2 * i, 2);
-        return halfToFloat(h);
-      };
-      break;
-    case DType::BF16:
-      element = [&](int64_t i) {
-        uint16_t b;
-        std::memcpy(&b, bytes.data() + 2 * i, 2);
-        return fromBFloat16(b);
-      };
-      break;
-    default:
-      return fail("tensor '" + name + "' has dtype " +
-                  dtypeName(tensor->dtype) + "; expected F32, F16 or BF16");
+    auto shape = cast<DenseI64ArrayAttr>(dict.get("shape")).asArrayRef();
+    // The checkpoint tensors the entry holds: its parts one after another
+    // along the first axis (tfm-fuse-sibling-linears), or the one named.
+    SmallVector<StringRef> names;
+    if (auto parts = dyn_cast_or_null<ArrayAttr>(dict.get("parts")))
+      for (Attribute part : parts)
+        names.push_back(cast<StringAttr>(part).getValue());
+    else
+      names.push_back(name);
+    struct Source {
+      StringRef name;
+      const TensorInfo *tensor;
+      int64_t start;                         // of its elements in the entry
+      std::function<float(int64_t)> element; // its element i, as f32
+    };
+    std::vector<Source> sources;
+    int64_t elements = 0;
+    for (StringRef part : names) {
+      const TensorInfo *tensor = checkpoint.lookup(part);
+      if (!tensor)
+        return fail("tensor '" + part + "' is not in " + checkpoint.path());
+      bool stacks =
+          names.size() > 1 && !tensor->shape.empty() &&
+          ArrayRef<int64_t>(tensor->shape).drop_front() == shape.drop_front();
+      if (names.size() > 1 && !stacks)
+        return fail("tensor '" + part + "' cannot be stacked into '" + name +
+                    "': its shape after the first axis is not that of the "
+                    "others");
+      const char *bytes = checkpoint.bytes(*tensor).data();
+      std::function<float(int64_t)> element;
+      switch (tensor->dtype) {
+      case DType::F32:
+        element = [bytes](int64_t i) {
+          float f;
+          std::memcpy(&f, bytes + 4 * i, 4);
+          return f;
+        };
+        break;
+      case DType::F16:
+        element = [bytes](int64_t i) {
+          uint16_t h;
+          std::memcpy(&h, bytes + 2 * i, 2);
+          return halfToFloat(h);
+        };
+        break;
+      case DType::BF16:
+        element = [bytes](int64_t i) {
+          uint16_t b;
+          std::memcpy(&b, bytes + 2 * i, 2);
+          return fromBFloat16(b);
+        };
+        break;
+      default:
+        return fail("tensor '" + part + "' has dtype " +
+                    dtypeName(tensor->dtype) + "; expected F32, F16 or BF16");
+      }
+      sources.push_back({part, tensor, elements, std::move(element)});
+      elements += tensor->numElements();
     }
+    if (elements != ShapedType::getNumElements(shape))
+      return fail("tensor '" + name + "' has " + llvm::Twine(elements) +
+                  " elements; the compiled layout expects " +
+                  llvm::Twine(ShapedType::getNumElements(shape)));
     // A NaN or infinity would run through every step and come out as
     // garbage tokens (or none): refuse it here, where the tensor has a name;
     // so too a value that is finite in f32 but past bf16's largest, where
     // the tensor is stored as bf16 or oneDNN rounds it to bf16 at load.
     bool bf16 = isBFloat16(dict),
          roundsToBf16 = bf16 || dict.get("bf16_products");
-    for (int64_t i = 0, n = tensor->numElements(); i < n; ++i) {
-      float value = element(i);
-      if (!std::isfinite(value))
-        return llvm::createStringError(
-            llvm::inconvertibleErrorCode(),
-            (checkpoint.path() + ": tensor '" + name + "' holds " +
-             (std::isnan(value) ? "NaN" : "an infinity") + " at element " +
-             llvm::Twine(i) + " of " + llvm::Twine(n) +
-             "; the model's weights must be finite")
-                .str());
-      if (roundsToBf16 && std::isinf(fromBFloat16(toBFloat16(value))))
-        return llvm::createStringError(
-            llvm::inconvertibleErrorCode(),
-            (checkpoint.path() + ": tensor '" + name + "' holds " +
-             llvm::formatv("{0:e}", value) + " at element " +
-             llvm::Twine(i) +
-             ", which rounds to an infinity in bf16; compile it with "
-             "--precision fp32")
-                .str());
-    }
+    for (const Source &source : sources)
+      for (int64_t i = 0, n = source.tensor->numElements(); i < n; ++i) {
+        float value = source.element(i);
+        if (!std::isfinite(value))
+          return llvm::createStringError(
+              llvm::inconvertibleErrorCode(),
+              (checkpoint.path() + ": tensor '" + source.name + "' holds " +
+               (std::isnan(value) ? "NaN" : "an infinity") + " at element " +
+               llvm::Twine(i) + " of " + llvm::Twine(n) +
+               "; the model's weights must be finite")
+                  .str());
+        if (roundsToBf16 && std::isinf(fromBFloat16(toBFloat16(value))))
+          return llvm::createStringError(
+              llvm::inconvertibleErrorCode(),
+              (checkpoint.path() + ": tensor '" + source.name + "' holds " +
+               llvm::formatv("{0:e}", value) + " at element " + llvm::Twine(i) +
+               ", which rounds to an infinity in bf16; compile it with "
+               "--precision fp32")
+                  .str());
+      }
+    // Element i of the entry: of the last source that starts at or before i.
+    auto element = [&](int64_t i) {
+      auto source = std::prev(llvm::upper_bound(
+          sources, i, [](int64_t i, const Source &s) { return i < s.start; }));
+      return source->element(i - source->start);
+    };
     auto *dst = reinterpret_cast<float *>(data + offset);
     if (auto panel = dyn_cast_or_null<IntegerAttr>(dict.get("panel_width"))) {
-      auto shape = cast<DenseI64ArrayAttr>(dict.get("shape")).asArrayRef();
       int64_t rows = shape[0], cols = shape[1];
-      if (rows * cols != tensor->numElements())
-        return fail("tensor '" + name + "' has " +
-                    llvm::Twine(tensor->numElements()) +
-                    " elements; the compiled layout expects " +
-                    llvm::Twine(rows * cols));
       auto at = [&](int64_t row, int64_t col) {
         return element(row * cols + col);
       };
@@ -204,11 +235,16 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
                        reinterpret_cast<uint16_t *>(data + offset));
       else
         packPanels(rows, cols, panel.getInt(), at, dst);
-    } else if (tensor->dtype == DType::F32) {
-      std::memcpy(dst, bytes.data(), tensor->numElements() * 4);
     } else {
-      for (int64_t i = 0, n = tensor->numElements(); i < n; ++i)
-        dst[i] = element(i);
+      for (const Source &source : sources) {
+        float *to = dst + source.start;
+        int64_t n = source.tensor->numElements();
+        if (source.tensor->dtype == DType::F32)
+          std::memcpy(to, checkpoint.bytes(*source.tensor).data(), n * 4);
+        else
+          for (int64_t i = 0; i < n; ++i)
+            to[i] = source.element(i);
+      }
     }
   }
   // The region table after the data, then the header that checks it.

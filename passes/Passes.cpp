@@ -48,6 +48,7 @@ void tfm::buildFusionPipeline(OpPassManager &pm) {
   pm.addPass(createTfmFuseLayerNormPass());
   pm.addPass(createTfmFuseAttentionPass());
   pm.addPass(createTfmFuseLinearEpiloguePass());
+  pm.addPass(createTfmFuseSiblingLinearsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

@@ -54,6 +54,20 @@ def TfmFuseLinearEpiloguePass : Pass<"tfm-fuse-linear-epilogue"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def TfmFuseSiblingLinearsPass : Pass<"tfm-fuse-sibling-linears"> {
+  let summary = "Make linears that read the same input one wider linear";
+  let description = [{
+    `tfm.linear` ops of one input (a layer's queries, keys and values; every
+    decoder layer's cross-attention keys and values of the encoder's output)
+    whose weights and biases come from the checkpoint become one linear over
+    the stacked weights (`tfm.weight` with `parts`), and each old result a
+    `tfm.slice` of its features. The products are the same, in fewer and
+    wider kernels. Linears with and without a bias are not mixed.
+  }];
+  let dependentDialects = ["::mlir::tfm::TfmDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def TfmDecomposePass : Pass<"tfm-decompose"> {
   let summary = "Spell fused tfm ops out in primitive ops";
   let description = [{

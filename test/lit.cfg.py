@@ -20,12 +20,14 @@ config.substitutions.append(("%python", config.tfm_python))
 # The project's Python scripts, run with the Python that has numpy and torch:
 #   %make_model OUT_DIR [options]      a deterministic test checkpoint
 #   %corrupt_model MODEL_DIR MODE ...  one precise damage, for bad-input tests
+#   %damage_weights WEIGHTS OUT        NaNs over a tfmc weights file's first panels
 #   %reference MODEL_DIR INPUT [...]   the reference implementation
 #   %compare MODE EXPECTED ACTUAL      outputs compared with the reference's
 #   %metrics HYP REF                   corpus BLEU (13a) and chrF2
 #   %bench [options]                   the benchmark harness (bench/bench.py)
 for name, script in [("%make_model", "models/make_test_model.py"),
                      ("%corrupt_model", "models/corrupt_model.py"),
+                     ("%damage_weights", "models/damage_weights.py"),
                      ("%reference", "reference/reference.py"),
                      ("%compare", "reference/compare.py"),
                      ("%metrics", "reference/metrics.py")]:

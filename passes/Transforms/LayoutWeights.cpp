@@ -103,6 +103,9 @@ struct TfmLayoutWeightsPass
             b.getNamedAttr("offset", b.getI64IntegerAttr(it->second)),
             b.getNamedAttr("shape", b.getDenseI64ArrayAttr(type.getShape())),
         };
+        // A stack of checkpoint tensors (tfm-fuse-sibling-linears).
+        if (std::optional<ArrayAttr> parts = weight.getParts())
+          entry.push_back(b.getNamedAttr("parts", *parts));
         if (!panel && bf16Products.contains(weight.getName()))
           entry.push_back(b.getNamedAttr("bf16_products", b.getUnitAttr()));
         if (panel) {

@@ -210,6 +210,19 @@ LogicalResult WeightOp::verify() {
   if (!getType().hasStaticShape())
     return emitOpError() << "expected a static shape for weight '" << getName()
                          << "', found " << formatShape(getType().getShape());
+  if (std::optional<ArrayAttr> parts = getParts()) {
+    if (parts->empty())
+      return emitOpError() << "expected at least one part for weight '"
+                           << getName() << "'";
+    if (getType().getRank() == 0)
+      return emitOpError() << "weight '" << getName()
+                           << "' stacks parts along its first axis, so it "
+                              "cannot be a scalar";
+    for (Attribute part : *parts)
+      if (cast<StringAttr>(part).getValue().empty())
+        return emitOpError() << "expected non-empty part names for weight '"
+                             << getName() << "'";
+  }
   return success();
 }
 

@@ -31,20 +31,30 @@ def Tfm_WeightOp : Tfm_Op<"weight"> {
     tensor's shape with the element type computations use; the storage type
     (F32, F16, BF16) is the weights file's business.
 
+    With `parts`, the tensor is those checkpoint tensors one after another
+    along the first axis (their other dimensions equal), and `name` is only
+    its key in the weights file: `tfm-fuse-sibling-linears` stacks the
+    weights of linears that read the same input this way.
+
     `offset`, set by `tfm-layout-weights`, is the tensor's byte offset in the
     weights file that tfmc writes (f32, row-major, 64-byte aligned).
 
     ```mlir
     %w = tfm.weight "model.encoder.layers.0.fc1.weight" : tensor<2048x512xf32>
     %b = tfm.weight "model.encoder.layers.0.fc1.bias" at 4194304 : tensor<2048xf32>
+    %kv = tfm.weight "k+v" parts ["k.weight", "v.weight"] : tensor<1024x512xf32>
     ```
   }];
-  let arguments = (ins StrAttr:$name, OptionalAttr<I64Attr>:$offset);
+  let arguments = (ins StrAttr:$name, OptionalAttr<StrArrayAttr>:$parts,
+                       OptionalAttr<I64Attr>:$offset);
   let results = (outs Tfm_FloatTensor:$result);
-  let assemblyFormat = "$name (`at` $offset^)? attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    $name (`parts` $parts^)? (`at` $offset^)? attr-dict `:` type($result)
+  }];
   let builders = [
     OpBuilder<(ins "::mlir::Type":$type, "::llvm::StringRef":$name), [{
-      build($_builder, $_state, type, name, ::mlir::IntegerAttr());
+      build($_builder, $_state, type, name, ::mlir::ArrayAttr(),
+            ::mlir::IntegerAttr());
     }]>
   ];
   let hasVerifier = 1;

@@ -12,6 +12,21 @@
 
 // -----
 
+// expected-error @+1 {{expected at least one part for weight 'nothing'}}
+%0 = tfm.weight "nothing" parts [] : tensor<2x8xf32>
+
+// -----
+
+// expected-error @+1 {{expected non-empty part names for weight 'a+'}}
+%0 = tfm.weight "a+" parts ["a", ""] : tensor<2x8xf32>
+
+// -----
+
+// expected-error @+1 {{weight 's' stacks parts along its first axis, so it cannot be a scalar}}
+%0 = tfm.weight "s" parts ["a"] : tensor<f32>
+
+// -----
+
 func.func @embedding_table_rank(%t: tensor<10xf32>, %ids: tensor<?x?xi32>) {
   // expected-error @+1 {{expected a table of rank 2 [vocabulary, dimension], found rank 1}}
   %0 = tfm.embedding %t[%ids] : tensor<10xf32>, tensor<?x?xi32> -> tensor<?x?x1xf32>

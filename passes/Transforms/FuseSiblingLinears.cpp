@@ -1,0 +1,158 @@
+//===- FuseSiblingLinears.cpp - One linear for linears of one input -*- C++
+//-*-===//
+//
+// Attention projects the same input several times: queries, keys and values
+// of a layer, and the keys and values of every decoder layer's
+// cross-attention from the encoder's output. Linears that read the same
+// input become one, whose weight (and bias) stacks theirs along the output
+// features: y = x·[W1; W2; ..]ᵀ + [b1; b2; ..], and each old result is a
+// slice of y's last axis. Each output feature is computed as before (the
+// same row of weights over the same input), with fewer, wider kernels: the
+// input read and, at int8, quantized once; more panels to share among the
+// threads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/PassStatistics.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
+
+namespace mlir {
+namespace tfm {
+#define GEN_PASS_DEF_TFMFUSESIBLINGLINEARSPASS
+#include "passes/Passes.h.inc"
+} // namespace tfm
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+/// The checkpoint tensors a weight stands for: its parts, or its name.
+SmallVector<Attribute> partsOf(WeightOp weight) {
+  if (std::optional<ArrayAttr> parts = weight.getParts())
+    return SmallVector<Attribute>(parts->begin(), parts->end());
+  return {weight.getNameAttr()};
+}
+
+/// A weight that stacks `weights` along their first axis.
+WeightOp stack(OpBuilder &b, Location loc, ArrayRef<WeightOp> weights) {
+  WeightOp first = weights.front();
+  SmallVector<Attribute> parts;
+  SmallVector<int64_t> shape(first.getType().getShape());
+  shape[0] = 0;
+  for (WeightOp w : weights) {
+    llvm::append_range(parts, partsOf(w));
+    shape[0] += w.getType().getDimSize(0);
+  }
+  std::string name;
+  for (Attribute part : parts)
+    name += (name.empty() ? "" : "+") + cast<StringAttr>(part).getValue().str();
+  auto type = first.getType().clone(shape);
+  return b.create<WeightOp>(loc, type, b.getStringAttr(name),
+                            b.getArrayAttr(parts), IntegerAttr());
+}
+
+/// A linear that can join its siblings: a static weight from the
+/// checkpoint, and a bias from it or none.
+bool isStackable(LinearOp linear) {
+  auto weight = linear.getWeight().getDefiningOp<WeightOp>();
+  if (!weight || weight.getType().getRank() != 2)
+    return false;
+  Value bias = linear.getBias();
+  return !bias || bias.getDefiningOp<WeightOp>();
+}
+
+struct TfmFuseSiblingLinearsPass
+    : public tfm::impl::TfmFuseSiblingLinearsPassBase<
+          TfmFuseSiblingLinearsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    // Stackable linears by input, bias (1) or not (0), and element type, in
+    // order.
+    using Key = std::tuple<Value, unsigned, Type>;
+    llvm::MapVector<Key, SmallVector<LinearOp>> siblings;
+    getOperation()->walk([&](LinearOp linear) {
+      if (!isStackable(linear))
+        return;
+      siblings[{linear.getInput(), linear.getBias() ? 1u : 0u,
+                linear.getType().getElementType()}]
+          .push_back(linear);
+    });
+    int64_t fused = 0;
+    for (auto &[key, linears] : siblings) {
+      // In one block, the first of them can run for all: its input and the
+      // new weights are defined before it.
+      Block *block = linears.front()->getBlock();
+      if (linears.size() < 2 || llvm::any_of(linears, [&](LinearOp l) {
+            return l->getBlock() != block;
+          }))
+        continue;
+      LinearOp first = *llvm::min_element(linears, [](LinearOp a, LinearOp b) {
+        return a->isBeforeInBlock(b);
+      });
+      OpBuilder b(first);
+      Location loc = b.getFusedLoc(
+          llvm::map_to_vector(linears, [](LinearOp l) { return l.getLoc(); }));
+      SmallVector<WeightOp> weights, biases;
+      for (LinearOp l : linears) {
+        weights.push_back(l.getWeight().getDefiningOp<WeightOp>());
+        if (Value bias = l.getBias())
+          biases.push_back(bias.getDefiningOp<WeightOp>());
+      }
+      // The stacked weights where the first of theirs was (an imported
+      // graph declares its weights first), so that tfm-decompose gives the
+      // graph back as it was; else before the linear.
+      Operation *firstWeight = first;
+      for (WeightOp w : llvm::concat<WeightOp>(weights, biases))
+        if (w->getBlock() == block && w->isBeforeInBlock(firstWeight))
+          firstWeight = w;
+      b.setInsertionPoint(firstWeight);
+      Value weight = stack(b, loc, weights);
+      Value bias = biases.empty() ? Value() : stack(b, loc, biases);
+      b.setInsertionPoint(first);
+      RankedTensorType type = first.getType();
+      SmallVector<int64_t> shape(type.getShape());
+      int64_t features = cast<RankedTensorType>(weight.getType()).getDimSize(0);
+      shape.back() = features;
+      auto wide = b.create<LinearOp>(loc, type.clone(shape), first.getInput(),
+                                     weight, bias);
+      // Each linear's result: its features of y, in order.
+      int64_t axis = type.getRank() - 1, offset = 0;
+      b.setInsertionPointAfter(wide);
+      DenseMap<int64_t, Value> constants;
+      auto index = [&](int64_t v) {
+        Value &c = constants[v];
+        if (!c)
+          c = b.create<arith::ConstantIndexOp>(loc, v);
+        return c;
+      };
+      SmallVector<Value> slices;
+      for (LinearOp l : linears) {
+        int64_t n = l.getWeight().getType().getDimSize(0);
+        Value start = index(offset), size = index(n);
+        slices.push_back(b.create<SliceOp>(l.getLoc(), l.getType(), wide, start,
+                                           size, b.getI64IntegerAttr(axis)));
+        offset += n;
+      }
+      for (auto [l, slice] : llvm::zip(linears, slices)) {
+        l.replaceAllUsesWith(slice);
+        l.erase();
+      }
+      // The weights they read alone are no longer needed.
+      for (WeightOp w : llvm::concat<WeightOp>(weights, biases))
+        if (w->use_empty())
+          w.erase();
+      ++fused;
+    }
+    recordPassStatistic(getName(), "linears-stacked",
+                        "Groups of linears of one input made one", fused);
+  }
+};
+
+} // namespace
