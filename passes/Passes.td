@@ -73,7 +73,9 @@ def TfmDecomposePass : Pass<"tfm-decompose"> {
   let description = [{
     The inverse of the fusion passes: `tfm.attention`, `tfm.layer_norm` and
     `tfm.fused_linear` become the primitive ops that define them (through
-    their AggregatedOpInterface). Used to test that fusion keeps meaning.
+    their AggregatedOpInterface), and a linear over stacked weights whose
+    slices tile it one per part becomes the linears of its parts. Used to
+    test that fusion keeps meaning.
   }];
   let dependentDialects = ["::mlir::tfm::TfmDialect",
                            "::mlir::arith::ArithDialect",

@@ -38,8 +38,10 @@ using namespace mlir::tfm;
 //   projection f32 in the weights file). And at int8 (`--precisions=int8`,
 //   ours vs oneDNN's u8 x s8 matmul with our epilogue, GOP/s: 1x512->2048
 //   228 vs 172, 4x512->2048 534 vs 450, 32x512->2048 1203 vs 915,
-//   32x512->32000 1596 vs 1264, 1024x512->2048 1511 vs 1382; oneDNN ahead
-//   at 32x2048->512, 1044 vs 929).
+//   32x512->32000 1596 vs 1264, 1024x512->2048 1511 vs 1382; at
+//   32x2048->512 oneDNN's led, 1044 vs 929, until the input's quantization
+//   took compares and selects and many rows' quantization went parallel:
+//   1040 vs 1020 in bench/results/2026-12-03-zen5-siblings.md).
 // - Attention: ours, fused, wherever the vector FlashAttention kernels
 //   take it (f32, static head sizes: every model's). `tfm-bench`, AMD Zen
 //   5, 2 threads, GFLOP/s fused vs spelled out on oneDNN's batched
