@@ -148,10 +148,9 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
       const TensorInfo *tensor = checkpoint.lookup(part);
       if (!tensor)
         return fail("tensor '" + part + "' is not in " + checkpoint.path());
-      bool stacks =
-          names.size() > 1 && !tensor->shape.empty() &&
-          ArrayRef<int64_t>(tensor->shape).drop_front() == shape.drop_front();
-      if (names.size() > 1 && !stacks)
+      if (names.size() > 1 &&
+          (tensor->shape.empty() ||
+           ArrayRef<int64_t>(tensor->shape).drop_front() != shape.drop_front()))
         return fail("tensor '" + part + "' cannot be stacked into '" + name +
                     "': its shape after the first axis is not that of the "
                     "others");

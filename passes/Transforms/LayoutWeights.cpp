@@ -58,10 +58,21 @@ struct TfmLayoutWeightsPass
                                            : Type(b.getF32Type());
     SmallVector<WeightOp> weights;
     module.walk([&](WeightOp weight) { weights.push_back(weight); });
+    // A name is the weights file's key: one name, one tensor (the same
+    // parts, or none).
+    llvm::StringMap<ArrayAttr> partsByName;
     for (WeightOp weight : weights) {
       if (!weight.getType().getElementType().isF32()) {
         weight.emitOpError("weights files hold f32 tensors, found ")
             << weight.getType().getElementType();
+        return signalPassFailure();
+      }
+      auto [named, first] =
+          partsByName.try_emplace(weight.getName(), weight.getPartsAttr());
+      if (!first && named->second != weight.getPartsAttr()) {
+        weight.emitOpError("names '")
+            << weight.getName()
+            << "' as another tfm.weight does, but with other parts";
         return signalPassFailure();
       }
       if (panelWidth)
