@@ -76,11 +76,7 @@ static llvm::Error checkWeights(ModuleOp module, StringRef graphPath,
     ArrayRef<int64_t> shape = w.getType().getShape();
     // Without parts the weight is the tensor of its name; with them, their
     // stack along the first axis.
-    SmallVector<StringRef> names = {w.getName()};
-    if (std::optional<ArrayAttr> parts = w.getParts())
-      names = llvm::map_to_vector(*parts, [](Attribute part) {
-        return cast<StringAttr>(part).getValue();
-      });
+    SmallVector<StringRef> names = w.getTensorNames();
     int64_t rows = 0;
     for (StringRef name : names) {
       std::string tensor =

@@ -49,14 +49,10 @@ static std::string shortWeightName(llvm::StringRef name) {
 
 /// A weight's short name, or its stacked parts' joined by '+'.
 static std::string shortWeightName(WeightOp w) {
-  std::optional<ArrayAttr> parts = w.getParts();
-  if (!parts)
-    return shortWeightName(w.getName());
-  std::string joined;
-  for (Attribute part : *parts)
-    joined += (joined.empty() ? "" : "+") +
-              shortWeightName(cast<StringAttr>(part).getValue());
-  return joined;
+  return llvm::join(
+      llvm::map_range(w.getTensorNames(),
+                      [](StringRef name) { return shortWeightName(name); }),
+      "+");
 }
 
 static std::string escape(llvm::StringRef text) {

@@ -1,5 +1,4 @@
-//===- FuseSiblingLinears.cpp - One linear for linears of one input -*- C++
-//-*-===//
+//===- FuseSiblingLinears.cpp - One linear for siblings ---------*- C++ -*-===//
 //
 // Attention projects the same input several times: queries, keys and values
 // of a layer, and the keys and values of every decoder layer's
@@ -19,6 +18,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
 
 namespace mlir {
 namespace tfm {
@@ -32,29 +32,19 @@ using namespace mlir::tfm;
 
 namespace {
 
-/// The checkpoint tensors a weight stands for: its parts, or its name.
-SmallVector<Attribute> partsOf(WeightOp weight) {
-  if (std::optional<ArrayAttr> parts = weight.getParts())
-    return SmallVector<Attribute>(parts->begin(), parts->end());
-  return {weight.getNameAttr()};
-}
-
 /// A weight that stacks `weights` along their first axis.
 WeightOp stack(OpBuilder &b, Location loc, ArrayRef<WeightOp> weights) {
   WeightOp first = weights.front();
-  SmallVector<Attribute> parts;
+  SmallVector<StringRef> parts;
   SmallVector<int64_t> shape(first.getType().getShape());
   shape[0] = 0;
   for (WeightOp w : weights) {
-    llvm::append_range(parts, partsOf(w));
+    llvm::append_range(parts, w.getTensorNames());
     shape[0] += w.getType().getDimSize(0);
   }
-  std::string name;
-  for (Attribute part : parts)
-    name += (name.empty() ? "" : "+") + cast<StringAttr>(part).getValue().str();
   auto type = first.getType().clone(shape);
-  return b.create<WeightOp>(loc, type, b.getStringAttr(name),
-                            b.getArrayAttr(parts), IntegerAttr());
+  return b.create<WeightOp>(loc, type, b.getStringAttr(llvm::join(parts, "+")),
+                            b.getStrArrayAttr(parts), IntegerAttr());
 }
 
 /// A linear that can join its siblings: a static weight from the

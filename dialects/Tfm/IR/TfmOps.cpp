@@ -204,6 +204,14 @@ LogicalResult SelectOp::verify() {
 // WeightOp
 //===----------------------------------------------------------------------===//
 
+SmallVector<StringRef> WeightOp::getTensorNames() {
+  std::optional<ArrayAttr> parts = getParts();
+  if (!parts)
+    return {getName()};
+  return llvm::map_to_vector(
+      *parts, [](Attribute part) { return cast<StringAttr>(part).getValue(); });
+}
+
 LogicalResult WeightOp::verify() {
   if (getName().empty())
     return emitOpError() << "expected a non-empty checkpoint tensor name";

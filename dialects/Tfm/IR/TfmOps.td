@@ -57,6 +57,10 @@ def Tfm_WeightOp : Tfm_Op<"weight"> {
             ::mlir::IntegerAttr());
     }]>
   ];
+  let extraClassDeclaration = [{
+    /// The checkpoint tensors it stands for: its parts, or its name.
+    ::llvm::SmallVector<::llvm::StringRef> getTensorNames();
+  }];
   let hasVerifier = 1;
 }
 
