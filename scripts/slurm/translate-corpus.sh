@@ -1,24 +1,35 @@
 #!/usr/bin/env bash
 # Translates a corpus on a Slurm cluster with a compiled translator: the
 # input is cut into N shards of whole lines, a job array translates one
-# shard per task (threads: the task's CPUs), and a job that depends on the
+# shard per task (threads: the task's CPUs), and a job that runs after the
 # whole array merges the outputs in order into OUTPUT, checking that every
 # shard gave one line per line.
 #
 #   scripts/slurm/translate-corpus.sh INPUT OUTPUT --shards N
 #       [--translator PATH] [--cpus-per-task C] [--partition P] [--wait]
 #       [translator options...]
+#   scripts/slurm/translate-corpus.sh --help
 #
 # INPUT, OUTPUT and the translator must be on a filesystem every node sees
 # (the shards are kept in OUTPUT.shards/ until the merge succeeds).
 # --translator: the compiled translator (default: $TFM_TRANSLATOR);
 # --cpus-per-task: CPUs (and translator threads) per task, e.g. a node's or
-# a socket's cores (default 2); --wait: return when OUTPUT is written, with
-# the merge job's status. Other options go to the translator (-b 4, ...).
+# a socket's cores (default 2); --partition: the jobs' partition; --wait:
+# return when the merge job ends, with 0 once OUTPUT is written. Other
+# options go to the translator (-b 4, ...).
+#
+# A shard that fails leaves no OUTPUT (an old one is removed at submission):
+# the merge job fails, naming each failed shard and its log
+# (OUTPUT.shards/task-I.log) in OUTPUT.shards/merge.log, and --wait exits 1
+# with the same names and the logs' last lines.
 set -euo pipefail
 
-usage() { sed -n '9,12p' "$0" | sed 's/^# //' >&2; exit 1; }
-[ $# -ge 2 ] || usage
+# The header above, without its comment signs.
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
+for arg in "$@"; do
+  case $arg in -h|--help) usage; exit 0 ;; esac
+done
+[ $# -ge 2 ] || { usage >&2; exit 1; }
 input=$1 output=$2
 shift 2
 shards="" translator=${TFM_TRANSLATOR:-} cpus=2 partition="" wait=0
@@ -46,47 +57,118 @@ rm -rf "$work"
 mkdir -p "$work"
 # N shards of whole lines, in order (GNU split; a shard may be empty).
 split -n "l/$shards" -d -a 4 "$input" "$work/in."
+# An OUTPUT from an earlier run would pass for this one's.
+rm -f "$output" "$output.part"
 lines() { awk 'END { print NR }' "$1"; }
+
+# Whether every shard gave one line per line (out.I is written only when the
+# translator succeeded); if not, names each failed shard, its input and its
+# log, with the log's last lines, on stderr. Run by the merge job, and here
+# after it with --wait.
+check_shards() {
+  local part shard task out log failed=0 count=0
+  for part in "$work"/in.*; do
+    shard=${part##*/in.} task=$((10#${part##*/in.}))
+    out=$work/out.$shard log=$work/task-$task.log
+    count=$((count + 1))
+    if [ -f "$out" ] && [ "$(lines "$out")" = "$(lines "$part")" ]; then
+      continue
+    fi
+    failed=$((failed + 1))
+    if [ -f "$out" ]; then
+      echo "translate-corpus: shard $task ($part) gave $(lines "$out") lines for $(lines "$part"): see $log" >&2
+    elif [ -s "$work/status.$shard" ]; then
+      echo "translate-corpus: shard $task ($part) failed with exit status $(cat "$work/status.$shard"): see $log" >&2
+    else
+      echo "translate-corpus: shard $task ($part) did not finish (still running, cancelled or killed): see $log" >&2
+    fi
+    if [ -s "$log" ]; then
+      tail -n 5 "$log" | sed 's/^/    /' >&2
+    fi
+  done
+  if [ "$failed" != 0 ]; then
+    echo "translate-corpus: $failed of $count shards failed" >&2
+    return 1
+  fi
+}
 
 quoted=""
 [ ${#options[@]} -gt 0 ] && quoted=$(printf ' %q' "${options[@]}")
-cat > "$work/task.sh" <<TASK
-#!/usr/bin/env bash
-set -euo pipefail
-shard=\$(printf %04d "\$SLURM_ARRAY_TASK_ID")
-$(printf %q "$translator") -q --threads "\${SLURM_CPUS_PER_TASK:-1}"$quoted \\
-  "$work/in.\$shard" -o "$work/out.\$shard.part"
-mv "$work/out.\$shard.part" "$work/out.\$shard"
+{
+  echo '#!/usr/bin/env bash'
+  echo 'set -uo pipefail'
+  printf 'work=%q translator=%q\n' "$work" "$translator"
+  printf 'options=(%s)\n' "$quoted"
+  cat <<'TASK'
+shard=$(printf %04d "$SLURM_ARRAY_TASK_ID")
+# A requeued task starts over.
+rm -f "$work/out.$shard" "$work/out.$shard.part" "$work/status.$shard"
+status=0
+"$translator" -q --threads "${SLURM_CPUS_PER_TASK:-1}" ${options[@]+"${options[@]}"} \
+  "$work/in.$shard" -o "$work/out.$shard.part" || status=$?
+if [ "$status" = 0 ]; then
+  mv "$work/out.$shard.part" "$work/out.$shard" || status=$?
+else
+  rm -f "$work/out.$shard.part"
+fi
+echo "$status" > "$work/status.$shard"
+exit "$status"
 TASK
-cat > "$work/merge.sh" <<MERGE
-#!/usr/bin/env bash
-set -euo pipefail
-lines() { awk 'END { print NR }' "\$1"; }
+} > "$work/task.sh"
+{
+  echo '#!/usr/bin/env bash'
+  echo 'set -euo pipefail'
+  printf 'work=%q output=%q\n' "$work" "$output"
+  declare -f lines check_shards
+  cat <<'MERGE'
+# Never a partial OUTPUT: a merge that fails or is cancelled removes its part.
+trap 'rm -f "$output.part"' EXIT
+trap 'exit 143' TERM
+if ! check_shards; then
+  echo "translate-corpus: $output not written; the shards are kept in $work" >&2
+  exit 1
+fi
 for part in "$work"/in.*; do
-  out=${work}/out.\${part##*/in.}
-  [ -f "\$out" ] || { echo "translate-corpus: \$out is missing" >&2; exit 1; }
-  [ "\$(lines "\$part")" = "\$(lines "\$out")" ] ||
-    { echo "translate-corpus: \$out has \$(lines "\$out") lines for \$(lines "\$part")" >&2; exit 1; }
-done
-cat "$work"/out.* > "$output.part"
+  cat "$work/out.${part##*/in.}"
+done > "$output.part"
 mv "$output.part" "$output"
 rm -rf "$work"
 MERGE
+} > "$work/merge.sh"
 chmod +x "$work/task.sh" "$work/merge.sh"
 
+# The merge runs once every task has ended, in whatever state (afterany),
+# and checks the shards itself: a failed shard makes the merge job fail
+# (state FAILED; merge.log names the shard and its log). With afterok it
+# would be cancelled as never runnable, which says nothing of which shard
+# failed or why, and which `sbatch --wait` reports as success (exit 0).
 common=(--parsable --job-name=tfm-translate)
 [ -n "$partition" ] && common+=(--partition="$partition")
 array=$(sbatch "${common[@]}" --array="0-$((shards - 1))" --cpus-per-task="$cpus" \
   --output="$work/task-%a.log" "$work/task.sh")
 array=${array%%;*}
-merge=(sbatch "${common[@]}" --dependency="afterok:$array" --kill-on-invalid-dep=yes
+merge=(sbatch "${common[@]}" --dependency="afterany:$array" --kill-on-invalid-dep=yes
   --cpus-per-task=1 --output="$work/merge.log")
 if [ "$wait" = 1 ]; then
   echo "translate-corpus: job array $array ($shards shards), then the merge into $output" >&2
-  "${merge[@]}" --wait "$work/merge.sh" > /dev/null ||
-    die "the translation failed: see $work/task-*.log and $work/merge.log"
+  # sbatch --wait exits with the merge job's status, but with 0 for a job
+  # cancelled before it ran: success is that status and OUTPUT written.
+  status=0
+  job=$("${merge[@]}" --wait "$work/merge.sh") || status=$?
+  job=${job%%;*}
+  if [ "$status" != 0 ] || [ ! -f "$output" ]; then
+    [ -n "$job" ] || die "the merge job was not submitted (cancel the job array: scancel $array)"
+    if [ -d "$work" ]; then
+      check_shards || die "$output not written; the shards are kept in $work"
+    fi
+    if [ -s "$work/merge.log" ]; then
+      tail -n 5 "$work/merge.log" | sed 's/^/    /' >&2
+    fi
+    [ -f "$output" ] || die "the merge job $job did not write $output (sbatch --wait: exit $status): see $work/merge.log"
+    die "the merge job $job failed (sbatch --wait: exit $status): see $work/merge.log"
+  fi
   echo "translate-corpus: $output: $(lines "$output") lines"
 else
   job=$("${merge[@]}" "$work/merge.sh")
-  echo "translate-corpus: job array $array ($shards shards), merge job ${job%%;*} writes $output"
+  echo "translate-corpus: job array $array ($shards shards), merge job ${job%%;*} writes $output (or fails naming the failed shards in $work/merge.log)"
 fi
