@@ -1,4 +1,4 @@
-//===- TranslatorModule.cpp - tfmc's Python API -------------------*- C++ -*-===//
+//===- TranslatorModule.cpp - tfmc's Python API -----------------*- C++ -*-===//
 //
 // `import tfmc`: a compiled model driven from Python, in the shape of
 // CTranslate2's API:
@@ -12,6 +12,13 @@
 // (tfm/runtime.h) through the addresses dlsym finds, so one module serves
 // every compiled model and each model keeps its own code.
 //
+// Every argument is checked here before the runtime sees it: a wrong type or
+// value is a TypeError or ValueError naming the argument, and the sentence
+// by its index in `source` ("sentence 3", counted from 0 as Python indexes),
+// never a pybind11 cast error. Text and ids follow the translator binary's
+// rules: invalid UTF-8 becomes U+FFFD and a sentence longer than the model's
+// positions is cut, each with a warning (Python's `warnings`).
+//
 //===----------------------------------------------------------------------===//
 
 #include "tfm/runtime.h"
@@ -22,6 +29,11 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <variant>
 #include <vector>
@@ -60,6 +72,183 @@ bool isFile(const std::string &path) {
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+
+/// The most OpenMP threads: libomp aborts the process (no error to return)
+/// when it cannot start a team's threads, as with threads=10**6; no model
+/// gains from more threads than this on one machine.
+constexpr int64_t kMaxThreads = 1024;
+
+[[noreturn]] void throwPythonError() { throw py::error_already_set(); }
+
+/// A value's repr for a message, cut when long (10**400, a long list).
+std::string reprText(py::handle value) {
+  std::string text = py::repr(value).cast<std::string>();
+  if (text.size() > 60)
+    text = text.substr(0, 50) + "...";
+  return text;
+}
+
+/// A value for a type error: its type, and its repr when short ("float
+/// 2.5", "NoneType None", "generator").
+std::string describe(py::handle value) {
+  std::string text = Py_TYPE(value.ptr())->tp_name;
+  std::string shown = py::repr(value).cast<std::string>();
+  if (shown.size() <= 40 && shown.find(" at 0x") == std::string::npos)
+    text += " " + shown;
+  return text;
+}
+
+/// `value` as an integer in [min, max], else a TypeError or ValueError
+/// naming `name`; `why` says where a bound comes from. Whatever has
+/// __index__ counts (numpy's integers), bool does not: True for a beam size
+/// is a mistake, not a 1.
+int64_t intArg(py::handle value, const std::string &name, int64_t min,
+               int64_t max, const std::string &why = "") {
+  if (PyBool_Check(value.ptr()) || !PyIndex_Check(value.ptr()))
+    throw py::type_error(name + " must be an int, found " + describe(value));
+  auto index = py::reinterpret_steal<py::object>(PyNumber_Index(value.ptr()));
+  if (!index)
+    throwPythonError();
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  if (v == -1 && PyErr_Occurred())
+    throwPythonError();
+  if (overflow || v < min || v > max)
+    throw py::value_error(name + " must be an int in [" + std::to_string(min) +
+                          ", " + std::to_string(max) + "]" + why + ", found " +
+                          reprText(value));
+  return v;
+}
+
+/// `value` as a finite float32 (the runtime's options are float), else a
+/// TypeError or ValueError naming `name`: a NaN length penalty would make
+/// every score NaN and the ranking arbitrary.
+float floatArg(py::handle value, const std::string &name) {
+  PyObject *p = value.ptr();
+  PyNumberMethods *number = Py_TYPE(p)->tp_as_number;
+  auto notANumber = [&] {
+    return py::type_error(name + " must be a number, found " + describe(value));
+  };
+  if (PyBool_Check(p) ||
+      !(PyFloat_Check(p) || PyIndex_Check(p) || (number && number->nb_float)))
+    throw notANumber();
+  double v = PyFloat_AsDouble(p);
+  if (v == -1.0 && PyErr_Occurred()) {
+    // An int past a double's range is not finite either.
+    if (!PyErr_ExceptionMatches(PyExc_OverflowError) &&
+        !PyErr_ExceptionMatches(PyExc_TypeError))
+      throwPythonError();
+    bool overflow = PyErr_ExceptionMatches(PyExc_OverflowError);
+    PyErr_Clear();
+    if (!overflow)
+      throw notANumber();
+    v = HUGE_VAL;
+  }
+  if (!std::isfinite(v) || std::fabs(v) > FLT_MAX)
+    throw py::value_error(name + " must be a finite number, found " +
+                          reprText(value));
+  return float(v);
+}
+
+/// `value` as a bool (Python's or numpy's), else a TypeError naming `name`:
+/// return_scores="no" would be true.
+bool boolArg(py::handle value, const std::string &name) {
+  std::string type = Py_TYPE(value.ptr())->tp_name;
+  if (!PyBool_Check(value.ptr()) && type != "numpy.bool_" &&
+      type != "numpy.bool")
+    throw py::type_error(name + " must be a bool, found " + describe(value));
+  return PyObject_IsTrue(value.ptr()) == 1;
+}
+
+/// A str, bytes or os.PathLike path as the file system's bytes (a str with
+/// undecodable file-name bytes gets them back, as open() does).
+std::string pathArg(py::handle value, const std::string &name) {
+  auto path = py::reinterpret_steal<py::object>(PyOS_FSPath(value.ptr()));
+  if (!path) {
+    if (!PyErr_ExceptionMatches(PyExc_TypeError))
+      throwPythonError();
+    PyErr_Clear();
+    throw py::type_error(name + " must be a str or os.PathLike, found " +
+                         describe(value));
+  }
+  if (PyUnicode_Check(path.ptr())) {
+    path = py::reinterpret_steal<py::object>(
+        PyUnicode_EncodeFSDefault(path.ptr()));
+    if (!path)
+      throwPythonError();
+  }
+  std::string out(PyBytes_AS_STRING(path.ptr()),
+                  size_t(PyBytes_GET_SIZE(path.ptr())));
+  if (out.find('\0') != std::string::npos)
+    throw py::value_error(name +
+                          " contains a NUL character: " + reprText(value));
+  return out;
+}
+
+void appendUtf8(std::string &out, Py_UCS4 c) {
+  if (c < 0x80) {
+    out += char(c);
+  } else if (c < 0x800) {
+    out += char(0xC0 | (c >> 6));
+    out += char(0x80 | (c & 0x3F));
+  } else if (c < 0x10000) {
+    out += char(0xE0 | (c >> 12));
+    out += char(0x80 | ((c >> 6) & 0x3F));
+    out += char(0x80 | (c & 0x3F));
+  } else {
+    out += char(0xF0 | (c >> 18));
+    out += char(0x80 | ((c >> 12) & 0x3F));
+    out += char(0x80 | ((c >> 6) & 0x3F));
+    out += char(0x80 | (c & 0x3F));
+  }
+}
+
+/// The UTF-8 of `text`; returns whether something was replaced by U+FFFD.
+/// Only a str with lone surrogates has none. They mostly stand for the
+/// invalid bytes of a file read with errors="surrogateescape" (U+DC80 to
+/// U+DCFF for bytes 0x80 to 0xFF), and the translator binary replaces each
+/// invalid sequence of a file's bytes by U+FFFD (as Python's
+/// errors="replace" decoder does): those bytes are restored and decoded so,
+/// which gives the translator's text for the same line. Other lone
+/// surrogates stand for no bytes and become U+FFFD each.
+bool utf8Text(py::handle text, std::string &out) {
+  Py_ssize_t size = 0;
+  if (const char *data = PyUnicode_AsUTF8AndSize(text.ptr(), &size)) {
+    out.assign(data, size_t(size));
+    return false;
+  }
+  if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+    throwPythonError();
+  PyErr_Clear();
+  std::string bytes;
+  int kind = PyUnicode_KIND(text.ptr());
+  const void *chars = PyUnicode_DATA(text.ptr());
+  for (Py_ssize_t i = 0, n = PyUnicode_GET_LENGTH(text.ptr()); i < n; ++i) {
+    Py_UCS4 c = PyUnicode_READ(kind, chars, i);
+    if (c >= 0xDC80 && c <= 0xDCFF)
+      bytes += char(c - 0xDC00);
+    else if (c >= 0xD800 && c <= 0xDFFF)
+      bytes += "\xEF\xBF\xBD";
+    else
+      appendUtf8(bytes, c);
+  }
+  auto repaired = py::reinterpret_steal<py::object>(
+      PyUnicode_DecodeUTF8(bytes.data(), Py_ssize_t(bytes.size()), "replace"));
+  const char *data =
+      repaired ? PyUnicode_AsUTF8AndSize(repaired.ptr(), &size) : nullptr;
+  if (!data)
+    throwPythonError();
+  out.assign(data, size_t(size));
+  return true;
+}
+
+/// Issues a Python warning; with warnings turned into errors, raises it.
+void warn(PyObject *category, const std::string &message) {
+  if (PyErr_WarnEx(category, message.c_str(), 1) < 0)
+    throwPythonError();
+}
+
 /// One sentence's hypotheses, best first: text for text input, token ids
 /// for ids input; their scores when asked for.
 struct TranslationResult {
@@ -69,7 +258,9 @@ struct TranslationResult {
 
 class Translator {
 public:
-  Translator(const std::string &modelDir, int threads) {
+  Translator(py::handle modelDirArg, py::handle threadsArg) {
+    std::string modelDir = pathArg(modelDirArg, "model_dir");
+    int32_t threads = int32_t(intArg(threadsArg, "threads", 1, kMaxThreads));
     std::string library = modelDir + "/libtranslator.so";
     if (!isFile(library))
       throw std::invalid_argument(
@@ -103,63 +294,125 @@ public:
     // The library stays loaded: OpenMP's threads may still run its code.
   }
 
-  /// Translates `sources`, strings or lists of token ids, in batches of
-  /// `maxBatchSize`; the search options are the translator's.
+  /// Translates `source`, an iterable of strings or sequences of token ids,
+  /// in batches of `max_batch_size`; the search options are the
+  /// translator's, checked first so that a bad one fails on any input.
   std::vector<TranslationResult>
-  translateBatch(const py::list &sources, int beamSize, int nBest,
-                 int maxLength, float maxLengthRatio, int minLength,
-                 float lengthPenalty, int maxBatchSize, bool returnScores) {
+  translateBatch(py::handle source, py::handle beamSizeArg, py::handle nBestArg,
+                 py::handle maxLengthArg, py::handle maxLengthRatioArg,
+                 py::handle minLengthArg, py::handle lengthPenaltyArg,
+                 py::handle maxBatchSizeArg, py::handle returnScoresArg) {
     tfm_search_options opts;
     api.tfm_search_options_default(&opts);
-    opts.beam_size = beamSize;
-    opts.n_best = nBest;
-    opts.max_length = maxLength;
-    opts.max_length_ratio = maxLengthRatio;
-    opts.min_length = minLength;
-    opts.length_penalty = lengthPenalty;
-    if (maxBatchSize < 1)
-      throw std::invalid_argument("max_batch_size must be at least 1");
+    // A beam wider than the target vocabulary finds nothing more at its
+    // first step, and the search's logits (rows x vocabulary floats per
+    // sentence) would already be vocabulary^2: beam_size=10**6 would
+    // exhaust the memory instead of failing.
+    opts.beam_size =
+        int32_t(intArg(beamSizeArg, "beam_size", 1, config.target_vocab_size,
+                       " (at most the target vocabulary's size)"));
+    opts.n_best = int32_t(intArg(nBestArg, "n_best", 1, kInt32Max));
+    if (opts.n_best > opts.beam_size)
+      throw py::value_error("n_best " + std::to_string(opts.n_best) +
+                            " exceeds beam_size " +
+                            std::to_string(opts.beam_size) +
+                            ": the search keeps beam_size hypotheses");
+    opts.max_length = int32_t(intArg(maxLengthArg, "max_length", 1, kInt32Max));
+    float ratio = floatArg(maxLengthRatioArg, "max_length_ratio");
+    if (ratio < 0)
+      throw py::value_error("max_length_ratio must be >= 0 (0: no cap "
+                            "from the source's length), found " +
+                            reprText(maxLengthRatioArg));
+    // ratio x source length becomes an integer in the runtime; past the
+    // model's positions (which cap every translation) a ratio caps
+    // nothing, so a huge one is the same as that and cannot overflow.
+    opts.max_length_ratio = std::min(ratio, float(config.max_positions));
+    opts.min_length = int32_t(intArg(minLengthArg, "min_length", 0, kInt32Max));
+    opts.length_penalty = floatArg(lengthPenaltyArg, "length_penalty");
+    size_t maxBatchSize =
+        size_t(intArg(maxBatchSizeArg, "max_batch_size", 1, kInt32Max));
+    bool returnScores = boolArg(returnScoresArg, "return_scores");
 
-    // Source ids per sentence; none for a blank line, which gets "".
-    std::vector<std::vector<int32_t>> ids(sources.size());
-    std::vector<bool> text(sources.size());
-    for (size_t i = 0; i < sources.size(); ++i) {
-      py::handle item = sources[i];
-      if (py::isinstance<py::str>(item)) {
+    // One str is an iterable of one-character sentences: surely a mistake.
+    if (PyUnicode_Check(source.ptr()) || PyBytes_Check(source.ptr()) ||
+        PyByteArray_Check(source.ptr()))
+      throw py::type_error("source must be a list of sentences, found " +
+                           std::string(Py_TYPE(source.ptr())->tp_name) +
+                           ": put one sentence in a list");
+    if (!py::isinstance<py::iterable>(source))
+      throw py::type_error("source must be a list of sentences (str or "
+                           "lists of token ids), found " +
+                           describe(source));
+    // Any iterable (a generator, a numpy array of ids), read once into a
+    // list of our own: a warnings hook or an __index__ that the loop below
+    // calls could change the caller's.
+    auto sentences =
+        py::reinterpret_steal<py::list>(PySequence_List(source.ptr()));
+    if (!sentences)
+      throwPythonError();
+
+    // Source ids per sentence; none for a blank line, which gets "" (or no
+    // ids for no ids, as the translator gives a blank line for a blank
+    // one).
+    std::vector<std::vector<int32_t>> ids(sentences.size());
+    std::vector<bool> text(sentences.size());
+    for (size_t i = 0; i < sentences.size(); ++i) {
+      py::handle item = sentences[i];
+      std::string where = "sentence " + std::to_string(i);
+      if (PyUnicode_Check(item.ptr())) {
         text[i] = true;
-        ids[i] = encode(item.cast<std::string>(), i);
-      } else if (py::isinstance<py::sequence>(item)) {
-        for (py::handle token : item.cast<py::sequence>()) {
-          if (!py::isinstance<py::int_>(token))
-            throw py::type_error("sentence " + std::to_string(i) +
-                                 ": token ids must be integers");
-          ids[i].push_back(token.cast<int32_t>());
-        }
-        // The model reads sentences that end in EOS.
-        if (!ids[i].empty() && ids[i].back() != config.eos_token_id)
-          ids[i].push_back(int32_t(config.eos_token_id));
+        std::string line;
+        if (utf8Text(item, line))
+          warn(PyExc_UnicodeWarning,
+               where + ": lone surrogates (invalid UTF-8), replaced by "
+                       "U+FFFD as the translator does");
+        ids[i] = encode(line, where);
+      } else if (PyBytes_Check(item.ptr()) || PyByteArray_Check(item.ptr()) ||
+                 PyMemoryView_Check(item.ptr())) {
+        // Bytes are a sequence of ints to Python, yet no one means them as
+        // token ids; and which text they are is the caller's to say.
+        throw py::type_error(
+            where + ": expected a str or a list of token ids, found " +
+            Py_TYPE(item.ptr())->tp_name +
+            ": decode it first (.decode('utf-8', 'surrogateescape') keeps "
+            "invalid bytes, which are then replaced as the translator "
+            "does)");
+      } else if (PySequence_Check(item.ptr())) {
+        ids[i] = tokenIds(item, where);
       } else {
-        throw py::type_error("sentence " + std::to_string(i) +
-                             ": expected a str or a list of token ids");
+        throw py::type_error(where +
+                             ": expected a str or a list of token ids, "
+                             "found " +
+                             describe(item));
+      }
+      if (int64_t(ids[i].size()) > config.max_positions) {
+        warn(PyExc_UserWarning, where + ": " + std::to_string(ids[i].size()) +
+                                    " tokens, truncated to the model's " +
+                                    std::to_string(config.max_positions) +
+                                    " positions");
+        // Keep the sentence's end: EOS stays last (every sentence here
+        // ends in EOS).
+        ids[i].resize(size_t(config.max_positions));
+        ids[i].back() = int32_t(config.eos_token_id);
       }
     }
 
-    std::vector<TranslationResult> results(sources.size());
+    std::vector<TranslationResult> results(sentences.size());
     std::vector<size_t> pending;
     for (size_t i = 0; i < ids.size(); ++i) {
-      if (!ids[i].empty())
+      if (!ids[i].empty()) {
         pending.push_back(i);
-      else if (text[i]) {
-        results[i].hypotheses.emplace_back(std::string());
-        if (returnScores)
-          results[i].scores.push_back(0.0f);
-      } else {
-        throw std::invalid_argument("sentence " + std::to_string(i) +
-                                    " has no token ids");
+        continue;
       }
+      if (text[i])
+        results[i].hypotheses.emplace_back(std::string());
+      else
+        results[i].hypotheses.emplace_back(std::vector<int32_t>());
+      if (returnScores)
+        results[i].scores.push_back(0.0f);
     }
     for (size_t start = 0; start < pending.size(); start += maxBatchSize) {
-      size_t count = std::min(pending.size() - start, size_t(maxBatchSize));
+      size_t count = std::min(pending.size() - start, maxBatchSize);
       std::vector<const int32_t *> batch;
       std::vector<int32_t> lengths;
       for (size_t k = 0; k < count; ++k) {
@@ -174,13 +427,9 @@ public:
                                    int32_t(count), &out);
       }
       if (status) {
-        // Name the sentence by its index in `sources`.
         std::string message = api.tfm_status_message(status);
         api.tfm_status_free(status);
-        throw std::runtime_error("batch of sentences " +
-                                 std::to_string(pending[start]) + "-" +
-                                 std::to_string(pending[start + count - 1]) +
-                                 ": " + message);
+        throw std::runtime_error(batchError(message, &pending[start], count));
       }
       for (size_t k = 0; k < count; ++k) {
         size_t i = pending[start + k];
@@ -213,22 +462,61 @@ private:
     throw std::runtime_error(message);
   }
 
+  /// A sequence of token ids, checked against the vocabulary here so that
+  /// the error names the sentence as Python counts; EOS appended when
+  /// missing (the model reads sentences that end in it).
+  std::vector<int32_t> tokenIds(py::handle item, const std::string &where) {
+    // A copy, as for the sentences: __index__ could change the original.
+    auto list = py::reinterpret_steal<py::list>(PySequence_List(item.ptr()));
+    if (!list) {
+      if (!PyErr_ExceptionMatches(PyExc_TypeError))
+        throwPythonError();
+      PyErr_Clear(); // a 0-d numpy array, say
+      throw py::type_error(where +
+                           ": expected a str or a list of token ids, found " +
+                           describe(item));
+    }
+    std::vector<int32_t> out;
+    for (size_t k = 0; k < list.size(); ++k) {
+      py::handle token = list[k];
+      if (PyBool_Check(token.ptr()) || !PyIndex_Check(token.ptr()))
+        throw py::type_error(where + ": token " + std::to_string(k) + " is " +
+                             describe(token) + "; token ids must be integers");
+      auto index =
+          py::reinterpret_steal<py::object>(PyNumber_Index(token.ptr()));
+      if (!index)
+        throwPythonError();
+      int overflow = 0;
+      long long id = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+      if (id == -1 && PyErr_Occurred())
+        throwPythonError();
+      if (overflow || id < 0 || id >= config.source_vocab_size)
+        throw py::value_error(where + ": token id " + reprText(token) +
+                              " is outside the vocabulary [0, " +
+                              std::to_string(config.source_vocab_size) + ")");
+      out.push_back(int32_t(id));
+    }
+    if (!out.empty() && out.back() != config.eos_token_id)
+      out.push_back(int32_t(config.eos_token_id));
+    return out;
+  }
+
   /// Source ids of a text, or none when it is blank.
-  std::vector<int32_t> encode(const std::string &line, size_t index) {
+  std::vector<int32_t> encode(const std::string &line,
+                              const std::string &where) {
     if (line.find_first_not_of(" \t\r\n\v\f") == std::string::npos)
       return {};
     if (!tokenizer)
       throw std::invalid_argument(
-          "this model has no tokenizer (source.spm, target.spm, vocab.json): "
-          "pass lists of token ids");
+          where + ": this model has no tokenizer (source.spm, target.spm, "
+                  "vocab.json): pass lists of token ids");
     int32_t *ids = nullptr, length = 0;
     tfm_status status = api.tfm_tokenizer_encode(tokenizer, line.data(),
                                                  line.size(), &ids, &length);
     if (status) {
       std::string message = api.tfm_status_message(status);
       api.tfm_status_free(status);
-      throw std::invalid_argument("sentence " + std::to_string(index) + ": " +
-                                  message);
+      throw std::invalid_argument(where + ": " + message);
     }
     std::vector<int32_t> out(ids, ids + length);
     api.tfm_free(ids);
@@ -244,6 +532,31 @@ private:
     return out;
   }
 
+  /// A failed batch's error, its sentences named by their index in
+  /// `source`. The runtime counts a batch's sentences from 1 ("sentence 2
+  /// of the batch: the logits ... are not finite"): that one is renamed;
+  /// other errors name the batch's first and last sentence.
+  static std::string batchError(const std::string &message,
+                                const size_t *sentences, size_t count) {
+    static const std::string prefix = "sentence ", suffix = " of the batch";
+    size_t digits = message.find_first_not_of("0123456789", prefix.size());
+    if (message.compare(0, prefix.size(), prefix) == 0 &&
+        digits != prefix.size() && digits != std::string::npos &&
+        digits - prefix.size() < 10 &&
+        message.compare(digits, suffix.size(), suffix) == 0) {
+      size_t k =
+          std::stoul(message.substr(prefix.size(), digits - prefix.size()));
+      if (k >= 1 && k <= count)
+        return "sentence " + std::to_string(sentences[k - 1]) +
+               message.substr(digits + suffix.size());
+    }
+    std::string which = count == 1
+                            ? "sentence " + std::to_string(sentences[0])
+                            : "sentences " + std::to_string(sentences[0]) +
+                                  " to " + std::to_string(sentences[count - 1]);
+    return which + ": " + message;
+  }
+
   void *handle = nullptr;
   RuntimeApi api;
   std::string weights;
@@ -255,6 +568,11 @@ private:
 } // namespace
 
 PYBIND11_MODULE(tfmc, m) {
+  // The arguments are Python objects checked by hand (for messages that
+  // name them), so pybind11's signatures would say `object`: the
+  // docstrings give them.
+  py::options options;
+  options.disable_function_signatures();
   m.doc() = "Translation with models compiled by tfmc (tfmc compile MODEL_DIR "
             "-o OUT_DIR).";
   py::class_<TranslationResult>(m, "TranslationResult")
@@ -271,18 +589,32 @@ PYBIND11_MODULE(tfmc, m) {
                ")";
       });
   py::class_<Translator>(m, "Translator")
-      .def(py::init<const std::string &, int>(), py::arg("model_dir"),
+      .def(py::init<py::handle, py::handle>(), py::arg("model_dir"),
            py::arg("threads") = 2,
-           "Loads the model that `tfmc compile -o MODEL_DIR` wrote; `threads` "
-           "is the process's OpenMP thread count.")
+           "Translator(model_dir, threads=2)\n\n"
+           "Loads the model that `tfmc compile -o MODEL_DIR` wrote (a str or "
+           "os.PathLike); `threads` (1 to 1024) is the process's OpenMP "
+           "thread count.")
       .def("translate_batch", &Translator::translateBatch, py::arg("source"),
            py::kw_only(), py::arg("beam_size") = 1, py::arg("n_best") = 1,
-           py::arg("max_length") = 256, py::arg("max_length_ratio") = 3.0f,
-           py::arg("min_length") = 0, py::arg("length_penalty") = 1.0f,
+           py::arg("max_length") = 256, py::arg("max_length_ratio") = 3.0,
+           py::arg("min_length") = 0, py::arg("length_penalty") = 1.0,
            py::arg("max_batch_size") = 32, py::arg("return_scores") = false,
-           "Translates a list of sentences, each a str (the model's tokenizer "
-           "cuts it) or a list of source token ids (EOS appended if missing); "
-           "returns one TranslationResult per sentence. Blank strings give "
-           "\"\". The options are the translator's (translator --help); the "
-           "GIL is released while translating.");
+           "translate_batch(source, *, beam_size=1, n_best=1, max_length=256, "
+           "max_length_ratio=3.0, min_length=0, length_penalty=1.0, "
+           "max_batch_size=32, return_scores=False) -> "
+           "list[TranslationResult]\n\n"
+           "Translates a list (any iterable) of sentences, each a str (the "
+           "model's tokenizer cuts it) or a sequence of source token ids "
+           "(EOS appended if missing); returns one TranslationResult per "
+           "sentence. Blank strings give \"\", empty id lists []. As in the "
+           "translator, invalid UTF-8 (lone surrogates) becomes U+FFFD and a "
+           "sentence longer than the model's positions is cut (EOS kept "
+           "last), each with a warning. The options are the translator's "
+           "(translator --help): 1 <= n_best <= beam_size <= the target "
+           "vocabulary's size, max_length >= 1, max_length_ratio >= 0 (0: "
+           "off), min_length >= 0, length_penalty finite, max_batch_size >= "
+           "1. A bad argument raises TypeError or ValueError naming it and "
+           "the sentence (its index in `source`); the GIL is released while "
+           "translating.");
 }
