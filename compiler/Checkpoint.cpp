@@ -158,6 +158,14 @@ const ModelConfig *Checkpoint::marianConfig() const {
   return marian ? &marian->config() : nullptr;
 }
 
+std::vector<std::string> Checkpoint::tensorNames() const {
+  std::vector<std::string> names;
+  for (const auto &entry : fileOf)
+    names.push_back(entry.getKey().str());
+  llvm::sort(names);
+  return names;
+}
+
 const TensorInfo *Checkpoint::lookup(llvm::StringRef name) const {
   auto it = fileOf.find(name);
   if (it == fileOf.end())

@@ -48,6 +48,8 @@ public:
 
   /// The file to name in messages: the single file, or the index.
   llvm::StringRef path() const { return description; }
+  /// Every tensor's name, sorted.
+  std::vector<std::string> tensorNames() const;
   /// The tensor called `name`, or null.
   const TensorInfo *lookup(llvm::StringRef name) const;
   /// The raw bytes of a tensor that lookup() returned, in its own dtype.

@@ -19,6 +19,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -40,9 +41,10 @@ static constexpr int64_t kDyn = ShapedType::kDynamic;
 class ModelImporter {
 public:
   ModelImporter(MLIRContext &context, const ModelConfig &config,
-                const Checkpoint &weights)
+                const Checkpoint &weights, const ImportOptions &options,
+                llvm::raw_ostream &warnings)
       : builder(&context), config(config), weights(weights),
-        f32(builder.getF32Type()) {}
+        options(options), warnings(warnings), f32(builder.getF32Type()) {}
 
   llvm::Expected<OwningOpRef<ModuleOp>> run();
 
@@ -68,6 +70,8 @@ private:
   Value residual(Value x, StringRef normPrefix,
                  llvm::function_ref<Value(Value)> sublayer);
 
+  void checkUnusedTensors();
+  bool ignoredAsHuggingFaceDoes(StringRef name) const;
   void buildEncode(ModuleOp module);
   void buildDecodeStep(ModuleOp module);
   DictionaryAttr configAttr();
@@ -84,10 +88,14 @@ private:
   OpBuilder builder;
   const ModelConfig &config;
   const Checkpoint &weights;
+  const ImportOptions &options;
+  llvm::raw_ostream &warnings;
   Type f32;
   Location loc = builder.getUnknownLoc();
   /// Weights already referenced in the function being built.
   llvm::StringMap<Value> weightValues;
+  /// Every checkpoint tensor either function reads.
+  llvm::StringSet<> usedTensors;
   Operation *lastWeight = nullptr;
   std::optional<std::string> error;
 };
@@ -98,6 +106,7 @@ Value ModelImporter::weight(StringRef name, ArrayRef<int64_t> shape) {
   auto it = weightValues.find(name);
   if (it != weightValues.end())
     return it->second;
+  usedTensors.insert(name);
   if (const TensorInfo *info = weights.lookup(name)) {
     if (info->dtype != DType::F32 && info->dtype != DType::F16 &&
         info->dtype != DType::BF16)
@@ -428,6 +437,46 @@ void ModelImporter::buildDecodeStep(ModuleOp module) {
   builder.create<func::ReturnOp>(loc, outputs);
 }
 
+/// Tensors that Hugging Face's classes save but do not read back: the
+/// encoder's and decoder's copies of the shared embedding table, and the
+/// output projection tied to it.
+bool ModelImporter::ignoredAsHuggingFaceDoes(StringRef name) const {
+  if (config.shareEmbeddings && (name == "model.encoder.embed_tokens.weight" ||
+                                 name == "model.decoder.embed_tokens.weight"))
+    return true;
+  return config.tieWordEmbeddings && name == "lm_head.weight";
+}
+
+/// A checkpoint tensor that the model does not read means that the config
+/// does not describe the checkpoint (fewer layers than it holds, a renamed
+/// tensor): the translator would compute something else than the model.
+void ModelImporter::checkUnusedTensors() {
+  SmallVector<std::string> unused;
+  for (const std::string &name : weights.tensorNames())
+    if (!usedTensors.contains(name) && !ignoredAsHuggingFaceDoes(name))
+      unused.push_back(name);
+  if (unused.empty())
+    return;
+  std::string list;
+  for (size_t i = 0; i < unused.size(); ++i)
+    if (i < 8 || options.allowUnusedTensors)
+      list += (i ? ", '" : "'") + unused[i] + "'";
+  if (unused.size() > 8 && !options.allowUnusedTensors)
+    list += llvm::formatv(", ... ({0} more)", unused.size() - 8).str();
+  if (options.allowUnusedTensors) {
+    warnings << "tfmc: warning: " << weights.path() << ": " << unused.size()
+             << " tensors not used by the model (--allow-unused-tensors): "
+             << list << "\n";
+    return;
+  }
+  fail(llvm::formatv("{0} tensors are not used by the model that the config "
+                     "describes ({1} encoder and {2} decoder layers): {3}; "
+                     "check the config against the checkpoint, or pass "
+                     "--allow-unused-tensors to compile without them",
+                     unused.size(), config.encoderLayers,
+                     config.decoderLayers, list));
+}
+
 DictionaryAttr ModelImporter::configAttr() {
   auto i64 = [&](int64_t v) { return builder.getI64IntegerAttr(v); };
   SmallVector<NamedAttribute> attrs = {
@@ -462,6 +511,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> ModelImporter::run() {
       builder.getStringAttr(llvm::sys::path::filename(weights.path())));
   buildEncode(*module);
   buildDecodeStep(*module);
+  if (!error)
+    checkUnusedTensors();
   if (error)
     return llvm::createStringError(llvm::inconvertibleErrorCode(), *error);
   if (failed(verify(*module)))
@@ -472,7 +523,9 @@ llvm::Expected<OwningOpRef<ModuleOp>> ModelImporter::run() {
 }
 
 llvm::Expected<OwningOpRef<ModuleOp>>
-mlir::tfm::importModel(MLIRContext &context, llvm::StringRef modelDir) {
+mlir::tfm::importModel(MLIRContext &context, llvm::StringRef modelDir,
+                       const ImportOptions &options,
+                       llvm::raw_ostream &warnings) {
   context.loadDialect<TfmDialect, func::FuncDialect, arith::ArithDialect,
                       tensor::TensorDialect>();
   if (!llvm::sys::fs::is_directory(modelDir))
@@ -490,7 +543,7 @@ mlir::tfm::importModel(MLIRContext &context, llvm::StringRef modelDir) {
     if (!marian)
       return marian.takeError();
     if (const ModelConfig *config = marian->marianConfig())
-      return ModelImporter(context, *config, *marian).run();
+      return ModelImporter(context, *config, *marian, options, warnings).run();
   }
   llvm::Expected<ModelConfig> config = ModelConfig::load(configPath);
   if (!config)
@@ -498,7 +551,7 @@ mlir::tfm::importModel(MLIRContext &context, llvm::StringRef modelDir) {
   llvm::Expected<Checkpoint> weights = Checkpoint::open(modelDir);
   if (!weights)
     return weights.takeError();
-  return ModelImporter(context, *config, *weights).run();
+  return ModelImporter(context, *config, *weights, options, warnings).run();
 }
 
 void mlir::tfm::printModelSummary(ModuleOp module, llvm::raw_ostream &os) {

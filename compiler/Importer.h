@@ -18,11 +18,20 @@
 namespace mlir {
 namespace tfm {
 
+struct ImportOptions {
+  /// Checkpoint tensors that the model does not read are an error (the
+  /// config does not describe the checkpoint: fewer layers, a renamed
+  /// tensor); with this they are listed on `warnings` instead.
+  bool allowUnusedTensors = false;
+};
+
 /// Imports the checkpoint in `modelDir`. Every problem with the directory,
 /// config or tensors comes back as an error naming the file and the key or
-/// tensor; the returned module verifies.
-llvm::Expected<OwningOpRef<ModuleOp>> importModel(MLIRContext &context,
-                                                  llvm::StringRef modelDir);
+/// tensor; the returned module verifies. Warnings go to `warnings`.
+llvm::Expected<OwningOpRef<ModuleOp>>
+importModel(MLIRContext &context, llvm::StringRef modelDir,
+            const ImportOptions &options = {},
+            llvm::raw_ostream &warnings = llvm::errs());
 
 /// A human-readable overview of an imported module: the model's config,
 /// entry-point signatures, weights and op counts.

@@ -255,7 +255,7 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
   for (const Region &region : regions) {
     put(region.offset);
     put(region.size);
-    put(tfm_runtime::checksum(data + region.offset, region.size));
+    put(tfm_runtime::regionChecksum(data + region.offset, region.size));
     put(region.name.size());
     std::memcpy(at, region.name.data(), region.name.size());
     at += llvm::alignTo(region.name.size(), 8);

@@ -21,8 +21,9 @@ namespace tfm_runtime {
 /// forced EOS token and the bad words. 5: the precision (bf16 panels). 6:
 /// bf16 panels pair K (compiler/Panels.h); decode_step's cross-attention
 /// keys, values and source lengths once per sentence, not per beam. 7:
-/// int8 panels.
-constexpr uint64_t kAbiVersion = 7;
+/// int8 panels. 8: regions checksummed in blocks (regionChecksum), so that
+/// every load can check them in parallel.
+constexpr uint64_t kAbiVersion = 8;
 
 /// The arithmetic of the linears (tfmc compile --precision): f32 weights;
 /// or bf16 weights (panels of bf16) times activations rounded to bf16,
@@ -58,40 +59,98 @@ struct WeightsHeader {
 /// The region table: one entry per tensor region, in data order, each
 ///   u64 offset (into the data), u64 size, u64 checksum() of the region's
 ///   bytes, u64 name length, the name, zero-padded to a multiple of 8.
-/// The translator checks the header and the table at every load, the
-/// regions with --verify-weights.
+/// The translator checks the header and the table at every load, and the
+/// regions too unless told not to.
 
-/// A 64-bit checksum of `size` bytes, to find damage (not tampering): four
-/// lanes over 8-byte words, each h = rotl(h ^ w, 31) * prime, which keeps
-/// four multiplies in flight; the tail bytes and the size are folded in.
+/// A 64-bit checksum of `size` bytes, to find damage (not tampering): 32
+/// lanes over 8-byte words, each h = rotl(h ^ w, 31) * prime; the lanes
+/// take 256-byte stripes as four vectors of eight words, which keeps the
+/// multiplies in flight and the load of every load-time check small. The
+/// words past the last stripe go to lanes 0, 1, ... in turn (the last one
+/// zero-padded); the size and the lanes are folded into the result.
+namespace checksum_detail {
+constexpr uint64_t kPrime = 0x9E3779B185EBCA87ull;
+constexpr int kLanes = 32, kStripe = 8 * kLanes;
+typedef uint64_t Words __attribute__((vector_size(64), aligned(8)));
+
+inline uint64_t mix(uint64_t h, uint64_t w) {
+  h ^= w;
+  return ((h << 31) | (h >> 33)) * kPrime;
+}
+
+/// The whole stripes of `bytes` into `lanes`; returns the bytes taken.
+#define TFM_CHECKSUM_STRIPES                                                   \
+  uint64_t i = 0;                                                              \
+  for (; i + kStripe <= size; i += kStripe)                                    \
+    for (int v = 0; v < 4; ++v) {                                              \
+      Words w;                                                                 \
+      __builtin_memcpy(&w, bytes + i + 64 * v, 64);                            \
+      Words h = lanes[v] ^ w;                                                  \
+      lanes[v] = ((h << 31) | (h >> 33)) * kPrime;                             \
+    }                                                                          \
+  return i;
+inline uint64_t stripes(Words *lanes, const unsigned char *bytes,
+                        uint64_t size) {
+  TFM_CHECKSUM_STRIPES
+}
+/// The same arithmetic, with AVX-512's 64-bit vector multiply.
+__attribute__((target("avx512f,avx512dq,avx512vl"))) inline uint64_t
+stripesAvx512(Words *lanes, const unsigned char *bytes, uint64_t size) {
+  TFM_CHECKSUM_STRIPES
+}
+#undef TFM_CHECKSUM_STRIPES
+} // namespace checksum_detail
+
 inline uint64_t checksum(const void *data, uint64_t size) {
-  constexpr uint64_t kPrime = 0x9E3779B185EBCA87ull;
-  auto mix = [](uint64_t h, uint64_t w) {
-    h ^= w;
-    return ((h << 31) | (h >> 33)) * kPrime;
-  };
+  using namespace checksum_detail;
+  static const bool avx512 = __builtin_cpu_supports("avx512dq") &&
+                             __builtin_cpu_supports("avx512vl");
   const unsigned char *bytes = static_cast<const unsigned char *>(data);
-  uint64_t lanes[4] = {1, 2, 3, 4};
-  uint64_t i = 0;
-  for (; i + 32 <= size; i += 32)
-    for (int l = 0; l < 4; ++l) {
-      uint64_t w;
-      __builtin_memcpy(&w, bytes + i + 8 * l, 8);
-      lanes[l] = mix(lanes[l], w);
-    }
-  uint64_t tail = 0;
-  for (int shift = 0; i < size; ++i, shift += 8) {
-    if (shift == 64) {
-      lanes[0] = mix(lanes[0], tail);
-      tail = 0;
-      shift = 0;
-    }
-    tail |= uint64_t(bytes[i]) << shift;
+  Words vectors[4];
+  for (int v = 0; v < 4; ++v)
+    for (int l = 0; l < 8; ++l)
+      vectors[v][l] = uint64_t(8 * v + l + 1);
+  uint64_t i = avx512 ? stripesAvx512(vectors, bytes, size)
+                      : stripes(vectors, bytes, size);
+  uint64_t lanes[kLanes];
+  __builtin_memcpy(lanes, vectors, sizeof lanes);
+  int lane = 0;
+  for (; i + 8 <= size; i += 8, ++lane) {
+    uint64_t w;
+    __builtin_memcpy(&w, bytes + i, 8);
+    lanes[lane] = mix(lanes[lane], w);
   }
-  uint64_t h = mix(mix(size, tail), lanes[0]);
-  for (int l = 1; l < 4; ++l)
-    h = mix(h, lanes[l]);
+  if (i < size) {
+    uint64_t tail = 0;
+    __builtin_memcpy(&tail, bytes + i, size - i);
+    lanes[lane] = mix(lanes[lane], tail);
+  }
+  uint64_t h = mix(size, 0);
+  for (uint64_t l : lanes)
+    h = mix(h, l);
   return h ^ (h >> 29);
+}
+
+/// A region's checksum is the checksum() of its blocks' checksums, each
+/// block kChecksumBlockSize bytes (the last one shorter): the blocks of all
+/// regions can be checked in parallel, evenly, however the regions' sizes
+/// are spread.
+constexpr uint64_t kChecksumBlockSize = uint64_t(1) << 20;
+inline uint64_t checksumBlocks(uint64_t size) {
+  return (size + kChecksumBlockSize - 1) / kChecksumBlockSize;
+}
+inline uint64_t blockChecksum(const void *region, uint64_t size,
+                              uint64_t block) {
+  uint64_t start = block * kChecksumBlockSize;
+  uint64_t length = size - start < kChecksumBlockSize ? size - start
+                                                      : kChecksumBlockSize;
+  return checksum(static_cast<const unsigned char *>(region) + start, length);
+}
+inline uint64_t regionChecksum(const void *region, uint64_t size) {
+  std::vector<uint64_t> blocks(checksumBlocks(size));
+  for (uint64_t b = 0; b < blocks.size(); ++b)
+    blocks[b] = blockChecksum(region, size, b);
+  return checksum(blocks.data(), blocks.size() * sizeof(uint64_t));
 }
 
 /// An executable with embedded weights ends with this trailer; the weights

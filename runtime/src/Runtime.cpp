@@ -122,7 +122,8 @@ extern "C" const char *tfm_status_message(tfm_status status) {
 
 extern "C" void tfm_status_free(tfm_status status) { delete status; }
 
-extern "C" tfm_status tfm_model_open(const char *path, tfm_model **out_model) {
+extern "C" tfm_status tfm_model_open_unverified(const char *path,
+                                                tfm_model **out_model) {
   *out_model = nullptr;
   // The compiled code allocates its temporaries afresh at every step: the
   // next step reuses what this one frees.
@@ -249,15 +250,57 @@ extern "C" tfm_status tfm_model_open(const char *path, tfm_model **out_model) {
 
 extern "C" void tfm_model_close(tfm_model *model) { delete model; }
 
+extern "C" tfm_status tfm_model_open(const char *path, tfm_model **out_model) {
+  tfm_model *model = nullptr;
+  if (tfm_status s = tfm_model_open_unverified(path, &model))
+    return s;
+  if (tfm_status s = tfm_model_verify_weights(model, nullptr, nullptr)) {
+    s->message += " (the weights are checked at every load; compile the "
+                  "model again, or copy its weights file again)";
+    tfm_model_close(model);
+    return s;
+  }
+  *out_model = model;
+  return nullptr;
+}
+
+/// Which regions' bytes differ from their checksums: every block of every
+/// region is hashed, the blocks spread evenly over the threads.
+static std::vector<char> findDamagedRegions(const tfm_model_t &model) {
+  const auto &regions = model.regions;
+  struct Block {
+    size_t region;
+    uint64_t index;
+  };
+  std::vector<Block> blocks;
+  std::vector<size_t> firstBlock(regions.size() + 1, 0);
+  for (size_t r = 0; r < regions.size(); ++r) {
+    firstBlock[r] = blocks.size();
+    for (uint64_t b = 0; b < tfm_runtime::checksumBlocks(regions[r].size); ++b)
+      blocks.push_back({r, b});
+  }
+  firstBlock[regions.size()] = blocks.size();
+  std::vector<uint64_t> sums(blocks.size());
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const auto &region = regions[blocks[i].region];
+    sums[i] = tfm_runtime::blockChecksum(model.weights + region.offset,
+                                         region.size, blocks[i].index);
+  }
+  std::vector<char> damaged(regions.size());
+  for (size_t r = 0; r < regions.size(); ++r)
+    damaged[r] = tfm_runtime::checksum(sums.data() + firstBlock[r],
+                                       (firstBlock[r + 1] - firstBlock[r]) *
+                                           sizeof(uint64_t)) !=
+                 regions[r].checksum;
+  return damaged;
+}
+
 extern "C" tfm_status tfm_model_verify_weights(const tfm_model *model,
                                                int64_t *out_tensors,
                                                int64_t *out_bytes) {
   const auto &regions = model->regions;
-  std::vector<char> damaged(regions.size(), 0);
-#pragma omp parallel for schedule(dynamic)
-  for (size_t i = 0; i < regions.size(); ++i)
-    damaged[i] = tfm_runtime::checksum(model->weights + regions[i].offset,
-                                       regions[i].size) != regions[i].checksum;
+  std::vector<char> damaged = findDamagedRegions(*model);
   std::string names;
   size_t count = 0;
   int64_t bytes = 0;

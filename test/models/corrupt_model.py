@@ -10,6 +10,7 @@ Modes on model.safetensors:
   overlap NAME           NAME's data_offsets moved onto the tensor before it
   dtype NAME DTYPE       NAME's dtype changed (byte size kept where possible)
   drop NAME              NAME removed from the header
+  rename NAME NEW        NAME called NEW (its data kept)
   reshape NAME DIMS      NAME's shape changed to DIMS (e.g. 32x64), bytes kept
   value NAME I X         NAME's element I set to X (e.g. nan, inf; F32)
   zero-row NAME I        NAME's row I (of a matrix) set to zeros (F32)
@@ -83,6 +84,8 @@ def main():
         entry["dtype"] = args[1]
     elif mode == "drop":
         del header[name]
+    elif mode == "rename":
+        header[args[1]] = header.pop(name)
     elif mode == "reshape":
         entry["shape"] = [int(d) for d in args[1].split("x")]
     elif mode == "value":

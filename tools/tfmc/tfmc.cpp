@@ -30,6 +30,7 @@
 #include "runtime/src/ModelInfo.h"
 #include "passes/PassStatistics.h"
 #include "passes/Passes.h"
+#include "tools/Version.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
@@ -38,12 +39,14 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/WithColor.h"
 
 #include <thread>
@@ -131,6 +134,13 @@ static cl::opt<unsigned> codegenThreads(
     cl::desc("compile: LLVM optimizes and emits the model in this many "
              "parts in parallel (default: one per core)"),
     cl::init(0), cl::cat(tfmcOptions));
+static cl::opt<bool> allowUnusedTensors(
+    "allow-unused-tensors",
+    cl::desc("import, compile, graph: compile although the checkpoint holds "
+             "tensors the model does not read (listed as a warning); "
+             "without it they are an error, since they mean the config does "
+             "not describe the checkpoint"),
+    cl::cat(tfmcOptions));
 static cl::opt<bool> printBackends(
     "print-backends",
     cl::desc("compile: print which backend each op kind and shape got"),
@@ -348,8 +358,35 @@ static int compileTranslator(mlir::ModuleOp module) {
   return 0;
 }
 
-/// `tfmc graph`: the module as DOT, or through Graphviz's `dot` for an
-/// output named .svg, .png or .pdf.
+/// The output formats of Graphviz's `dot` at `graphviz` (what `dot -T?`
+/// lists after "Use one of:", e.g. "svg", "png:cairo"), their names before
+/// any ':' renderer suffix.
+static Expected<StringSet<>> graphvizFormats(StringRef graphviz) {
+  SmallString<128> listPath;
+  if (std::error_code ec =
+          sys::fs::createTemporaryFile("tfmc-formats", "txt", listPath))
+    return createStringError(ec, "a temporary file: " + ec.message());
+  std::optional<StringRef> redirects[] = {std::nullopt, listPath, listPath};
+  sys::ExecuteAndWait(graphviz, {graphviz, "-T?"}, std::nullopt, redirects);
+  auto list = MemoryBuffer::getFile(listPath);
+  sys::fs::remove(listPath);
+  StringSet<> formats;
+  if (!list)
+    return formats;
+  StringRef text = (*list)->getBuffer();
+  size_t at = text.find("Use one of:");
+  if (at == StringRef::npos)
+    return formats;
+  SmallVector<StringRef> words;
+  text.drop_front(at + strlen("Use one of:")).split(words, ' ', -1, false);
+  for (StringRef word : words)
+    formats.insert(word.trim().split(':').first);
+  return formats;
+}
+
+/// `tfmc graph`: the module as DOT (an output named .dot or .gv, without
+/// an extension, or stdout), or drawn by Graphviz's `dot` in the format its
+/// extension names (any that `dot` writes: svg, png, pdf, jpg, ...).
 static int drawGraph(mlir::ModuleOp module) {
   static const char *const kStageNames[] = {"imported", "fused", "backends"};
   std::string title = (sys::path::filename(modelDir) + ", " +
@@ -361,13 +398,27 @@ static int drawGraph(mlir::ModuleOp module) {
   raw_string_ostream dotStream(dot);
   mlir::tfm::writeGraphPicture(module, title, dotStream);
   StringRef format = sys::path::extension(outputFile).drop_front();
-  if (format != "svg" && format != "png" && format != "pdf")
+  if (format.empty() || format == "dot" || format == "gv" ||
+      outputFile == "-")
     return writeOutput([&](raw_ostream &os) { os << dot; });
   ErrorOr<std::string> graphviz = sys::findProgramByName("dot");
   if (!graphviz)
     return reportError("drawing " + outputFile + " needs Graphviz's `dot` "
                        "(Debian's graphviz; scripts/setup.sh installs it); "
                        "-o NAME.dot writes the graph without it");
+  Expected<StringSet<>> formats = graphvizFormats(*graphviz);
+  if (!formats)
+    return reportError(toString(formats.takeError()));
+  if (!formats->contains(format)) {
+    SmallVector<StringRef> names;
+    for (const auto &entry : *formats)
+      names.push_back(entry.getKey());
+    llvm::sort(names);
+    return reportError(outputFile + ": Graphviz's dot cannot write ." +
+                       format + " files; name the output .dot (the graph as "
+                       "text) or one of the formats dot writes: " +
+                       join(names, ", "));
+  }
   SmallString<128> dotPath;
   if (std::error_code ec =
           sys::fs::createTemporaryFile("tfmc-graph", "dot", dotPath))
@@ -389,6 +440,11 @@ static int drawGraph(mlir::ModuleOp module) {
     return reportError("dot failed to draw " + outputFile +
                        (errorMessage.empty() ? "" : ": " + errorMessage));
   return 0;
+}
+
+static void printVersion(raw_ostream &os) {
+  os << "tfmc " << TFM_VERSION << " (commit " << TFM_COMMIT << ")\n"
+     << "built with LLVM/MLIR " << LLVM_VERSION_STRING << "\n";
 }
 
 static int run(StringRef command) {
@@ -414,7 +470,8 @@ static int run(StringRef command) {
                        modelDir + " is a model directory");
   Expected<mlir::OwningOpRef<mlir::ModuleOp>> module =
       graph ? mlir::tfm::loadGraph(context, modelDir, graphWeights)
-            : mlir::tfm::importModel(context, modelDir);
+            : mlir::tfm::importModel(context, modelDir,
+                                     {allowUnusedTensors.getValue()});
   if (!module)
     return reportError(toString(module.takeError()));
 
@@ -481,7 +538,12 @@ int main(int argc, char **argv) {
   mlir::registerPassManagerCLOptions();
   mlir::registerDefaultTimingManagerCLOptions();
 
+  cl::SetVersionPrinter(printVersion);
   StringRef command = argc > 1 ? argv[1] : "";
+  if (command == "--version" || command == "version") {
+    printVersion(outs());
+    return 0;
+  }
   if (command != "import" && command != "compile" && command != "graph") {
     if (command == "--help" || command == "-h" || command == "help") {
       outs() << kUsage << "\nRun `tfmc import --help` or `tfmc compile "

@@ -131,41 +131,6 @@ private:
   size_t capacity = 0;
 };
 
-/// Writes output, and says so if it cannot.
-class Output {
-public:
-  explicit Output(const std::string &path)
-      : name(path.empty() ? "stdout" : path) {
-    file = path.empty() ? stdout : std::fopen(path.c_str(), "wb");
-    if (!file)
-      die(path + ": cannot write: " + std::strerror(errno));
-  }
-  void write(const std::string &text) {
-    if (std::fwrite(text.data(), 1, text.size(), file) != text.size())
-      failed();
-  }
-  void flush() {
-    if (std::fflush(file) != 0)
-      failed();
-  }
-  void close() {
-    flush();
-    if (file != stdout && std::fclose(file) != 0)
-      failed();
-  }
-
-private:
-  [[noreturn]] void failed() {
-    // A reader that went away (`| head` with SIGPIPE ignored) ends us as
-    // quietly as SIGPIPE would.
-    if (errno == EPIPE)
-      std::_Exit(141);
-    die(name + ": cannot write: " + std::strerror(errno));
-  }
-  std::string name;
-  FILE *file;
-};
-
 } // namespace tfm_translator
 
 #endif // TFM_TOOLS_TRANSLATOR_LINES_H

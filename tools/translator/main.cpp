@@ -15,17 +15,21 @@
 
 #include "runtime/src/ModelInfo.h"
 #include "tools/translator/Lines.h"
+#include "tools/translator/Output.h"
 #include "tools/translator/Progress.h"
+#include "tools/Version.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -43,9 +47,12 @@ and a line longer than the model's positions is cut, each with a warning.
 
 options:
       --input-format text|ids   sentences as text, or as space-separated
-                           token ids ending in EOS   [text if the model has
-                           a tokenizer, else ids]
-      --output-format text|ids  translations as text or token ids [likewise]
+                           source token ids; EOS is appended to a line
+                           that does not end in it, as text input and the
+                           Python API do   [text if the model has a
+                           tokenizer, else ids]
+      --output-format text|ids  translations as text or token ids, without
+                           EOS (ids output is valid ids input) [likewise]
   -b, --beam-size N        beam width (1: greedy)              [1]
   -n, --n-best N           print the N best hypotheses of each sentence as
                            "INDEX ||| TRANSLATION ||| SCORE" lines [1]
@@ -61,7 +68,9 @@ options:
                            model.tfmw next to the translator); the tokenizer
                            (source.spm, target.spm, vocab.json) is looked for
                            in the same file or beside it
-  -o, --output FILE        write translations to FILE (default: stdout)
+  -o, --output FILE        write translations to FILE (default: stdout);
+                           a file is replaced only when the run succeeds,
+                           and an input file is never an output
   -q, --quiet              no warnings, no progress (errors still print)
       --timing             report load and translation seconds on stderr,
                            then the seconds of the encoder, the decoder
@@ -74,8 +83,12 @@ options:
                            (our code, oneDNN) runs each op kind, and exit
       --verify-weights     check every tensor of the weights against the
                            checksums tfmc recorded, name the damaged ones,
-                           and exit (every load checks the header and the
-                           tensor table only)
+                           and exit (every load does this check too)
+      --no-verify-weights  load without checking the tensors' bytes (the
+                           header and the tensor table are still checked):
+                           for weights verified otherwise
+      --version            print the version of tfmc that built this
+                           translator, and exit
   -h, --help               this text
 
 Generation follows the checkpoint's config.json as Hugging Face's generate
@@ -117,6 +130,24 @@ void printModelInfo() {
   std::printf("backends:\n%s", tfm_model_backends);
 }
 
+/// An explicit --max-length beyond the model's positions cannot be met:
+/// with --suppress-eos (exactly N tokens) that is an error, otherwise a
+/// warning that the positions bound the length.
+void checkMaxLength(const tfm_search_options &opts,
+                    const tfm_model_config &cfg, bool given, bool quiet) {
+  if (!given || opts.max_length <= cfg.max_positions)
+    return;
+  std::string what = "--max-length " + std::to_string(opts.max_length) +
+                     " exceeds the model's " +
+                     std::to_string(cfg.max_positions) + " positions";
+  if (opts.suppress_eos)
+    die(what + ": --suppress-eos cannot decode that many tokens");
+  if (!quiet)
+    std::fprintf(stderr, "translator: warning: %s; translations stop at %lld "
+                         "tokens\n",
+                 what.c_str(), (long long)cfg.max_positions);
+}
+
 /// Lines read and translated together: a few batches, so that sentences of
 /// similar length can share a batch.
 constexpr size_t kBatchesPerWindow = 4;
@@ -131,11 +162,22 @@ long parseInt(const char *flag, const char *value, long min) {
   return v;
 }
 
-float parseFloat(const char *flag, const char *value) {
+/// A finite number, at least `min` if one is given; NaN and infinities
+/// are refused.
+float parseFloat(const char *flag, const char *value,
+                 std::optional<float> min = std::nullopt) {
   char *end = nullptr;
   float v = std::strtof(value, &end);
-  if (end == value || *end)
-    die(std::string(flag) + " expects a number, found '" + value + "'");
+  if (end == value || *end || !std::isfinite(v))
+    die(std::string(flag) + " expects a finite number, found '" + value +
+        "'");
+  if (min && v < *min)
+  {
+    char bound[32];
+    std::snprintf(bound, sizeof bound, "%g", double(*min));
+    die(std::string(flag) + " expects a number >= " + bound + ", found '" +
+        value + "'");
+  }
   return v;
 }
 
@@ -193,6 +235,7 @@ int main(int argc, char **argv) {
   std::string output, weights, logitsPath;
   Format inputFormat = Format::Default, outputFormat = Format::Default;
   bool timing = false, quiet = false, verifyWeights = false;
+  bool maxLengthGiven = false, skipWeightCheck = false;
   auto now = [] { return std::chrono::steady_clock::now(); };
   auto started = now();
   for (int i = 1; i < argc; ++i) {
@@ -204,6 +247,10 @@ int main(int argc, char **argv) {
     };
     if (a == "-h" || a == "--help") {
       std::fputs(kHelp, stdout);
+      return 0;
+    } else if (a == "--version") {
+      std::printf("translator compiled by tfmc %s (commit %s)\n",
+                  TFM_VERSION, TFM_COMMIT);
       return 0;
     } else if (a == "--model-info") {
       printModelInfo();
@@ -220,8 +267,9 @@ int main(int argc, char **argv) {
       batchSize = parseInt("--batch-size", value(), 1);
     } else if (a == "--max-length") {
       opts.max_length = int32_t(parseInt("--max-length", value(), 1));
+      maxLengthGiven = true;
     } else if (a == "--max-length-ratio") {
-      opts.max_length_ratio = parseFloat("--max-length-ratio", value());
+      opts.max_length_ratio = parseFloat("--max-length-ratio", value(), 0.0f);
     } else if (a == "--min-length") {
       opts.min_length = int32_t(parseInt("--min-length", value(), 0));
     } else if (a == "--length-penalty") {
@@ -240,6 +288,8 @@ int main(int argc, char **argv) {
       timing = true;
     } else if (a == "--verify-weights") {
       verifyWeights = true;
+    } else if (a == "--no-verify-weights") {
+      skipWeightCheck = true;
     } else if (a == "--dump-first-logits") {
       logitsPath = value();
     } else if (a.size() > 1 && a[0] == '-') {
@@ -259,7 +309,9 @@ int main(int argc, char **argv) {
   if (weights.empty())
     weights = defaultWeights();
   tfm_model *model = nullptr;
-  if (tfm_status s = tfm_model_open(weights.c_str(), &model))
+  auto open = verifyWeights || skipWeightCheck ? tfm_model_open_unverified
+                                                : tfm_model_open;
+  if (tfm_status s = open(weights.c_str(), &model))
     die(tfm_status_message(s));
   if (verifyWeights) {
     int64_t tensors = 0, bytes = 0;
@@ -272,6 +324,7 @@ int main(int argc, char **argv) {
   }
   tfm_model_config cfg;
   tfm_model_get_config(model, &cfg);
+  checkMaxLength(opts, cfg, maxLengthGiven, quiet);
 
   // Text by default when the model has a tokenizer; ids need none.
   tfm_tokenizer *tokenizer = nullptr;
@@ -293,13 +346,16 @@ int main(int argc, char **argv) {
   double translateSeconds = 0;
   tfm_translate_timing parts{}; // summed over the batches
 
-  Output out(output);
-  std::ofstream logitsFile;
-  if (!logitsPath.empty()) {
-    logitsFile.open(logitsPath, std::ios::binary);
-    if (!logitsFile)
-      die(logitsPath + ": cannot write: " + std::strerror(errno));
-  }
+  // Every file the run reads: no output may overwrite one.
+  std::vector<std::string> readPaths = inputs.empty()
+                                           ? std::vector<std::string>{"-"}
+                                           : inputs;
+  readPaths.push_back(weights);
+  std::vector<InputFile> readFiles = regularFiles(readPaths);
+  Output out(output, readFiles);
+  std::optional<Output> logitsFile;
+  if (!logitsPath.empty())
+    logitsFile.emplace(logitsPath, readFiles);
   Progress progress;
   uint64_t totalBytes = 0;
   if (!quiet && isatty(STDERR_FILENO) && reader.allFiles(totalBytes))
@@ -335,6 +391,10 @@ int main(int argc, char **argv) {
               std::to_string(cfg.source_vocab_size) + ")");
         ids.push_back(int32_t(id));
       }
+      // The model reads sentences that end in EOS, as the tokenizer and
+      // the Python API give them.
+      if (!ids.empty() && ids.back() != cfg.eos_token_id)
+        ids.push_back(int32_t(cfg.eos_token_id));
     }
     if (int64_t(ids.size()) > cfg.max_positions) {
       warnings.warn(where,
@@ -462,13 +522,13 @@ int main(int argc, char **argv) {
     out.flush();
     for (const Sentence &s : sentences)
       if (!s.firstLogits.empty())
-        logitsFile.write(reinterpret_cast<const char *>(s.firstLogits.data()),
-                         s.firstLogits.size() * sizeof(float));
+        logitsFile->write(s.firstLogits.data(),
+                          s.firstLogits.size() * sizeof(float));
     progress.update(bytesDone(1, 1), sentencesDone, tokensOut, false);
   }
   out.close();
-  if (logitsFile && !logitsFile.flush())
-    die(logitsPath + ": cannot write");
+  if (logitsFile)
+    logitsFile->close();
   progress.update(reader.bytesRead, sentencesDone, tokensOut, true);
   warnings.summarize();
   tfm_tokenizer_close(tokenizer);

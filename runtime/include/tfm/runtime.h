@@ -39,8 +39,13 @@ typedef struct tfm_model_config {
 /* Maps a weights file that tfmc wrote for this translator; the path may
  * name the translator itself when the weights are embedded in it. Checks
  * the header and the tensor table (their checksums, sizes, this
- * translator's layout), not the tensors' bytes. */
+ * translator's layout) and every tensor's bytes against its checksum
+ * (tfm_model_verify_weights); the error names the damaged tensors. */
 tfm_status tfm_model_open(const char *weights_path, tfm_model **out_model);
+/* The same without the check of the tensors' bytes, for callers that
+ * verify the file otherwise (a checksum of their own, a read-only image). */
+tfm_status tfm_model_open_unverified(const char *weights_path,
+                                     tfm_model **out_model);
 void tfm_model_close(tfm_model *model);
 void tfm_model_get_config(const tfm_model *model, tfm_model_config *out_config);
 
