@@ -335,8 +335,12 @@ extern "C" void tfm_model_get_config(const tfm_model *model,
 extern "C" void omp_set_num_threads(int); // libomp
 
 extern "C" tfm_status tfm_set_num_threads(int32_t threads) {
-  if (threads < 1)
-    return makeError("the thread count must be at least 1, found " +
+  // More threads than this only oversubscribe the cores (and far more
+  // abort OpenMP's runtime).
+  constexpr int32_t kMaxThreads = 1024;
+  if (threads < 1 || threads > kMaxThreads)
+    return makeError("the thread count must be in [1, " +
+                     std::to_string(kMaxThreads) + "], found " +
                      std::to_string(threads));
   omp_set_num_threads(threads);
   return nullptr;
@@ -589,8 +593,8 @@ void Translator::run(const int32_t *const *sources, const int32_t *lengths,
   for (int64_t b = 0; b < batch; ++b) {
     int64_t limit = opts.max_length;
     if (opts.max_length_ratio > 0 && !opts.suppress_eos)
-      limit = std::min<int64_t>(
-          limit, int64_t(opts.max_length_ratio * lengths[b]) + 5);
+      limit = int64_t(std::min<double>(
+          double(limit), double(opts.max_length_ratio) * lengths[b] + 5));
     maxLen[b] = std::max<int64_t>(1, std::min(limit, cfg.max_positions));
   }
   capacity = *std::max_element(maxLen.begin(), maxLen.end());
@@ -797,6 +801,13 @@ extern "C" tfm_status tfm_translate(tfm_model *model,
     return makeError("need beam size >= 1 and 1 <= n-best <= beam size");
   if (options->max_length < 1)
     return makeError("max length must be at least 1");
+  if (options->min_length < 0)
+    return makeError("min length must be at least 0");
+  if (!std::isfinite(options->length_penalty))
+    return makeError("the length penalty must be a finite number");
+  if (!(options->max_length_ratio >= 0) ||
+      !std::isfinite(options->max_length_ratio))
+    return makeError("the max length ratio must be a finite number >= 0");
   for (int32_t i = 0; i < count; ++i) {
     if (source_lengths[i] < 1)
       return makeError("sentence " + std::to_string(i + 1) + " is empty");
