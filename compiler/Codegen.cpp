@@ -3,7 +3,7 @@
 #include "compiler/Codegen.h"
 #include "compiler/WeightsFile.h"
 
-#include "runtime/src/ModelInfo.h"
+#include "tfm/abi/ModelInfo.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -63,7 +63,7 @@ static void addPackedWrappers(llvm::Module &module) {
   }
 }
 
-/// The constants `tfm_model_info_data` (runtime/src/ModelInfo.h: the model's
+/// The constants `tfm_model_info_data` (tfm/abi/ModelInfo.h: the model's
 /// architecture and the weights layout's fingerprint, as i64s) and
 /// `tfm_model_bad_words`.
 static LogicalResult addModelInfo(llvm::Module &llvmModule, ModuleOp module) {

@@ -21,7 +21,7 @@ namespace mlir {
 namespace tfm {
 
 /// The integer keys of the module's `tfm.model` that tfm_model_info
-/// carries, in its field order (runtime/src/ModelInfo.h).
+/// carries, in its field order (tfm/abi/ModelInfo.h).
 constexpr const char *kModelInfoKeys[] = {
     "d_model",           "encoder_layers",    "decoder_layers",
     "encoder_heads",     "decoder_heads",     "source_vocab_size",

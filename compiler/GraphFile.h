@@ -19,7 +19,7 @@ namespace tfm {
 
 /// Parses and verifies the graph in `graphPath` (diagnostics print with
 /// their line), then checks it against what the translator's runtime calls
-/// (runtime/src/ModelInfo.h: `tfm.model`, `encode` and `decode_step` with
+/// (tfm/abi/ModelInfo.h: `tfm.model`, `encode` and `decode_step` with
 /// the arguments of its decoder layers) and every `tfm.weight` against
 /// `modelDir`'s model.safetensors: the name present, a float dtype, the
 /// same shape. Errors name the graph file's line and the tensor.

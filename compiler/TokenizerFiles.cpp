@@ -3,7 +3,7 @@
 #include "compiler/TokenizerFiles.h"
 
 #include "compiler/MarianCheckpoint.h"
-#include "runtime/src/EmbeddedFiles.h"
+#include "tfm/abi/EmbeddedFiles.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"

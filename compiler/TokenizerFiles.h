@@ -3,7 +3,7 @@
 // A checkpoint may have SentencePiece files in Marian's layout (source.spm,
 // target.spm, vocab.json). tfmc checks vocab.json against the model and
 // copies the files beside the translator, or embeds them in it with the
-// weights (runtime/src/EmbeddedFiles.h); the runtime checks them all again
+// weights (tfm/abi/EmbeddedFiles.h); the runtime checks them all again
 // and uses them.
 //
 //===----------------------------------------------------------------------===//

@@ -2,8 +2,8 @@
 
 #include "compiler/WeightsFile.h"
 
-#include "compiler/Panels.h"
-#include "runtime/src/ModelInfo.h"
+#include "tfm/abi/Panels.h"
+#include "tfm/abi/ModelInfo.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"

@@ -1,7 +1,7 @@
 //===- WeightsFile.h - The weights file a translator maps ----------*- C++ -*-===//
 //
 // tfmc writes the tensors a compiled model reads into one file: a header
-// (runtime/src/ModelInfo.h) then each tensor as f32 at the offset that
+// (tfm/abi/ModelInfo.h) then each tensor as f32 at the offset that
 // tfm-layout-weights gave it, converted from the checkpoint's F32, F16 or
 // BF16 (a linear's panels as bf16 with --precision bf16). A fingerprint of
 // the layout, compiled into the code too, ties the two together.

@@ -1,13 +1,13 @@
 //===- FuzzModelStub.cpp - A compiled model's exports, faked ----*- C++ -*-===//
 //
-// The runtime links against what tfmc generates (runtime/src/ModelInfo.h).
+// The runtime links against what tfmc generates (tfm/abi/ModelInfo.h).
 // The weights-file and tokenizer fuzzers exercise only the loaders, so a
 // small fake model stands in: its fingerprint and data size are what the
 // seeds in corpus/WeightsFile are written for (make_seeds.py).
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/src/ModelInfo.h"
+#include "tfm/abi/ModelInfo.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -19,8 +19,8 @@
 
 #include "compiler/TokenizerFiles.h"
 #include "fuzz/FuzzUtil.h"
-#include "runtime/src/EmbeddedFiles.h"
-#include "runtime/src/ModelInfo.h"
+#include "tfm/abi/EmbeddedFiles.h"
+#include "tfm/abi/ModelInfo.h"
 #include "tfm/runtime.h"
 
 #include "llvm/ADT/StringRef.h"

@@ -19,7 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fuzz/FuzzUtil.h"
-#include "runtime/src/ModelInfo.h"
+#include "tfm/abi/ModelInfo.h"
 #include "tfm/runtime.h"
 
 #include <cstddef>

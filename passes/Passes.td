@@ -108,7 +108,7 @@ def TfmLayoutWeightsPass : Pass<"tfm-layout-weights", "::mlir::ModuleOp"> {
     streams. With `precision=int8` they hold each output channel's
     integers (symmetric, K in quads), then its scale and the sum of its
     integers, with which the kernel takes out the zero point of its
-    unsigned inputs (compiler/Panels.h): a quarter of the bytes.
+    unsigned inputs (tfm/abi/Panels.h): a quarter of the bytes.
     Everything else stays f32. The module records its precision as
     `tfm.precision`.
   }];
@@ -197,7 +197,7 @@ def ConvertTfmToOneDnnPass : Pass<"convert-tfm-to-onednn", "::mlir::ModuleOp"> {
   let summary = "Lower tfm ops to calls of oneDNN primitives in the runtime";
   let description = [{
     Each op oneDNN can run and that is not marked `tfm.backend = "llvm"`
-    becomes a call of a runtime kernel (runtime/src/OneDnnAbi.h): linears
+    becomes a call of a runtime kernel (tfm/abi/OneDnnAbi.h): linears
     a oneDNN matmul with the bias attached and the activation and residual
     as post-ops (`tfm.post_ops` on the call says which), layer norm
     `layer_normalization`, softmax, binary and eltwise primitives. Operands

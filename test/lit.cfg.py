@@ -35,6 +35,12 @@ for name, script in [("%make_model", "models/make_test_model.py"),
     config.substitutions.append((name, "%s %s" % (config.tfm_python, path)))
 config.substitutions.append(("%bench", "%s %s" % (
     config.tfm_python, os.path.join(config.tfm_src_root, "bench", "bench.py"))))
+#   %layer_compile LAYER FILE          FILE compiled with LAYER's include roots
+config.substitutions.append(("%layer_compile", "%s %s %s" % (
+    config.tfm_python,
+    os.path.join(config.tfm_src_root, "test", "Layering", "Inputs",
+                 "compile_in_layer.py"),
+    config.tfm_obj_root)))
 config.substitutions.append(("%tfm_src_root", config.tfm_src_root))
 config.substitutions.append(("%tfm_obj_root", config.tfm_obj_root))
 

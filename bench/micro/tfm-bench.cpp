@@ -33,11 +33,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "bench/micro/peers/Peers.h"
-#include "compiler/Panels.h"
+#include "tfm/abi/Panels.h"
 #include "passes/Passes.h"
 #include "runtime/src/Heap.h"
-#include "runtime/src/ModelInfo.h"
-#include "runtime/src/OneDnnAbi.h"
+#include "tfm/abi/ModelInfo.h"
+#include "tfm/abi/OneDnnAbi.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -357,7 +357,7 @@ public:
   struct Weight {
     std::string name;
     int64_t offset, rows, columns;
-    int64_t panelWidth; // 0: row-major; else panels (compiler/Panels.h)
+    int64_t panelWidth; // 0: row-major; else panels (tfm/abi/Panels.h)
     bool bf16 = false;  // panels of bf16
     bool int8 = false;  // panels of int8, scales and corrections
   };

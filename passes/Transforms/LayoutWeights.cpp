@@ -2,7 +2,7 @@
 
 #include "passes/Passes.h"
 
-#include "compiler/Panels.h"
+#include "tfm/abi/Panels.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -100,7 +100,7 @@ struct TfmLayoutWeightsPass
         it->second = (end + alignment - 1) / alignment * alignment;
         int64_t bytes = type.getNumElements() * 4;
         // bf16 panels pair K, int8 ones group it in quads and add each
-        // feature's scale and sum (compiler/Panels.h).
+        // feature's scale and sum (tfm/abi/Panels.h).
         if (panel && panelType.isInteger(8))
           bytes =
               int8PanelsBytes(type.getDimSize(0), type.getDimSize(1), panel);

@@ -9,9 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "OneDnnAbi.h"
+#include "tfm/abi/OneDnnAbi.h"
 
-#include "compiler/Panels.h"
+#include "tfm/abi/Panels.h"
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 
 #include <dnnl.hpp>
@@ -244,7 +244,7 @@ const PackedWeights &packedWeights(const View &w, memory::data_type type) {
       .first->second;
 }
 
-/// A weight matrix [N, K] as --precision int8 makes it (compiler/Panels.h,
+/// A weight matrix [N, K] as --precision int8 makes it (tfm/abi/Panels.h,
 /// the quantization our panels hold): per output feature n the integers
 /// q_W[n, :] in [-127, 127], their scale s_W[n] and sum Σ_k q_W[n, k]; the
 /// integers in oneDNN's layout for a u8 x s8 matmul.

@@ -9,7 +9,7 @@
 #include "tfm/runtime.h"
 
 #include "runtime/src/Heap.h"
-#include "runtime/src/ModelInfo.h"
+#include "tfm/abi/ModelInfo.h"
 #include "runtime/src/Search.h"
 #include "runtime/src/Status.h"
 

@@ -10,8 +10,8 @@
 
 #include "tfm/runtime.h"
 
-#include "runtime/src/EmbeddedFiles.h"
-#include "runtime/src/ModelInfo.h"
+#include "tfm/abi/EmbeddedFiles.h"
+#include "tfm/abi/ModelInfo.h"
 #include "runtime/src/Status.h"
 
 #include <sentencepiece_processor.h>

@@ -5,7 +5,7 @@
 
 Writes WEIGHTS to OUT with the first linear's panels (the first region that
 the region table names "... (in panels)") filled with 0xFF bytes: NaNs,
-which any translation must meet. The layout (runtime/src/ModelInfo.h): a
+which any translation must meet. The layout (tfm/abi/ModelInfo.h): a
 4096-byte header whose fields at byte 24 are the data's and the table's
 sizes, the data, then per region u64 offset, size, checksum and name
 length, and the name padded to a multiple of 8.

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/src/ModelInfo.h"
+#include "tfm/abi/ModelInfo.h"
 
 #include "gtest/gtest.h"
 

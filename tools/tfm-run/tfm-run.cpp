@@ -15,8 +15,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
-#include "runtime/src/ModelInfo.h"
-#include "runtime/src/OneDnnAbi.h"
+#include "tfm/abi/ModelInfo.h"
+#include "tfm/abi/OneDnnAbi.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"

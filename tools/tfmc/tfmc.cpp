@@ -27,7 +27,7 @@
 #include "compiler/Importer.h"
 #include "compiler/TokenizerFiles.h"
 #include "compiler/WeightsFile.h"
-#include "runtime/src/ModelInfo.h"
+#include "tfm/abi/ModelInfo.h"
 #include "passes/PassStatistics.h"
 #include "passes/Passes.h"
 #include "tools/Version.h"

@@ -13,7 +13,7 @@
 
 #include "tfm/runtime.h"
 
-#include "runtime/src/ModelInfo.h"
+#include "tfm/abi/ModelInfo.h"
 #include "tools/translator/Lines.h"
 #include "tools/translator/Output.h"
 #include "tools/translator/Progress.h"

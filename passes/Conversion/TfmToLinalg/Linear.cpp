@@ -79,7 +79,7 @@ struct MatmulLowering : public OpConversionPattern<MatmulOp> {
 };
 
 /// A weight stored packed for linears (tfm-layout-weights) as views of the
-/// weights argument (compiler/Panels.h): its panels, [Np, K, P] of f32, or
+/// weights argument (tfm/abi/Panels.h): its panels, [Np, K, P] of f32, or
 /// where the layout gave them bf16 [Np, ceil(K / 2), 2P] (K in pairs), or
 /// int8 [Np, ceil(K / 4), 4P] (K in quads); for int8 also the features'
 /// scales [Np·P] (f32) and the sums of their integers [Np·P] (i32) after
@@ -229,7 +229,7 @@ static Value dotProduct(OpBuilder &b, Location loc, StringRef intrinsic,
 
 /// y[M, N] = act(x·Wᵀ + b) + r with W as panels (P = 4 vectors of L lanes):
 /// Wp[Np, K, P] of f32, or Wp[Np, K/2, 2P] of bf16 with K in pairs (each
-/// 32-bit word holds W[j, 2q] and W[j, 2q + 1], compiler/Panels.h) times x
+/// 32-bit word holds W[j, 2q] and W[j, 2q + 1], tfm/abi/Panels.h) times x
 /// rounded to bf16. In parallel over panels p; in a panel, for each tile
 /// of R rows and C vectors of columns (C·L floats from column c0), R·C
 /// vector accumulators stay in registers over all of K:
@@ -249,7 +249,7 @@ static Value dotProduct(OpBuilder &b, Location loc, StringRef intrinsic,
 /// in the order of vdpbf16ps's definition (the odd k first), so that both
 /// round the same sums.
 /// int8: Wp[Np, K/4, 4P] holds each feature's integers q_W with K in quads
-/// (compiler/Panels.h), x is u[M, K4] = q_x + z (unsigned bytes, see
+/// (tfm/abi/Panels.h), x is u[M, K4] = q_x + z (unsigned bytes, see
 /// quantizeActivations) and the accumulators are i32, where `dot`
 /// (AVX512-VNNI) four k at once:
 ///   acc[r][c] = vpdpbusd(acc[r][c], broadcast(u[m0 + r, 4q : 4q + 4]),

@@ -1,7 +1,7 @@
 //===- TfmToOneDnn.cpp - Lower tfm ops to calls of oneDNN kernels --*- C++ -*-===//
 //
 // Each op that oneDNN can run, and that tfm-select-backend did not give to
-// LLVM, becomes a call of a runtime kernel (runtime/src/OneDnnAbi.h):
+// LLVM, becomes a call of a runtime kernel (tfm/abi/OneDnnAbi.h):
 //
 //   %x = bufferization.to_memref %xt read_only : memref<..., strided<..>>
 //   %out = memref.alloc(...)           // the result, dense
@@ -15,7 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
-#include "runtime/src/OneDnnAbi.h"
+#include "tfm/abi/OneDnnAbi.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"

@@ -3,7 +3,7 @@ data: PREFIX.first.tfmw (the first byte of the first tensor),
 PREFIX.middle.tfmw (the middle byte of the tensor in the middle of the
 table) and PREFIX.last.tfmw (the last byte of the last tensor).
 
-The layout (runtime/src/ModelInfo.h): a 4096-byte header whose fourth
+The layout (tfm/abi/ModelInfo.h): a 4096-byte header whose fourth
 little-endian u64 is the data's size and fifth the table's, the data, then
 the table: per tensor u64 offset, size, checksum, name length, the name
 padded to 8 bytes."""

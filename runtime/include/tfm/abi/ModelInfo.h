@@ -19,7 +19,7 @@ namespace tfm_runtime {
 /// file's format change. 2: linears' weights stored as panels. 3: the
 /// tensors' regions with checksums, and a checksum of the header. 4: the
 /// forced EOS token and the bad words. 5: the precision (bf16 panels). 6:
-/// bf16 panels pair K (compiler/Panels.h); decode_step's cross-attention
+/// bf16 panels pair K (tfm/abi/Panels.h); decode_step's cross-attention
 /// keys, values and source lengths once per sentence, not per beam. 7:
 /// int8 panels. 8: regions checksummed in blocks (regionChecksum), so that
 /// every load can check them in parallel.
@@ -41,7 +41,7 @@ inline const char *precisionName(uint64_t precision) {
 
 /// Weights files start with this header (little-endian, kHeaderSize bytes,
 /// then the tensors: f32, at the offsets compiled into the code, row-major
-/// or, for linears, as panels of f32, bf16 or int8; see compiler/Panels.h),
+/// or, for linears, as panels of f32, bf16 or int8; see tfm/abi/Panels.h),
 /// then the region table.
 constexpr char kWeightsMagic[8] = {'T', 'F', 'M', 'W', 'G', 'T', '0', '1'};
 constexpr uint64_t kWeightsHeaderSize = 4096;

@@ -12,7 +12,7 @@
 //       kBf16Products, x and w are rounded to bf16 (nearest even) and
 //       their products summed in f32 (tfmc compile --precision bf16).
 //       With kInt8Products, w quantized per output feature and x per row
-//       (with a zero point) as compiler/Panels.h and our panel kernel do,
+//       (with a zero point) as tfm/abi/Panels.h and our panel kernel do,
 //       integer products summed exactly, then scaled back
 //       (tfmc compile --precision int8).
 //   tfm_onednn_matmul(a, b, out, f32 alpha, i64 code)
