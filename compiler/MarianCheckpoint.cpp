@@ -178,8 +178,18 @@ mlir::tfm::marianVocabularyJson(llvm::StringRef path) {
   return json;
 }
 
-/// Hugging Face's MarianConfig for Marian's config, checked as its
-/// converter checks it: a post-norm transformer with untrained positions.
+/// Marian's operations around a sub-layer or stack (transformer-preprocess
+/// etc.: d = dropout, a = add, n = normalize) without the dropouts, which do
+/// nothing in translation.
+static std::string withoutDropout(std::string ops) {
+  llvm::erase(ops, 'd');
+  return ops;
+}
+
+/// Marian's config as a ModelConfig, checked as Hugging Face's converter
+/// checks it (a transformer with untrained positions and tied output
+/// embeddings), except that pre-norm transformers are read too, and with
+/// Marian's own positions and layer norms.
 static llvm::Error readConfig(const std::string &where, const MarianYaml &yaml,
                               ModelConfig &c) {
   auto scalar = [&](const char *key) -> std::optional<std::string> {
@@ -204,9 +214,6 @@ static llvm::Error readConfig(const std::string &where, const MarianYaml &yaml,
     const char *key, *value;
   };
   for (Expected e : {Expected{"type", "transformer"},
-                     {"transformer-preprocess", ""},
-                     {"transformer-postprocess", "dan"},
-                     {"transformer-postprocess-emb", "d"},
                      {"transformer-ffn-depth", "2"},
                      {"transformer-train-position-embeddings", "false"},
                      {"transformer-no-projection", "false"},
@@ -221,6 +228,33 @@ static llvm::Error readConfig(const std::string &where, const MarianYaml &yaml,
                                  "architecture)",
                                  e.key, *value, e.value));
   }
+  // Where the layer norms are (transformer.h: preProcess before each
+  // sub-layer, postProcess after it and after the last layer, "top"): after
+  // each sub-layer (post-norm, the default and Hugging Face's MarianMT), or
+  // before each and on top of each stack (pre-norm, Marian's
+  // --task transformer-base-prenorm).
+  std::string emb = scalar("transformer-postprocess-emb").value_or("d"),
+              pre = scalar("transformer-preprocess").value_or(""),
+              post = scalar("transformer-postprocess").value_or("dan"),
+              top = scalar("transformer-postprocess-top").value_or("");
+  if (!withoutDropout(emb).empty())
+    return fail(where, "unsupported transformer-postprocess-emb '" + emb +
+                           "': tfmc reads Marian models with only dropout "
+                           "after the embeddings ('d')");
+  if (withoutDropout(pre).empty() && withoutDropout(post) == "an" &&
+      withoutDropout(top).empty())
+    c.normalizeBefore = false;
+  else if (withoutDropout(pre) == "n" && withoutDropout(post) == "a" &&
+           withoutDropout(top) == "n")
+    c.normalizeBefore = true;
+  else
+    return fail(where,
+                formatv("unsupported transformer-preprocess '{0}', "
+                        "transformer-postprocess '{1}' and "
+                        "transformer-postprocess-top '{2}': tfmc reads "
+                        "post-norm Marian transformers ('', 'dan', '') and "
+                        "pre-norm ones ('n', 'da', 'n')",
+                        pre, post, top));
   for (auto [key, out] :
        {std::pair<const char *, int64_t *>{"dim-emb", &c.dModel},
         {"enc-depth", &c.encoderLayers},
@@ -248,13 +282,18 @@ static llvm::Error readConfig(const std::string &where, const MarianYaml &yaml,
     return fail(where, "the output layer is not tied to the target "
                        "embeddings (tied-embeddings false); tfmc reads tied "
                        "Marian models, as Hugging Face's converter does");
-  if (c.dModel % c.encoderHeads != 0 || c.dModel % 2 != 0)
-    return fail(where, formatv("dim-emb {0} is not an even multiple of "
-                               "transformer-heads {1}",
+  if (c.dModel % c.encoderHeads != 0 || c.dModel % 2 != 0 || c.dModel < 4)
+    return fail(where, formatv("dim-emb {0} must be an even multiple of "
+                               "transformer-heads {1} and at least 4",
                                c.dModel, c.encoderHeads));
-  c.normalizeBefore = false;
   c.scaleEmbedding = true;
-  c.sinusoidKind = PositionKind::sinusoidal_concat;
+  // Marian's sinusoids (node_initializers.cpp, sinusoidalPositionEmbeddings:
+  // frequencies exp(-i log(10000) / (d/2 - 1))), from position 0 in the
+  // encoder and at the decoder's first step; and its layer norms' epsilon.
+  // Hugging Face's converter keeps neither: its MarianMT computes
+  // 10000^(-i/(d/2)) and normalizes with 1e-5.
+  c.sinusoidKind = PositionKind::sinusoidal_concat_half_minus_one;
+  c.layerNormEpsilon = 1e-6;
   // Hugging Face's converter: positions up to dim-emb, </s> = 0 (also the
   // forced EOS), the padding token after the vocabulary, which the decoder
   // starts from and never generates.
@@ -279,8 +318,6 @@ static const std::pair<const char *, const char *> kLayerNames[] = {
     {"self_bv", "self_attn.v_proj.bias"},
     {"self_Wo", "self_attn.out_proj.weight"},
     {"self_bo", "self_attn.out_proj.bias"},
-    {"self_Wo_ln_scale", "self_attn_layer_norm.weight"},
-    {"self_Wo_ln_bias", "self_attn_layer_norm.bias"},
     {"context_Wq", "encoder_attn.q_proj.weight"},
     {"context_bq", "encoder_attn.q_proj.bias"},
     {"context_Wk", "encoder_attn.k_proj.weight"},
@@ -289,27 +326,52 @@ static const std::pair<const char *, const char *> kLayerNames[] = {
     {"context_bv", "encoder_attn.v_proj.bias"},
     {"context_Wo", "encoder_attn.out_proj.weight"},
     {"context_bo", "encoder_attn.out_proj.bias"},
-    {"context_Wo_ln_scale", "encoder_attn_layer_norm.weight"},
-    {"context_Wo_ln_bias", "encoder_attn_layer_norm.bias"},
     {"ffn_W1", "fc1.weight"},
     {"ffn_b1", "fc1.bias"},
     {"ffn_W2", "fc2.weight"},
     {"ffn_b2", "fc2.bias"},
-    {"ffn_ffn_ln_scale", "final_layer_norm.weight"},
-    {"ffn_ffn_ln_bias", "final_layer_norm.bias"},
 };
 
-/// The MarianMT name of a Marian layer tensor, or "".
-static std::string layerTensorName(llvm::StringRef name) {
+/// A layer's norms: Marian's prefix of their parameters (`_ln_scale` and
+/// `_ln_bias` follow; then `_pre` for the norm before the sub-layer in a
+/// pre-norm model) and the MarianMT name.
+static const std::pair<const char *, const char *> kLayerNorms[] = {
+    {"self_Wo", "self_attn_layer_norm"},
+    {"context_Wo", "encoder_attn_layer_norm"},
+    {"ffn_ffn", "final_layer_norm"},
+};
+
+/// The MarianMT name of a Marian layer tensor, or "": a post-norm model's
+/// norms are `encoder_l1_self_Wo_ln_scale` etc., a pre-norm one's
+/// `encoder_l1_self_Wo_ln_scale_pre` etc. and the stacks' top norms
+/// `encoder_top_ln_scale` (model.encoder.layer_norm) etc.
+static std::string layerTensorName(llvm::StringRef name, bool preNorm) {
+  llvm::StringRef suffix = preNorm ? "_pre" : "";
   for (llvm::StringRef side : {"encoder", "decoder"}) {
     llvm::StringRef rest = name;
+    if (preNorm && rest.consume_front((side + "_top_ln_").str())) {
+      if (rest == "scale")
+        return formatv("model.{0}.layer_norm.weight", side).str();
+      if (rest == "bias")
+        return formatv("model.{0}.layer_norm.bias", side).str();
+      continue;
+    }
     unsigned layer;
     if (!rest.consume_front((side + "_l").str()) ||
         rest.consumeInteger(10, layer) || layer < 1 || !rest.consume_front("_"))
       continue;
+    auto hfName = [&](llvm::StringRef hf) {
+      return formatv("model.{0}.layers.{1}.{2}", side, layer - 1, hf).str();
+    };
     for (auto [marian, hf] : kLayerNames)
       if (rest == marian)
-        return formatv("model.{0}.layers.{1}.{2}", side, layer - 1, hf).str();
+        return hfName(hf);
+    for (auto [marian, hf] : kLayerNorms) {
+      if (rest == (llvm::Twine(marian) + "_ln_scale" + suffix).str())
+        return hfName((llvm::Twine(hf) + ".weight").str());
+      if (rest == (llvm::Twine(marian) + "_ln_bias" + suffix).str())
+        return hfName((llvm::Twine(hf) + ".bias").str());
+    }
   }
   return "";
 }
@@ -398,11 +460,16 @@ MarianCheckpointFile::open(llvm::StringRef path) {
     else if (name == "decoder_ff_logit_out_b")
       hfName = "final_logits_bias";
     else
-      hfName = layerTensorName(name);
+      hfName = layerTensorName(name, c.normalizeBefore);
     if (hfName.empty())
-      return bad(name, "not a tensor of Marian's transformer (Wemb, "
-                       "encoder_lN_*, decoder_lN_*, "
-                       "decoder_ff_logit_out_b)");
+      return bad(name, c.normalizeBefore
+                           ? "not a tensor of Marian's pre-norm transformer "
+                             "(Wemb, encoder_lN_*, decoder_lN_*, "
+                             "decoder_ff_logit_out_b, encoder_top_ln_*, "
+                             "decoder_top_ln_*; norms *_ln_*_pre)"
+                           : "not a tensor of Marian's transformer (Wemb, "
+                             "encoder_lN_*, decoder_lN_*, "
+                             "decoder_ff_logit_out_b)");
     if (array.shape.size() != 2 || array.shape[0] < 1 || array.shape[1] < 1)
       return bad(name, "expected a matrix, found shape " +
                            formatShape(array.shape));

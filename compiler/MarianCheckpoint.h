@@ -6,10 +6,16 @@
 // it: NAME.npz.yml, decoder.yml), with Marian's tensor names
 // (`encoder_l1_self_Wq`, `Wemb`, `decoder_ff_logit_out_b`, ...) and its
 // matrices stored [in, out]. It is read as Hugging Face's converter reads
-// it: the same config (post-norm transformers only), the tensors under the
-// MarianMT names, matrices transposed to [out, in], and the padding token
-// (also the decoder's start) added as a zero row after the vocabulary,
-// since Marian starts decoding from a zero embedding.
+// it: the same config, the tensors under the MarianMT names, matrices
+// transposed to [out, in], and the padding token (also the decoder's start)
+// added as a zero row after the vocabulary, since Marian starts decoding
+// from a zero embedding. Unlike the converter, it keeps what Marian
+// computes: its sinusoids' frequencies 10000^(-i/(d/2 - 1)) (Hugging
+// Face's are 10000^(-i/(d/2))), layer norms with epsilon 1e-6, and pre-norm
+// transformers with a norm on top of each stack (`transformer-preprocess:
+// n`, `transformer-postprocess: da`, `transformer-postprocess-top: n`),
+// whose norms `*_ln_scale_pre` and `{encoder,decoder}_top_ln_*` become
+// MarianMT's `normalize_before` layer norms and `model.*.layer_norm`.
 //
 //===----------------------------------------------------------------------===//
 

@@ -226,13 +226,17 @@ llvm::Expected<ModelConfig> ModelConfig::load(llvm::StringRef path) {
     r.fail("missing key 'activation_function'");
   }
   // Not a Hugging Face key: lets a checkpoint without position tables ask for
-  // the paper's interleaved sinusoids instead of Marian's sin|cos halves.
+  // the paper's interleaved sinusoids, or the frequencies of Marian's own
+  // sinusoids, instead of Hugging Face's sin|cos halves.
   if (std::optional<std::string> pos = r.string("position_encoding")) {
     if (*pos == "sinusoidal_interleaved")
       c.sinusoidKind = PositionKind::sinusoidal_interleaved;
+    else if (*pos == "sinusoidal_concat_half_minus_one")
+      c.sinusoidKind = PositionKind::sinusoidal_concat_half_minus_one;
     else if (*pos != "sinusoidal_concat")
       r.fail(llvm::formatv("unsupported position_encoding '{0}' (supported: "
-                           "sinusoidal_concat, sinusoidal_interleaved)",
+                           "sinusoidal_concat, sinusoidal_interleaved, "
+                           "sinusoidal_concat_half_minus_one)",
                            *pos));
   }
   if (llvm::Error e = r.takeError())
@@ -247,6 +251,11 @@ llvm::Expected<ModelConfig> ModelConfig::load(llvm::StringRef path) {
   if (c.dModel % 2 != 0)
     return fail(llvm::formatv("d_model {0} must be even for sinusoidal "
                               "positions",
+                              c.dModel));
+  if (c.sinusoidKind == PositionKind::sinusoidal_concat_half_minus_one &&
+      c.dModel < 4)
+    return fail(llvm::formatv("d_model {0} must be at least 4 for "
+                              "sinusoidal_concat_half_minus_one positions",
                               c.dModel));
   if (c.shareEmbeddings && c.targetVocabSize != c.vocabSize)
     return fail(llvm::formatv("decoder_vocab_size {0} differs from vocab_size "

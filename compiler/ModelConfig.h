@@ -44,8 +44,10 @@ struct ModelConfig {
   bool shareEmbeddings = true;
   /// The output projection is the target embedding table.
   bool tieWordEmbeddings = true;
-  /// How positions are computed when the checkpoint has no position table.
+  /// How positions are computed when the checkpoint has no position table:
+  /// Hugging Face's by default, Marian's own for its .npz releases.
   PositionKind sinusoidKind = PositionKind::sinusoidal_concat;
+  /// Hugging Face's (PyTorch's default); Marian's layer norms use 1e-6.
   double layerNormEpsilon = 1e-5;
 
   /// Reads and checks `path`; errors name the file and the key.

@@ -5,15 +5,21 @@ would make it from that release.
 
   marian_checkpoint.py HF_DIR MARIAN_DIR [--yml-beside] [--name NAME]
 
-HF_DIR: a post-norm model with shared, tied embeddings, computed positions
-and the padding token last (make_test_model.py --positions sinusoidal).
-MARIAN_DIR gets NAME (default model.npz): numpy's savez of Marian's tensors
-(Wemb without the padding row, decoder_ff_logit_out_b, encoder_lN_* and
-decoder_lN_* with matrices [in, out] and vectors [1, n]) and the YAML config
-as the int8 entry special:model.yml (or, with --yml-beside, decoder.yml
-beside it); with a tokenizer, source.spm, target.spm and a vocab.yml. HF_DIR is rewritten as the converter's output of that release:
-a zero embedding row and logits bias for the padding token, positions up to
-d_model, forced EOS 0, the padding token a bad word.
+HF_DIR: a model with shared, tied embeddings, computed positions and the
+padding token last (make_test_model.py --positions sinusoidal), post-norm
+or pre-norm (--pre-norm). MARIAN_DIR gets NAME (default model.npz): numpy's
+savez of Marian's tensors (Wemb without the padding row,
+decoder_ff_logit_out_b, encoder_lN_* and decoder_lN_* with matrices
+[in, out] and vectors [1, n]; a pre-norm model's layer norms as
+*_ln_scale_pre etc. and its final norms as encoder_top_ln_* and
+decoder_top_ln_*) and the YAML config as the int8 entry special:model.yml
+(or, with --yml-beside, decoder.yml beside it); with a tokenizer,
+source.spm, target.spm and a vocab.yml. HF_DIR is rewritten as Hugging
+Face's converter's output of that release (of a post-norm one; the
+converter refuses pre-norm models): a zero embedding row and logits bias
+for the padding token, positions up to d_model, forced EOS 0, the padding
+token a bad word. Its positions stay Hugging Face's, which are not those
+the release computes in Marian (or in tfmc and the reference).
 """
 import argparse
 import json
@@ -33,7 +39,7 @@ LN_NAMES = {"self_Wo_ln": "self_attn_layer_norm", "context_Wo_ln": "encoder_attn
             "ffn_ffn_ln": "final_layer_norm"}
 
 
-def marian_layer(t, side, i, has_context):
+def marian_layer(t, side, i, has_context, pre_norm):
     """Marian's tensors of one layer from the MarianMT ones."""
     p = f"model.{side}.layers.{i}."
     out = {}
@@ -49,8 +55,9 @@ def marian_layer(t, side, i, has_context):
     for marian, hf in LN_NAMES.items():
         if marian.startswith("context") and not has_context:
             continue
-        out[marian + "_scale"] = t[p + hf + ".weight"][None, :]
-        out[marian + "_bias"] = t[p + hf + ".bias"][None, :]
+        suffix = "_pre" if pre_norm else ""
+        out[marian + "_scale" + suffix] = t[p + hf + ".weight"][None, :]
+        out[marian + "_bias" + suffix] = t[p + hf + ".bias"][None, :]
     return {f"{side}_l{i + 1}_{k}": np.ascontiguousarray(v) for k, v in out.items()}
 
 
@@ -70,10 +77,15 @@ def main():
     vocab = c["vocab_size"] - 1
     arrays = {"Wemb": t["model.shared.weight"][:vocab],
               "decoder_ff_logit_out_b": t["final_logits_bias"][:, :vocab]}
+    pre_norm = c.get("normalize_before", False)
     for i in range(c["encoder_layers"]):
-        arrays.update(marian_layer(t, "encoder", i, False))
+        arrays.update(marian_layer(t, "encoder", i, False, pre_norm))
     for i in range(c["decoder_layers"]):
-        arrays.update(marian_layer(t, "decoder", i, True))
+        arrays.update(marian_layer(t, "decoder", i, True, pre_norm))
+    if pre_norm:
+        for side in ("encoder", "decoder"):
+            arrays[f"{side}_top_ln_scale"] = t[f"model.{side}.layer_norm.weight"][None, :]
+            arrays[f"{side}_top_ln_bias"] = t[f"model.{side}.layer_norm.bias"][None, :]
     activation = {"relu": "relu", "swish": "swish", "silu": "swish", "gelu": "gelu"}
     yml = "\n".join([
         "type: transformer",
@@ -83,8 +95,9 @@ def main():
         f"transformer-heads: {c['encoder_attention_heads']}",
         f"transformer-dim-ffn: {c['encoder_ffn_dim']}",
         f"transformer-ffn-activation: {activation[c['activation_function']]}",
-        'transformer-preprocess: ""',
-        "transformer-postprocess: dan",
+        "transformer-preprocess: n" if pre_norm else 'transformer-preprocess: ""',
+        "transformer-postprocess: da" if pre_norm else "transformer-postprocess: dan",
+        "transformer-postprocess-top: n" if pre_norm else 'transformer-postprocess-top: ""',
         "transformer-postprocess-emb: d",
         "transformer-train-position-embeddings: false",
         "tied-embeddings-all: true",

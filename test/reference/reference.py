@@ -14,13 +14,18 @@ with greedy and beam search defined exactly as the runtime's (see
 runtime/src/Runtime.cpp). Reads token-id lines like the translator and
 writes the same output format, in padded batches; with a SentencePiece
 tokenizer in MODEL_DIR it reads and writes text (text_io.py). Run it with
-/usr/bin/python3 (Debian's python3-torch and python3-numpy).
+/usr/bin/python3 (Debian's python3-torch, python3-numpy and python3-yaml).
+
+A MODEL_DIR without Hugging Face's weight files but with one Marian .npz
+release is that model as Marian computes it (load_marian): its own
+sinusoids and layer-norm epsilon, post-norm or pre-norm.
 """
 import argparse
 import ctypes
 import json
 import math
 import os
+import re
 import sys
 import time
 
@@ -51,6 +56,106 @@ def load_weights(model_dir):
         state = torch.load(os.path.join(model_dir, name), map_location="cpu")
         weights.update({k: v.detach().float() for k, v in state.items()})
     return weights
+
+
+HF_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json",
+                   "pytorch_model.bin", "pytorch_model.bin.index.json")
+
+
+def marian_npz(model_dir):
+    """The Marian .npz release in model_dir, or None: only without Hugging
+    Face's weight files, and only one."""
+    names = os.listdir(model_dir)
+    if any(f in names for f in HF_WEIGHT_FILES):
+        return None
+    npz = sorted(f for f in names if f.endswith(".npz"))
+    if len(npz) > 1:
+        sys.exit(f"{model_dir}: more than one .npz")
+    return os.path.join(model_dir, npz[0]) if npz else None
+
+
+def load_marian(path):
+    """(config, weights) of a Marian release, in the MarianMT names and
+    layout that Model reads, from Marian's own definitions (src/models/
+    transformer.h): the YAML config in the entry special:model.yml, else
+    NAME.npz.yml or decoder.yml beside it; matrices x . W stored [in, out];
+    the decoder starts from a zero embedding, here a padding token after the
+    vocabulary (also banned from the output); </s> is 0. Layer norms after
+    each sub-layer (`<prefix>_ln_scale`, transformer-postprocess dan), or
+    before it (`<prefix>_ln_scale_pre`, transformer-preprocess n) and after
+    each stack (`encoder_top_ln_scale`, transformer-postprocess-top n), all
+    with epsilon 1e-6; sinusoids of frequencies 10000^(-i/(d/2 - 1))."""
+    import yaml
+    arrays = dict(np.load(path))
+    if "special:model.yml" in arrays:
+        text = arrays.pop("special:model.yml").tobytes().split(b"\0")[0].decode()
+    else:
+        beside = [path + ".yml", os.path.join(os.path.dirname(path), "decoder.yml")]
+        text = open(next(p for p in beside if os.path.exists(p))).read()
+    y = yaml.safe_load(text)
+    # Marian's defaults; dropout ('d') does nothing in translation.
+    ops = {k: (y.get(k, default) or "").replace("d", "") for k, default in (
+        ("transformer-preprocess", ""), ("transformer-postprocess", "dan"),
+        ("transformer-postprocess-top", ""))}
+    pre_norm = ops["transformer-preprocess"] == "n"
+    assert (ops["transformer-postprocess"], ops["transformer-postprocess-top"]) == \
+        (("a", "n") if pre_norm else ("an", "")), ops
+    shared = "Wemb" in arrays
+    vocab = arrays["Wemb" if shared else "decoder_Wemb"].shape[0]
+    c = {"d_model": y["dim-emb"], "encoder_layers": y["enc-depth"],
+         "decoder_layers": y["dec-depth"],
+         "encoder_attention_heads": y["transformer-heads"],
+         "decoder_attention_heads": y["transformer-heads"],
+         "activation_function": y.get("transformer-ffn-activation", "swish"),
+         "normalize_before": pre_norm, "scale_embedding": True,
+         "share_encoder_decoder_embeddings": shared,
+         "vocab_size": vocab + 1, "pad_token_id": vocab,
+         "decoder_start_token_id": vocab, "eos_token_id": 0,
+         "forced_eos_token_id": 0, "bad_words_ids": [[vocab]],
+         # tfmc's limit, as Hugging Face's converter sets it.
+         "max_position_embeddings": y["dim-emb"],
+         "position_encoding": "sinusoidal_concat_half_minus_one",
+         "layer_norm_eps": 1e-6}
+    hf_layer = {"self": "self_attn", "context": "encoder_attn"}
+    hf_norm = {"self": "self_attn_layer_norm", "context": "encoder_attn_layer_norm",
+               "ffn": "final_layer_norm"}
+    norm_prefix = {"self": "Wo", "context": "Wo", "ffn": "ffn"}
+    suffix = "_pre" if pre_norm else ""
+    w = {}
+    for name, a in arrays.items():
+        a = torch.from_numpy(a.astype(np.float32))
+        top = re.fullmatch(r"(encoder|decoder)_top_ln_(scale|bias)", name)
+        layer = re.fullmatch(r"(encoder|decoder)_l(\d+)_(self|context|ffn)_(.+)", name)
+        if name in ("Wemb", "encoder_Wemb", "decoder_Wemb"):
+            hf = "model.shared" if name == "Wemb" else f"model.{name[:7]}.embed_tokens"
+            w[hf + ".weight"] = torch.cat([a, torch.zeros(1, a.shape[1])])
+        elif name == "decoder_ff_logit_out_b":
+            w["final_logits_bias"] = torch.cat([a, torch.zeros(1, 1)], dim=1)
+        elif top and pre_norm:
+            side, kind = top.groups()
+            w[f"model.{side}.layer_norm." + ("weight" if kind == "scale" else "bias")] = a[0]
+        elif layer:
+            side, n, sub, rest = layer.groups()
+            p = f"model.{side}.layers.{int(n) - 1}."
+            norm = re.fullmatch(norm_prefix[sub] + "_ln_(scale|bias)" + suffix, rest)
+            linear = re.fullmatch(r"([Wb])([12])" if sub == "ffn" else r"([Wb])([qkvo])", rest)
+            if norm:
+                w[p + hf_norm[sub] + (".weight" if norm.group(1) == "scale" else ".bias")] = a[0]
+                continue
+            if not linear:
+                sys.exit(f"{path}: unknown tensor {name}")
+            kind, which = linear.groups()
+            if sub == "ffn":
+                p += "fc" + which
+            else:
+                p += hf_layer[sub] + "." + ("out" if which == "o" else which) + "_proj"
+            if kind == "W":  # x . W, [in, out] -> [out, in]
+                w[p + ".weight"] = a.T.contiguous()
+            else:
+                w[p + ".bias"] = a[0]
+        else:
+            sys.exit(f"{path}: unknown tensor {name}")
+    return c, w
 
 
 def to_bf16(t):
@@ -88,11 +193,16 @@ def quantize_activations(t):
 
 class Model:
     def __init__(self, model_dir, precision="fp32"):
-        with open(os.path.join(model_dir, "config.json")) as f:
-            c = json.load(f)
+        npz = marian_npz(model_dir)
+        if npz:
+            c, self.w = load_marian(npz)
+        else:
+            with open(os.path.join(model_dir, "config.json")) as f:
+                c = json.load(f)
+            self.w = load_weights(model_dir)
         # generation_config.json overrides config.json's generation keys.
         generation = os.path.join(model_dir, "generation_config.json")
-        if os.path.exists(generation):
+        if not npz and os.path.exists(generation):
             with open(generation) as f:
                 g = json.load(f)
             for key in ("eos_token_id", "pad_token_id", "decoder_start_token_id",
@@ -100,8 +210,8 @@ class Model:
                 if g.get(key) is not None:
                     c[key] = g[key]
         self.c = c
-        self.w = load_weights(model_dir)
         self.d = c["d_model"]
+        self.eps = c.get("layer_norm_eps", 1e-5)
         self.pre_norm = c.get("normalize_before", False)
         self.embed_scale = math.sqrt(self.d) if c.get("scale_embedding", False) else 1.0
         shared = c.get("share_encoder_decoder_embeddings", True)
@@ -131,17 +241,25 @@ class Model:
             name = f"model.{side}.embed_positions.weight"
             self.positions[side] = self.w[name] if name in self.w else self.sinusoids(
                 c["max_position_embeddings"], self.d,
-                c.get("position_encoding", "sinusoidal_concat") == "sinusoidal_interleaved")
+                c.get("position_encoding", "sinusoidal_concat"))
 
     @staticmethod
-    def sinusoids(n_pos, dim, interleaved):
-        # PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(p / 10000^(2i/d));
-        # Marian puts all sines first, then all cosines.
+    def sinusoids(n_pos, dim, kind):
+        # PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(p / 10000^(2i/d))
+        # (the paper: sinusoidal_interleaved); Hugging Face's MarianMT puts all
+        # sines first, then all cosines (sinusoidal_concat); Marian's own
+        # sinusoids (node_initializers.cpp) are those halves with the
+        # frequencies 10000^(-i/(d/2 - 1)) (sinusoidal_concat_half_minus_one).
+        assert kind in ("sinusoidal_interleaved", "sinusoidal_concat",
+                        "sinusoidal_concat_half_minus_one"), kind
         pos = np.arange(n_pos, dtype=np.float64)[:, None]
         i = np.arange(dim // 2, dtype=np.float64)[None, :]
-        angle = pos / np.power(10000.0, 2 * i / dim)
+        if kind == "sinusoidal_concat_half_minus_one":
+            angle = pos / np.power(10000.0, i / (dim // 2 - 1))
+        else:
+            angle = pos / np.power(10000.0, 2 * i / dim)
         out = np.zeros((n_pos, dim), dtype=np.float32)
-        if interleaved:
+        if kind == "sinusoidal_interleaved":
             out[:, 0::2], out[:, 1::2] = np.sin(angle), np.cos(angle)
         else:
             out[:, :dim // 2], out[:, dim // 2:] = np.sin(angle), np.cos(angle)
@@ -169,7 +287,7 @@ class Model:
 
     def layer_norm(self, x, name):
         return torch.nn.functional.layer_norm(
-            x, (self.d,), self.w[name + ".weight"], self.w[name + ".bias"], eps=1e-5)
+            x, (self.d,), self.w[name + ".weight"], self.w[name + ".bias"], eps=self.eps)
 
     def heads(self, x, n):
         b, s, _ = x.shape

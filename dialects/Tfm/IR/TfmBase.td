@@ -55,12 +55,17 @@ def Tfm_Activation : I32EnumAttr<"Activation",
 
 def Tfm_PositionKind : I32EnumAttr<"PositionKind",
     "how position encodings are computed", [
-      // sin at even channels, cos at odd ones (Vaswani et al., sec. 3.5).
+      // sin at even channels, cos at odd ones, frequencies 10000^(-i/(d/2))
+      // (Vaswani et al., sec. 3.5).
       I32EnumAttrCase<"sinusoidal_interleaved", 0>,
-      // sin in the first half of the channels, cos in the second (Marian).
+      // sin in the first half of the channels, cos in the second, the same
+      // frequencies (Hugging Face's MarianMT).
       I32EnumAttrCase<"sinusoidal_concat", 1>,
       // rows of a table read from the checkpoint.
       I32EnumAttrCase<"learned", 2>,
+      // the halves of sinusoidal_concat, frequencies 10000^(-i/(d/2 - 1))
+      // (tensor2tensor's; Marian's own, fairseq's).
+      I32EnumAttrCase<"sinusoidal_concat_half_minus_one", 3>,
     ]> {
   let cppNamespace = "::mlir::tfm";
 }

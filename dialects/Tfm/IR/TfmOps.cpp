@@ -297,6 +297,12 @@ LogicalResult PositionEncodingOp::verify() {
     return emitOpError() << "expected an even encoding size for sinusoidal "
                             "positions, found "
                          << dim;
+  // 10000^(-i/(d/2 - 1)) needs a second pair of channels.
+  if (getKind() == PositionKind::sinusoidal_concat_half_minus_one && dim < 4)
+    return emitOpError() << "expected an encoding size of at least 4 for "
+                            "sinusoidal_concat_half_minus_one positions "
+                            "(frequencies 10000^(-i/(d/2 - 1))), found "
+                         << dim;
   return success();
 }
 

@@ -94,17 +94,30 @@ def Tfm_PositionEncodingOp : Tfm_Op<"position_encoding"> {
     encoding of position `p = offset + j`, a vector of the result's last
     dimension `d`. The ids themselves are not read; they give the shape.
     `offset` is 0 in the encoder and the decoding step in the incremental
-    decoder.
+    decoder (a model whose positions start elsewhere, as fairseq's at 2,
+    adds its start to both).
 
     - `sinusoidal_interleaved` (the paper):
       `PE[p, 2i] = sin(p / 10000^(2i/d))`, `PE[p, 2i+1] = cos(p / 10000^(2i/d))`
-    - `sinusoidal_concat` (Marian): the same sines in channels `[0, d/2)` and
-      the same cosines in `[d/2, d)`
+    - `sinusoidal_concat` (Hugging Face's MarianMT): the same sines in
+      channels `[0, d/2)` and the same cosines in `[d/2, d)`
+    - `sinusoidal_concat_half_minus_one` (tensor2tensor's, as Marian and
+      fairseq compute it): the halves of `sinusoidal_concat` with the
+      frequencies `10000^(-i/(d/2 - 1))`, `i < d/2`, the last one exactly
+      `1/10000`: `PE[p, i] = sin(p / 10000^(i/(d/2 - 1)))`,
+      `PE[p, d/2 + i] = cos(p / 10000^(i/(d/2 - 1)))`; `d >= 4`
     - `learned`: `PE[p, :] = table[p, :]`, with `table` read from the
       checkpoint
 
+    A model is read with the sinusoids it was trained with: a Marian `.npz`
+    release with `sinusoidal_concat_half_minus_one`; Hugging Face's
+    MarianMT computes `sinusoidal_concat`, also for the checkpoints its
+    converter makes from such releases.
+
     ```mlir
     %pe = tfm.position_encoding sinusoidal_concat %ids, %c0
+        : tensor<?x?xi32> -> tensor<?x?x512xf32>
+    %pm = tfm.position_encoding sinusoidal_concat_half_minus_one %ids, %c0
         : tensor<?x?xi32> -> tensor<?x?x512xf32>
     %pl = tfm.position_encoding learned %ids, %step table(%t : tensor<512x512xf32>)
         : tensor<?x1xi32> -> tensor<?x1x512xf32>

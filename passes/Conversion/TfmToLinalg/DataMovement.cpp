@@ -110,8 +110,10 @@ struct PositionEncodingLowering
   }
 
   /// In f64, as reference implementations compute the table:
-  /// angle = p / 10000^(2i/d); sin for the first of each pair (interleaved)
-  /// or the first half of the channels (concatenated), cos for the other.
+  /// angle = p / 10000^(i/n) for the channel pair i, with n = d/2 (the
+  /// paper's 2i/d) or n = d/2 - 1 (sinusoidal_concat_half_minus_one); sin
+  /// for the first of each pair (interleaved) or the first half of the
+  /// channels (concatenated), cos for the other.
   static Value sinusoid(OpBuilder &b, Location l, PositionKind kind, Value pos,
                         Value c, int64_t dim, Type elt) {
     Type f64 = b.getF64Type();
@@ -128,14 +130,16 @@ struct PositionEncodingLowering
       i = b.create<arith::SelectOp>(l, isSin, c,
                                     b.create<arith::SubIOp>(l, c, half));
     }
+    int64_t n = kind == PositionKind::sinusoidal_concat_half_minus_one
+                    ? dim / 2 - 1
+                    : dim / 2;
     auto toF64 = [&](Value index) -> Value {
       Value i64 = b.create<arith::IndexCastOp>(l, b.getI64Type(), index);
       return b.create<arith::SIToFPOp>(l, f64, i64);
     };
-    // 10000^(2i/d)
+    // 10000^(i/n)
     Value exponent = b.create<arith::DivFOp>(
-        l, b.create<arith::MulFOp>(l, toF64(i), floatConstant(b, l, f64, 2.0)),
-        floatConstant(b, l, f64, double(dim)));
+        l, toF64(i), floatConstant(b, l, f64, double(n)));
     Value denom = b.create<math::PowFOp>(
         l, floatConstant(b, l, f64, 10000.0), exponent);
     Value angle = b.create<arith::DivFOp>(l, toF64(pos), denom);

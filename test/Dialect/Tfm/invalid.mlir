@@ -115,6 +115,22 @@ func.func @position_odd_size(%ids: tensor<?x?xi32>, %o: index) {
 
 // -----
 
+func.func @position_half_minus_one_size(%ids: tensor<?x?xi32>, %o: index) {
+  // expected-error @+1 {{expected an encoding size of at least 4 for sinusoidal_concat_half_minus_one positions (frequencies 10000^(-i/(d/2 - 1))), found 2}}
+  %0 = tfm.position_encoding sinusoidal_concat_half_minus_one %ids, %o : tensor<?x?xi32> -> tensor<?x?x2xf32>
+  return
+}
+
+// -----
+
+func.func @position_half_minus_one_with_table(%ids: tensor<?x?xi32>, %o: index, %t: tensor<512x8xf32>) {
+  // expected-error @+1 {{expected no table for sinusoidal_concat_half_minus_one positions}}
+  %0 = tfm.position_encoding sinusoidal_concat_half_minus_one %ids, %o table(%t : tensor<512x8xf32>) : tensor<?x?xi32> -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
 func.func @matmul_ranks(%a: tensor<?x4x8xf32>, %b: tensor<8x4xf32>) {
   // expected-error @+1 {{expected operands of the same rank, 2 or more, found ranks 3 and 2}}
   %0 = tfm.matmul %a, %b : tensor<?x4x8xf32>, tensor<8x4xf32> -> tensor<?x4x4xf32>

@@ -4,7 +4,7 @@
 
 // CHECK-LABEL: func @weights_and_embeddings
 func.func @weights_and_embeddings(%ids: tensor<?x?xi32>, %step: index)
-    -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>) {
+    -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>) {
   // CHECK: %[[T:.+]] = tfm.weight "model.shared.weight" : tensor<1000x64xf32>
   %table = tfm.weight "model.shared.weight" : tensor<1000x64xf32>
   // CHECK: %[[P:.+]] = tfm.weight "model.encoder.embed_positions.weight" : tensor<512x64xf32>
@@ -17,7 +17,9 @@ func.func @weights_and_embeddings(%ids: tensor<?x?xi32>, %step: index)
   %pc = tfm.position_encoding sinusoidal_concat %ids, %step : tensor<?x?xi32> -> tensor<?x?x64xf32>
   // CHECK: tfm.position_encoding sinusoidal_interleaved %[[IDS]], %[[STEP]] : tensor<?x?xi32> -> tensor<?x?x64xf32>
   %pi = tfm.position_encoding sinusoidal_interleaved %ids, %step : tensor<?x?xi32> -> tensor<?x?x64xf32>
-  return %x, %pl, %pc, %pi : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
+  // CHECK: tfm.position_encoding sinusoidal_concat_half_minus_one %[[IDS]], %[[STEP]] : tensor<?x?xi32> -> tensor<?x?x64xf32>
+  %pm = tfm.position_encoding sinusoidal_concat_half_minus_one %ids, %step : tensor<?x?xi32> -> tensor<?x?x64xf32>
+  return %x, %pl, %pc, %pi, %pm : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
 }
 
 // CHECK-LABEL: func @products
