@@ -11,6 +11,8 @@ packages=(
   libomp-19-dev libclang-rt-19-dev zlib1g-dev libzstd-dev libedit-dev libxml2-dev libcurl4-openssl-dev libffi-dev
   # runtime libraries
   libdnnl-dev libfmt-dev libsentencepiece-dev sentencepiece libopenblas-dev
+  # the translator's command line (CLI11, header-only)
+  libcli11-dev
   # Marian's .npz models carry a YAML config
   libyaml-cpp-dev
   # the Python API (import tfmc), pictures of the graph (tfmc graph)

@@ -24,7 +24,8 @@ namespace tfm_translator {
 
 /// Reports an error that ends the run, and ends it.
 [[noreturn]] inline void die(const std::string &message) {
-  std::fprintf(stderr, "translator: error: %s\n", message.c_str());
+  std::string line = "translator: error: " + message + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
   std::exit(1);
 }
 

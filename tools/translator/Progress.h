@@ -10,8 +10,9 @@
 
 #include "tools/translator/Lines.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
-#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 
@@ -39,11 +40,11 @@ public:
     double seconds = std::chrono::duration<double>(now - started).count();
     double rate = seconds > 0 ? 1 / seconds : 0;
     int percent = total ? int(100 * bytesDone / total) : 100;
-    std::fprintf(stderr,
-                 "\r\033[Ktranslator: %3d%% %zu sentences, %.1f sentences/s, "
-                 "%.0f tokens/s%s",
-                 percent, sentences, sentences * rate, tokens * rate,
-                 last ? "\n" : "");
+    fmt::print(stderr,
+               "\r\033[Ktranslator: {:3d}% {} sentences, {:.1f} sentences/s, "
+               "{:.0f} tokens/s{}",
+               percent, sentences, sentences * rate, tokens * rate,
+               last ? "\n" : "");
     shown = !last;
   }
 
@@ -66,18 +67,15 @@ class Warnings {
 public:
   Warnings(bool quiet, Progress &progress) : quiet(quiet), progress(progress) {}
 
-  void warn(const Location &where, const char *format, ...)
-      __attribute__((format(printf, 3, 4))) {
+  template <typename... Args>
+  void warn(const Location &where, fmt::format_string<Args...> format,
+            Args &&...args) {
     ++count;
     if (quiet || count > kWarningsShown)
       return;
     progress.clear();
-    std::fprintf(stderr, "translator: warning: %s: ", where.str().c_str());
-    va_list args;
-    va_start(args, format);
-    std::vfprintf(stderr, format, args);
-    va_end(args);
-    std::fputc('\n', stderr);
+    fmt::print(stderr, "translator: warning: {}: {}\n", where.str(),
+               fmt::format(format, std::forward<Args>(args)...));
   }
 
   /// How many went unprinted, if any did.
@@ -85,9 +83,8 @@ public:
     if (quiet || count <= kWarningsShown)
       return;
     progress.clear();
-    std::fprintf(stderr,
-                 "translator: %zu warnings in all (the first %zu shown)\n",
-                 count, kWarningsShown);
+    fmt::print(stderr, "translator: {} warnings in all (the first {} shown)\n",
+               count, kWarningsShown);
   }
 
 private:

@@ -1,0 +1,250 @@
+//===- Options.cpp - The translator's command line --------------*- C++ -*-===//
+
+#include "tools/translator/Options.h"
+
+#include "tfm/abi/ModelInfo.h"
+#include "tools/Version.h"
+#include "tools/translator/Lines.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <sstream>
+
+using namespace tfm_translator;
+
+namespace {
+
+const char *kDescription = R"(Translates the lines of the INPUT files (default, or '-': stdin), one
+sentence a line, and writes one translation a line in the same order. Blank
+lines give empty lines. Text is UTF-8; invalid bytes are replaced by U+FFFD
+and a line longer than the model's positions is cut, each with a warning.)";
+
+const char *kFooter = R"(Token ids: a line of space-separated source ids gets EOS appended when it
+does not end in it, as text input and the Python API do; ids output has no
+EOS and is valid ids input.
+
+Generation follows the checkpoint's config.json as Hugging Face's generate
+reads it: a sentence that reaches its length limit ends with the
+forced_eos_token_id if one is set (so it keeps at most N - 1 tokens), and
+the bad_words_ids are never generated; --model-info shows both.
+
+Weights are checked against tfmc's checksums at every load (about 50 ms
+per GB on 2 threads; --no-verify-weights skips it). An output file is
+replaced only when the run succeeds, and an input is never an output.
+
+When stderr is a terminal and the input comes from files, a progress line
+shows the sentences done, sentences/s and output tokens/s.)";
+
+/// What tfmc compiled into this binary: the architecture and the backend
+/// chosen for each op kind and shape (tfmc --print-backends).
+void printModelInfo() {
+  const tfm_model_info &m = tfm_model_info_data;
+  fmt::print("model: d_model {}, {} encoder + {} decoder layers, {} heads, "
+             "vocabulary {} -> {}, {} positions\n",
+             m.dModel, m.encoderLayers, m.decoderLayers, m.encoderHeads,
+             m.sourceVocabSize, m.targetVocabSize, m.maxPositions);
+  fmt::print("precision: {}\n", tfm_runtime::precisionName(m.precision));
+  if (m.forcedEosTokenId >= 0)
+    fmt::print("forced EOS at the length limit: {}\n", m.forcedEosTokenId);
+  else
+    fmt::print("forced EOS at the length limit: none\n");
+  fmt::print("bad words:");
+  if (tfm_model_bad_words[0] == 0)
+    fmt::print(" none");
+  for (int64_t i = 0, at = 1; i < tfm_model_bad_words[0]; ++i) {
+    int64_t length = tfm_model_bad_words[at++];
+    std::vector<int64_t> words(tfm_model_bad_words + at,
+                               tfm_model_bad_words + at + length);
+    at += length;
+    fmt::print(" [{}]", fmt::join(words, " "));
+  }
+  fmt::print("\nbackends:\n{}", tfm_model_backends);
+}
+
+/// CLI11's help with each option's description wrapped beside its name.
+class WrappingFormatter : public CLI::Formatter {
+public:
+  static constexpr size_t kNameWidth = 30, kLineWidth = 79;
+  WrappingFormatter() { column_width(kNameWidth); }
+  std::string make_option_desc(const CLI::Option *option) const override {
+    std::string text, line;
+    std::istringstream words(option->get_description());
+    for (std::string word; words >> word;) {
+      if (!line.empty() && line.size() + 1 + word.size() >
+                               kLineWidth - kNameWidth) {
+        text += line + "\n";
+        line.clear();
+      }
+      line += (line.empty() ? "" : " ") + word;
+    }
+    return text + line;
+  }
+};
+
+/// An integer of at least `min`.
+CLI::Validator atLeast(long min) {
+  return CLI::Validator(
+      [min](std::string &value) -> std::string {
+        char *end = nullptr;
+        errno = 0;
+        long v = std::strtol(value.c_str(), &end, 10);
+        if (errno || end == value.c_str() || *end || v < min || v > INT32_MAX)
+          return fmt::format("expects an integer >= {}, found '{}'", min,
+                             value);
+        return "";
+      },
+      "");
+}
+
+/// A finite number (NaN and infinities are refused), at least `min` if
+/// given.
+CLI::Validator finiteNumber(std::optional<double> min = std::nullopt) {
+  return CLI::Validator(
+      [min](std::string &value) -> std::string {
+        char *end = nullptr;
+        double v = std::strtod(value.c_str(), &end);
+        if (end == value.c_str() || *end || !std::isfinite(v))
+          return fmt::format("expects a finite number, found '{}'", value);
+        if (min && v < *min)
+          return fmt::format("expects a number >= {}, found '{}'", *min,
+                             value);
+        return "";
+      },
+      "");
+}
+
+const std::map<std::string, Format> kFormats = {{"text", Format::Text},
+                                                {"ids", Format::Ids}};
+
+CLI::Validator oneFormat() {
+  return CLI::Validator(
+      [](std::string &value) -> std::string {
+        return kFormats.count(value)
+                   ? ""
+                   : fmt::format("expects 'text' or 'ids', found '{}'", value);
+      },
+      "");
+}
+
+/// Options that print something and exit.
+void addInformation(CLI::App &app) {
+  app.add_flag_callback(
+      "--model-info",
+      [] {
+        printModelInfo();
+        std::exit(0);
+      },
+      "print the compiled model's shape and which backend (our code, "
+      "oneDNN) runs each op kind, and exit");
+  app.add_flag_callback(
+      "--version",
+      [] {
+        fmt::print("translator compiled by tfmc {} (commit {})\n",
+                   TFM_VERSION, TFM_COMMIT);
+        std::exit(0);
+      },
+      "print the version of tfmc that built this translator, and exit");
+}
+
+void addSearchOptions(CLI::App &app, Options &o) {
+  tfm_search_options &s = o.search;
+  app.add_option("-b,--beam-size", s.beam_size, "beam width (1: greedy)")
+      ->capture_default_str()->check(atLeast(1))->type_name("N");
+  app.add_option("-n,--n-best", s.n_best,
+                 "print the N best hypotheses of each sentence as "
+                 "\"INDEX ||| TRANSLATION ||| SCORE\" lines")
+      ->capture_default_str()->check(atLeast(1))->type_name("N");
+  app.add_option("--batch-size", o.batchSize, "sentences decoded together")
+      ->capture_default_str()->check(atLeast(1))->type_name("N");
+  app.add_option("--max-length", s.max_length,
+                 "at most N target tokens, EOS included")
+      ->capture_default_str()->check(atLeast(1))->type_name("N")
+      ->each([&o](const std::string &) { o.maxLengthGiven = true; });
+  app.add_option("--max-length-ratio", s.max_length_ratio,
+                 "also at most R * source tokens + 5 (0: off)")
+      ->capture_default_str()->check(finiteNumber(0.0))->type_name("R");
+  app.add_option("--min-length", s.min_length, "no EOS before N tokens")
+      ->capture_default_str()->check(atLeast(0))->type_name("N");
+  app.add_option("--length-penalty", s.length_penalty,
+                 "beam scores: sum(log p) / length^A")
+      ->capture_default_str()->check(finiteNumber())->type_name("A");
+  app.add_flag("--suppress-eos", s.suppress_eos,
+               "never end a sentence: decode exactly --max-length tokens "
+               "(benchmarks)");
+}
+
+void addInputOutputOptions(CLI::App &app, Options &o) {
+  auto format = [&app](const char *name, Format &into, const char *help) {
+    app.add_option_function<std::string>(
+           name, [&into](const std::string &v) { into = kFormats.at(v); },
+           help)
+        ->check(oneFormat())->type_name("text|ids");
+  };
+  format("--input-format", o.inputFormat,
+         "sentences as text, or as space-separated source token ids "
+         "[text if the model has a tokenizer, else ids]");
+  format("--output-format", o.outputFormat,
+         "translations as text or token ids [likewise]");
+  app.add_option("--weights", o.weights,
+                 "the weights file (default: embedded, else model.tfmw next "
+                 "to the translator); the tokenizer is looked for in it or "
+                 "beside it")
+      ->type_name("FILE");
+  app.add_option("-o,--output", o.output,
+                 "write translations to FILE (default: stdout)")
+      ->type_name("FILE");
+  app.add_flag("-q,--quiet", o.quiet, "no warnings, no progress");
+  app.add_flag("--timing", o.timing,
+               "report load and translation seconds on stderr, then those "
+               "of the encoder, the decoder steps, the search and the cache "
+               "moves");
+  app.add_option("--dump-first-logits", o.logitsPath,
+                 "write each sentence's first-step logits (f32, "
+                 "little-endian) to FILE, for testing")
+      ->type_name("FILE");
+  app.add_option("INPUT", o.inputs, "input files ('-': stdin)");
+}
+
+void addMachineOptions(CLI::App &app, Options &o) {
+  app.add_option("--threads", o.threads, "worker threads")
+      ->capture_default_str()->check(atLeast(1))->type_name("N");
+  app.add_flag("--verify-weights", o.verifyWeights,
+               "check every tensor of the weights against tfmc's checksums, "
+               "name the damaged ones, and exit");
+  app.add_flag("--no-verify-weights", o.skipWeightCheck,
+               "load without checking the tensors' bytes (the header and "
+               "tensor table are still checked)");
+}
+
+} // namespace
+
+Options tfm_translator::parseCommandLine(int argc, char **argv) {
+  Options o;
+  tfm_search_options_default(&o.search);
+  CLI::App app(kDescription, "translator");
+  app.footer(kFooter);
+  app.formatter(std::make_shared<WrappingFormatter>());
+  app.set_help_flag("-h,--help", "this text");
+  addInformation(app);
+  addSearchOptions(app, o);
+  addInputOutputOptions(app, o);
+  addMachineOptions(app, o);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &) {
+    fmt::print("{}", app.help());
+    std::exit(0);
+  } catch (const CLI::ParseError &e) {
+    die(fmt::format("{}; see --help", e.what()));
+  }
+  if (o.search.n_best > o.search.beam_size)
+    die(fmt::format("--n-best {} exceeds --beam-size {}", o.search.n_best,
+                    o.search.beam_size));
+  return o;
+}

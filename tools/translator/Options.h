@@ -1,0 +1,44 @@
+//===- Options.h - The translator's command line ----------------*- C++ -*-===//
+//
+// The options of the compiled translator, parsed with CLI11: each one with
+// its default, its check and one line of help; the longer explanations in
+// the help's footer.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_TOOLS_TRANSLATOR_OPTIONS_H
+#define TFM_TOOLS_TRANSLATOR_OPTIONS_H
+
+#include "tfm/runtime.h"
+
+#include <string>
+#include <vector>
+
+namespace tfm_translator {
+
+enum class Format { Default, Text, Ids };
+
+struct Options {
+  tfm_search_options search;
+  int batchSize = 32;
+  int threads = 2;
+  std::vector<std::string> inputs;
+  std::string output, weights, logitsPath;
+  Format inputFormat = Format::Default, outputFormat = Format::Default;
+  bool timing = false, quiet = false;
+  /// --verify-weights: check every tensor, report, and exit.
+  bool verifyWeights = false;
+  /// --no-verify-weights: load without checking the tensors' bytes.
+  bool skipWeightCheck = false;
+  /// --max-length was given, not the default.
+  bool maxLengthGiven = false;
+};
+
+/// The options of `argv`; prints the help, the version or the model's
+/// info and exits where asked to, and exits with a message naming the
+/// option and its value when one is wrong.
+Options parseCommandLine(int argc, char **argv);
+
+} // namespace tfm_translator
+
+#endif // TFM_TOOLS_TRANSLATOR_OPTIONS_H
