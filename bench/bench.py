@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The benchmark harness: the tfmc translator (compiled with each backend)
 against the project's PyTorch reference on the benchmark work of
-shared/bench (same model, same inputs, exactly 32 target tokens per sentence
+bench/make_model.py (same model, same inputs, exactly 32 target tokens per sentence
 with EOS suppressed, 2 threads), plus the micro-benchmarks of bench/micro.py,
 all in one run.
 
@@ -90,9 +90,9 @@ def read_tokens(path):
 
 
 def make_model(size, out, quick):
-    shared = os.path.join(ROOT, "..", "shared", "bench", "make_model.py")
-    if os.path.exists(shared) and not quick:
-        subprocess.run([PY, shared, out, "--size", size], check=True, stdout=subprocess.DEVNULL)
+    maker = os.path.join(ROOT, "bench", "make_model.py")
+    if os.path.exists(maker) and not quick:
+        subprocess.run([PY, maker, out, "--size", size], check=True, stdout=subprocess.DEVNULL)
     else:  # the project's generator writes the same shapes
         subprocess.run([PY, os.path.join(ROOT, "test", "models", "make_test_model.py"), out,
                         "--size", size, "--sentences", "128"], check=True,
