@@ -10,6 +10,7 @@
 #define TFM_COMPILER_CODEGEN_H
 
 #include "passes/Passes.h"
+#include "passes/Pipelines.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"

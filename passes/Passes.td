@@ -223,6 +223,28 @@ def TfmLowerVectorsPass : Pass<"tfm-lower-vectors", "::mlir::ModuleOp"> {
   }];
 }
 
+def TfmMarkEntryPointsPass : Pass<"tfm-mark-entry-points", "::mlir::ModuleOp"> {
+  let summary = "Give public functions C interface wrappers";
+  let description = [{
+    Sets `llvm.emit_c_interface` on every public function with a body, so
+    that func-to-llvm emits `_mlir_ciface_<name>`, the entry point the
+    runtime calls with memref descriptors.
+  }];
+}
+
+def TfmInlineAllocaScopesPass
+    : Pass<"tfm-inline-alloca-scopes", "::mlir::ModuleOp"> {
+  let summary = "Inline memref.alloca_scope bodies that allocate nothing";
+  let description = [{
+    convert-scf-to-openmp wraps each parallel body in a
+    `memref.alloca_scope`, which must stay one block, so scf-to-cf inside it
+    fails verification. Bodies that allocate nothing on the stack (ours:
+    temporaries are on the heap, vector transfers unrolled) need no scope:
+    their operations are inlined in its place.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def TfmWriteResultsInPlacePass
     : Pass<"tfm-write-results-in-place", "::mlir::func::FuncOp"> {
   let summary = "Compute results in their out-params instead of copying them there";

@@ -35,6 +35,7 @@
 #include "bench/micro/peers/Peers.h"
 #include "tfm/abi/Panels.h"
 #include "passes/Passes.h"
+#include "passes/Pipelines.h"
 #include "runtime/src/Heap.h"
 #include "tfm/abi/ModelInfo.h"
 #include "tfm/abi/OneDnnAbi.h"

@@ -8,6 +8,7 @@
 #include "dialects/Tfm/IR/TfmDialect.h"
 #include "passes/PassStatistics.h"
 #include "passes/Passes.h"
+#include "passes/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

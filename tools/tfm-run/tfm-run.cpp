@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+#include "passes/Pipelines.h"
 #include "tfm/abi/ModelInfo.h"
 #include "tfm/abi/OneDnnAbi.h"
 

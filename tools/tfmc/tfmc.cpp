@@ -30,6 +30,7 @@
 #include "tfm/abi/ModelInfo.h"
 #include "passes/PassStatistics.h"
 #include "passes/Passes.h"
+#include "passes/Pipelines.h"
 #include "tools/Version.h"
 
 #include "mlir/IR/AsmState.h"

@@ -1,8 +1,8 @@
-//===- CodegenScripts.cpp - Transform-dialect codegen steps --------*- C++ -*-===//
+//===- LowerVectors.cpp - Vector ops for convert-vector-to-llvm -*- C++ -*-===//
 //
 // The lowering of vector ops to what convert-vector-to-llvm takes, written
 // as a transform-dialect script that the pass parses and applies to the
-// module (the pitfalls it avoids: shared/notes/mlir19-cpu-codegen.md).
+// module (the pitfalls it avoids: docs/Design/MLIR19Codegen.md).
 //
 //===----------------------------------------------------------------------===//
 
