@@ -1,4 +1,4 @@
-//===- Checkpoint.cpp - The tensors of a checkpoint directory -----*- C++ -*-===//
+//===- Checkpoint.cpp - The tensors of a checkpoint directory ---*- C++ -*-===//
 
 #include "compiler/Checkpoint.h"
 

@@ -1,4 +1,4 @@
-//===- Checkpoint.h - The tensors of a checkpoint directory -------*- C++ -*-===//
+//===- Checkpoint.h - The tensors of a checkpoint directory -----*- C++ -*-===//
 //
 // A Hugging Face checkpoint keeps its tensors in model.safetensors, or in
 // pytorch_model.bin (torch.save's zip of a pickled state_dict, as most

@@ -1,4 +1,4 @@
-//===- Codegen.cpp - tfm IR to a native object file ----------------*- C++ -*-===//
+//===- Codegen.cpp - tfm IR to a native object file -------------*- C++ -*-===//
 
 #include "compiler/Codegen.h"
 #include "compiler/WeightsFile.h"

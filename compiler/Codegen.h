@@ -1,4 +1,4 @@
-//===- Codegen.h - tfm IR to a native object file ------------------*- C++ -*-===//
+//===- Codegen.h - tfm IR to a native object file ---------------*- C++ -*-===//
 //
 // The back half of the compiler: fused tfm IR -> linalg -> bufferized loops
 // -> LLVM dialect -> LLVM IR -> an object file for the host (or a given)

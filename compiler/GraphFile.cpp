@@ -1,4 +1,4 @@
-//===- GraphFile.cpp - A tfm graph as compiler input --------------*- C++ -*-===//
+//===- GraphFile.cpp - A tfm graph as compiler input ------------*- C++ -*-===//
 
 #include "compiler/GraphFile.h"
 

@@ -1,4 +1,4 @@
-//===- GraphFile.h - A tfm graph as compiler input -----------------*- C++ -*-===//
+//===- GraphFile.h - A tfm graph as compiler input --------------*- C++ -*-===//
 //
 // `tfmc compile model.mlir --weights MODEL_DIR` compiles a `tfm` graph
 // (as `tfmc import` writes it, edited by hand, or after tfm-opt passes; in

@@ -1,4 +1,4 @@
-//===- GraphPicture.h - The model graph as a Graphviz picture ----*- C++ -*-===//
+//===- GraphPicture.h - The model graph as a Graphviz picture ---*- C++ -*-===//
 //
 // `tfmc graph` draws what the compiler did to a model: its entry points'
 // ops as nodes (with their result shapes and the weights they read),

@@ -1,4 +1,4 @@
-//===- Importer.cpp - Checkpoint to tfm IR ------------------------*- C++ -*-===//
+//===- Importer.cpp - Checkpoint to tfm IR ----------------------*- C++ -*-===//
 //
 // Emits the model as "Attention is all you need" writes it, one primitive op
 // per formula. Fusion passes later find the attention and layer-norm blocks

@@ -1,4 +1,4 @@
-//===- Importer.h - Checkpoint to tfm IR --------------------------*- C++ -*-===//
+//===- Importer.h - Checkpoint to tfm IR ------------------------*- C++ -*-===//
 //
 // Turns a Hugging Face MarianMT-style checkpoint directory (config.json,
 // model.safetensors) into a module in primitive `tfm` form with two entry

@@ -1,4 +1,4 @@
-//===- MarianCheckpoint.cpp - Marian's native .npz models ---------*- C++ -*-===//
+//===- MarianCheckpoint.cpp - Marian's native .npz models -------*- C++ -*-===//
 
 #include "compiler/MarianCheckpoint.h"
 

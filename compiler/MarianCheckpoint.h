@@ -1,4 +1,4 @@
-//===- MarianCheckpoint.h - Marian's native .npz models ----------*- C++ -*-===//
+//===- MarianCheckpoint.h - Marian's native .npz models ---------*- C++ -*-===//
 //
 // A model as Marian releases it (the OPUS-MT and Tatoeba-Challenge
 // projects): one .npz (numpy's uncompressed zip of .npy arrays) whose entry

@@ -1,4 +1,4 @@
-//===- ModelConfig.cpp - A checkpoint's config.json ---------------*- C++ -*-===//
+//===- ModelConfig.cpp - A checkpoint's config.json -------------*- C++ -*-===//
 
 #include "compiler/ModelConfig.h"
 

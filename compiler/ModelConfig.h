@@ -1,4 +1,4 @@
-//===- ModelConfig.h - A checkpoint's config.json -----------------*- C++ -*-===//
+//===- ModelConfig.h - A checkpoint's config.json ---------------*- C++ -*-===//
 //
 // The architecture of a Hugging Face MarianMT-style checkpoint: sizes, layer
 // counts, activation, norm placement, embedding options and special tokens.

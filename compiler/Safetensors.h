@@ -1,4 +1,4 @@
-//===- Safetensors.h - Read the safetensors checkpoint format -----*- C++ -*-===//
+//===- Safetensors.h - Read the safetensors checkpoint format ---*- C++ -*-===//
 //
 // A safetensors file is an 8-byte little-endian header length N, N bytes of
 // JSON describing each tensor (dtype, shape, byte range in the data section),

@@ -1,4 +1,4 @@
-//===- TorchCheckpoint.h - Read torch.save's state_dict files -----*- C++ -*-===//
+//===- TorchCheckpoint.h - Read torch.save's state_dict files ---*- C++ -*-===//
 //
 // pytorch_model.bin, as torch.save writes a state_dict: a zip archive whose
 // entries are stored uncompressed, holding PREFIX/data.pkl, a pickle of the

@@ -1,4 +1,4 @@
-//===- WeightsFile.cpp - The weights file a translator maps --------*- C++ -*-===//
+//===- WeightsFile.cpp - The weights file a translator maps -----*- C++ -*-===//
 
 #include "compiler/WeightsFile.h"
 

@@ -1,4 +1,4 @@
-//===- WeightsFile.h - The weights file a translator maps ----------*- C++ -*-===//
+//===- WeightsFile.h - The weights file a translator maps -------*- C++ -*-===//
 //
 // tfmc writes the tensors a compiled model reads into one file: a header
 // (tfm/abi/ModelInfo.h) then each tensor as f32 at the offset that

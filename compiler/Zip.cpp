@@ -1,4 +1,4 @@
-//===- Zip.cpp - The entries of an uncompressed zip archive -------*- C++ -*-===//
+//===- Zip.cpp - The entries of an uncompressed zip archive -----*- C++ -*-===//
 
 #include "compiler/Zip.h"
 

@@ -1,4 +1,4 @@
-//===- Zip.h - The entries of an uncompressed zip archive ---------*- C++ -*-===//
+//===- Zip.h - The entries of an uncompressed zip archive -------*- C++ -*-===//
 //
 // torch.save and numpy's savez (Marian's .npz) write zip archives whose
 // entries are stored, not compressed, so a mapped file is read in place:

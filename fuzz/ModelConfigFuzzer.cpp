@@ -1,4 +1,4 @@
-//===- ModelConfigFuzzer.cpp - Fuzz config.json parsing ----------*- C++ -*-===//
+//===- ModelConfigFuzzer.cpp - Fuzz config.json parsing ---------*- C++ -*-===//
 //
 // Input: a config.json. ModelConfig::load either fails with a message that
 // names the file, or returns a configuration that satisfies the checks the

@@ -1,4 +1,4 @@
-//===- PassStatistics.cpp - What the tfm passes did ---------------*- C++ -*-===//
+//===- PassStatistics.cpp - What the tfm passes did -------------*- C++ -*-===//
 
 #include "passes/PassStatistics.h"
 

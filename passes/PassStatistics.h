@@ -1,4 +1,4 @@
-//===- PassStatistics.h - What the tfm passes did -----------------*- C++ -*-===//
+//===- PassStatistics.h - What the tfm passes did ---------------*- C++ -*-===//
 //
 // MLIR's Pass::Statistic is llvm::Statistic, a no-op in release builds of
 // LLVM such as Debian's: -mlir-pass-statistics prints no values there. tfm

@@ -1,4 +1,4 @@
-//===- Passes.cpp - tfm pass and pipeline registration ------------*- C++ -*-===//
+//===- Passes.cpp - tfm pass and pipeline registration ----------*- C++ -*-===//
 
 #include "passes/Passes.h"
 

@@ -1,4 +1,4 @@
-//===- Passes.h - tfm passes and pipelines ------------------------*- C++ -*-===//
+//===- Passes.h - tfm passes and pipelines ----------------------*- C++ -*-===//
 
 #ifndef TFM_PASSES_PASSES_H
 #define TFM_PASSES_PASSES_H

@@ -1,4 +1,4 @@
-//===- Pipelines.cpp - The fusion and lowering pipelines ---------*- C++ -*-===//
+//===- Pipelines.cpp - The fusion and lowering pipelines --------*- C++ -*-===//
 
 #include "passes/Pipelines.h"
 

@@ -1,4 +1,4 @@
-//===- Pipelines.h - The fusion and lowering pipelines ------------*- C++ -*-===//
+//===- Pipelines.h - The fusion and lowering pipelines ----------*- C++ -*-===//
 //
 // The passes in the order tfmc runs them: fusion (tfm to fused tfm) and
 // lowering (fused tfm to the LLVM dialect), and what the lowering needs

@@ -1,4 +1,4 @@
-//===- Decompose.cpp - Fused ops back to primitive ops --------------*- C++ -*-===//
+//===- Decompose.cpp - Fused ops back to primitive ops ----------*- C++ -*-===//
 
 #include "passes/PassStatistics.h"
 #include "passes/Passes.h"

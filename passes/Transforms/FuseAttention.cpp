@@ -1,4 +1,4 @@
-//===- FuseAttention.cpp - Fuse the attention block ----------------*- C++ -*-===//
+//===- FuseAttention.cpp - Fuse the attention block -------------*- C++ -*-===//
 //
 // Recognises softmax(scale · Q·Kᵀ + M) · V, walking back from the P·V matmul
 // through the softmax and the chain of scales and masks that produced the

@@ -1,4 +1,4 @@
-//===- FuseLayerNorm.cpp - Fuse layer normalization ----------------*- C++ -*-===//
+//===- FuseLayerNorm.cpp - Fuse layer normalization -------------*- C++ -*-===//
 //
 // Recognises, over the last axis,
 //   mean = E[x];  c = x - mean;  var = E[c·c]  (or E[x·x] - mean·mean)

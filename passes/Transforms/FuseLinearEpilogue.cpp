@@ -1,4 +1,4 @@
-//===- FuseLinearEpilogue.cpp - Fold epilogues into linears --------*- C++ -*-===//
+//===- FuseLinearEpilogue.cpp - Fold epilogues into linears -----*- C++ -*-===//
 //
 // residual + act(x·Wᵀ + b): follows the single use of a tfm.linear through a
 // bias add, an activation and a residual add, in that order, and replaces the

@@ -1,4 +1,4 @@
-//===- PatternUtils.h - Small matchers shared by the fusions ------*- C++ -*-===//
+//===- PatternUtils.h - Small matchers shared by the fusions ----*- C++ -*-===//
 
 #ifndef TFM_PASSES_TRANSFORMS_PATTERNUTILS_H
 #define TFM_PASSES_TRANSFORMS_PATTERNUTILS_H

@@ -1,4 +1,4 @@
-//===- SelectBackend.cpp - LLVM code or oneDNN, per op -------------*- C++ -*-===//
+//===- SelectBackend.cpp - LLVM code or oneDNN, per op ----------*- C++ -*-===//
 
 #include "passes/Passes.h"
 

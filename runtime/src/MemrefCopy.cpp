@@ -1,4 +1,4 @@
-//===- MemrefCopy.cpp - The copy that compiled code calls ----------*- C++ -*-===//
+//===- MemrefCopy.cpp - The copy that compiled code calls -------*- C++ -*-===//
 //
 // MLIR lowers a memref.copy between non-contiguous memrefs to a call to
 // `memrefCopy(elementSize, source, target)` on unranked descriptors. The

@@ -1,4 +1,4 @@
-//===- ModelConfigTest.cpp - config.json parsing ------------------*- C++ -*-===//
+//===- ModelConfigTest.cpp - config.json parsing ----------------*- C++ -*-===//
 
 #include "compiler/ModelConfig.h"
 #include "test/unit/TestFiles.h"

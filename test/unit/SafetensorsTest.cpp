@@ -1,4 +1,4 @@
-//===- SafetensorsTest.cpp - Safetensors header validation --------*- C++ -*-===//
+//===- SafetensorsTest.cpp - Safetensors header validation ------*- C++ -*-===//
 
 #include "compiler/Safetensors.h"
 #include "test/unit/TestFiles.h"

@@ -1,4 +1,4 @@
-//===- ShapeVerifierTest.cpp - Broadcast shape inference ----------*- C++ -*-===//
+//===- ShapeVerifierTest.cpp - Broadcast shape inference --------*- C++ -*-===//
 
 #include "dialects/Tfm/IR/TfmOps.h"
 

@@ -1,4 +1,4 @@
-//===- TestFiles.h - Temporary files for unit tests ---------------*- C++ -*-===//
+//===- TestFiles.h - Temporary files for unit tests -------------*- C++ -*-===//
 
 #ifndef TFM_TEST_UNIT_TESTFILES_H
 #define TFM_TEST_UNIT_TESTFILES_H

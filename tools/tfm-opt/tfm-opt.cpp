@@ -1,4 +1,4 @@
-//===- tfm-opt.cpp - The tfm pass driver --------------------------*- C++ -*-===//
+//===- tfm-opt.cpp - The tfm pass driver ------------------------*- C++ -*-===//
 //
 // mlir-opt for tfm: parses IR, runs passes given as flags, prints the result.
 // Every tfm pass is registered here so lit tests can reach it.

@@ -1,4 +1,4 @@
-//===- tfm-run.cpp - Run one compiled tfm function ------------------*- C++ -*-===//
+//===- tfm-run.cpp - Run one compiled tfm function --------------*- C++ -*-===//
 //
 //   tfm-run FILE.mlir --entry=NAME --shapes="2x4x1x16,2x4x7x16 -> 2x4x1x16"
 //           [--compare-decomposed] [--rtol=1e-5] [--print]

@@ -1,4 +1,4 @@
-//===- tfmc.cpp - The tfm compiler driver -------------------------*- C++ -*-===//
+//===- tfmc.cpp - The tfm compiler driver -----------------------*- C++ -*-===//
 //
 //   tfmc import  MODEL_DIR [-o model.mlir] [--summary]
 //   tfmc compile MODEL_DIR -o OUT_DIR [--embed-weights] [--target-cpu=CPU]

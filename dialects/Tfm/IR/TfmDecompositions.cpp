@@ -1,4 +1,4 @@
-//===- TfmDecompositions.cpp - Fused ops back to primitive ops ----*- C++ -*-===//
+//===- TfmDecompositions.cpp - Fused ops back to primitive ops --*- C++ -*-===//
 //
 // Each fused op spelled out in the primitive ops whose meaning defines it
 // (AggregatedOpInterface). `tfm-decompose` uses these, and fuse -> decompose

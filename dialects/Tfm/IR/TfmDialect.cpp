@@ -1,4 +1,4 @@
-//===- TfmDialect.cpp - tfm dialect registration ------------------*- C++ -*-===//
+//===- TfmDialect.cpp - tfm dialect registration ----------------*- C++ -*-===//
 
 #include "dialects/Tfm/IR/TfmDialect.h"
 #include "dialects/Tfm/IR/TfmOps.h"

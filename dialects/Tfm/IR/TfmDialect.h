@@ -1,4 +1,4 @@
-//===- TfmDialect.h - tfm dialect ---------------------------------*- C++ -*-===//
+//===- TfmDialect.h - tfm dialect -------------------------------*- C++ -*-===//
 
 #ifndef TFM_DIALECTS_TFM_IR_TFMDIALECT_H
 #define TFM_DIALECTS_TFM_IR_TFMDIALECT_H

@@ -1,4 +1,4 @@
-//===- TfmOps.cpp - tfm ops: builders, verifiers, folders ---------*- C++ -*-===//
+//===- TfmOps.cpp - tfm ops: builders, verifiers, folders -------*- C++ -*-===//
 //
 // Verifiers check every static dimension and say in words what was expected
 // and what was found. Dynamic dimensions (`?`) agree with anything; the

@@ -1,4 +1,4 @@
-//===- TfmOps.h - tfm dialect operations --------------------------*- C++ -*-===//
+//===- TfmOps.h - tfm dialect operations ------------------------*- C++ -*-===//
 
 #ifndef TFM_DIALECTS_TFM_IR_TFMOPS_H
 #define TFM_DIALECTS_TFM_IR_TFMOPS_H

@@ -1,4 +1,4 @@
-//===- TfmToLinalg.cpp - Lower tfm to linalg, tensor and scf -------*- C++ -*-===//
+//===- TfmToLinalg.cpp - Lower tfm to linalg, tensor and scf ----*- C++ -*-===//
 //
 // Each tfm op becomes tensor-level upstream ops that the codegen pipeline
 // tiles, vectorizes, bufferizes and lowers to LLVM. Shapes stay dynamic in

@@ -1,4 +1,4 @@
-//===- ModelInfo.h - What the compiled model exports ---------------*- C++ -*-===//
+//===- ModelInfo.h - What the compiled model exports ------------*- C++ -*-===//
 //
 // The contract between the code tfmc generates and the runtime: the packed
 // entry points, and a constant describing the model. tfmc's Codegen.cpp

@@ -1,4 +1,4 @@
-//===- OneDnnAbi.h - Calls from compiled code into oneDNN ---------*- C++ -*-===//
+//===- OneDnnAbi.h - Calls from compiled code into oneDNN -------*- C++ -*-===//
 //
 // The contract between convert-tfm-to-onednn (which emits the calls) and
 // OneDnnKernels.cpp (which implements them). Every tensor crosses as an
