@@ -43,8 +43,8 @@ public:
   ModelImporter(MLIRContext &context, const ModelConfig &config,
                 const Checkpoint &weights, const ImportOptions &options,
                 llvm::raw_ostream &warnings)
-      : builder(&context), config(config), weights(weights),
-        options(options), warnings(warnings), f32(builder.getF32Type()) {}
+      : builder(&context), config(config), weights(weights), options(options),
+        warnings(warnings), f32(builder.getF32Type()) {}
 
   llvm::Expected<OwningOpRef<ModuleOp>> run();
 
@@ -473,8 +473,8 @@ void ModelImporter::checkUnusedTensors() {
                      "describes ({1} encoder and {2} decoder layers): {3}; "
                      "check the config against the checkpoint, or pass "
                      "--allow-unused-tensors to compile without them",
-                     unused.size(), config.encoderLayers,
-                     config.decoderLayers, list));
+                     unused.size(), config.encoderLayers, config.decoderLayers,
+                     list));
 }
 
 DictionaryAttr ModelImporter::configAttr() {

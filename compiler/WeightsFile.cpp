@@ -2,8 +2,8 @@
 
 #include "compiler/WeightsFile.h"
 
-#include "tfm/abi/Panels.h"
 #include "tfm/abi/ModelInfo.h"
+#include "tfm/abi/Panels.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"

@@ -24,5 +24,6 @@ if [ "${1:-}" = --sanitize ]; then
 fi
 
 bash scripts/setup.sh
+bash scripts/check-format.sh
 bash scripts/build.sh
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j2 "$@"

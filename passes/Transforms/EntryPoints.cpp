@@ -39,11 +39,10 @@ struct TfmInlineAllocaScopesPass
   void runOnOperation() override {
     SmallVector<memref::AllocaScopeOp> scopes;
     getOperation().walk([&](memref::AllocaScopeOp scope) {
-      bool allocates = scope.getBodyRegion()
-                           .walk([](memref::AllocaOp) {
-                             return WalkResult::interrupt();
-                           })
-                           .wasInterrupted();
+      bool allocates =
+          scope.getBodyRegion()
+              .walk([](memref::AllocaOp) { return WalkResult::interrupt(); })
+              .wasInterrupted();
       if (!allocates)
         scopes.push_back(scope);
     });

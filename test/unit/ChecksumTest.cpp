@@ -100,7 +100,6 @@ TEST(Checksum, RegionBlocksNoticeDamageAndOrder) {
         << "byte " << at;
     bytes[at] ^= 0x10;
   }
-  std::swap_ranges(bytes.begin(), bytes.begin() + block,
-                   bytes.begin() + block);
+  std::swap_ranges(bytes.begin(), bytes.begin() + block, bytes.begin() + block);
   EXPECT_NE(tfm_runtime::regionChecksum(bytes.data(), size), intact);
 }

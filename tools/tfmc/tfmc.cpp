@@ -27,10 +27,10 @@
 #include "compiler/Importer.h"
 #include "compiler/TokenizerFiles.h"
 #include "compiler/WeightsFile.h"
-#include "tfm/abi/ModelInfo.h"
 #include "passes/PassStatistics.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
+#include "tfm/abi/ModelInfo.h"
 #include "tools/Version.h"
 
 #include "mlir/IR/AsmState.h"
@@ -41,13 +41,13 @@
 #include "mlir/Support/Timing.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
-#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/ToolOutputFile.h"
-#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/WithColor.h"
 
 #include <thread>
@@ -399,8 +399,7 @@ static int drawGraph(mlir::ModuleOp module) {
   raw_string_ostream dotStream(dot);
   mlir::tfm::writeGraphPicture(module, title, dotStream);
   StringRef format = sys::path::extension(outputFile).drop_front();
-  if (format.empty() || format == "dot" || format == "gv" ||
-      outputFile == "-")
+  if (format.empty() || format == "dot" || format == "gv" || outputFile == "-")
     return writeOutput([&](raw_ostream &os) { os << dot; });
   ErrorOr<std::string> graphviz = sys::findProgramByName("dot");
   if (!graphviz)
@@ -415,8 +414,8 @@ static int drawGraph(mlir::ModuleOp module) {
     for (const auto &entry : *formats)
       names.push_back(entry.getKey());
     llvm::sort(names);
-    return reportError(outputFile + ": Graphviz's dot cannot write ." +
-                       format + " files; name the output .dot (the graph as "
+    return reportError(outputFile + ": Graphviz's dot cannot write ." + format +
+                       " files; name the output .dot (the graph as "
                        "text) or one of the formats dot writes: " +
                        join(names, ", "));
   }

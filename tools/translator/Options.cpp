@@ -20,12 +20,14 @@ using namespace tfm_translator;
 
 namespace {
 
-const char *kDescription = R"(Translates the lines of the INPUT files (default, or '-': stdin), one
+const char *kDescription =
+    R"(Translates the lines of the INPUT files (default, or '-': stdin), one
 sentence a line, and writes one translation a line in the same order. Blank
 lines give empty lines. Text is UTF-8; invalid bytes are replaced by U+FFFD
 and a line longer than the model's positions is cut, each with a warning.)";
 
-const char *kFooter = R"(Token ids: a line of space-separated source ids gets EOS appended when it
+const char *kFooter =
+    R"(Token ids: a line of space-separated source ids gets EOS appended when it
 does not end in it, as text input and the Python API do; ids output has no
 EOS and is valid ids input.
 
@@ -76,8 +78,8 @@ public:
     std::string text, line;
     std::istringstream words(option->get_description());
     for (std::string word; words >> word;) {
-      if (!line.empty() && line.size() + 1 + word.size() >
-                               kLineWidth - kNameWidth) {
+      if (!line.empty() &&
+          line.size() + 1 + word.size() > kLineWidth - kNameWidth) {
         text += line + "\n";
         line.clear();
       }
@@ -112,8 +114,7 @@ CLI::Validator finiteNumber(std::optional<double> min = std::nullopt) {
         if (end == value.c_str() || *end || !std::isfinite(v))
           return fmt::format("expects a finite number, found '{}'", value);
         if (min && v < *min)
-          return fmt::format("expects a number >= {}, found '{}'", *min,
-                             value);
+          return fmt::format("expects a number >= {}, found '{}'", *min, value);
         return "";
       },
       "");
@@ -145,8 +146,8 @@ void addInformation(CLI::App &app) {
   app.add_flag_callback(
       "--version",
       [] {
-        fmt::print("translator compiled by tfmc {} (commit {})\n",
-                   TFM_VERSION, TFM_COMMIT);
+        fmt::print("translator compiled by tfmc {} (commit {})\n", TFM_VERSION,
+                   TFM_COMMIT);
         std::exit(0);
       },
       "print the version of tfmc that built this translator, and exit");
@@ -155,25 +156,39 @@ void addInformation(CLI::App &app) {
 void addSearchOptions(CLI::App &app, Options &o) {
   tfm_search_options &s = o.search;
   app.add_option("-b,--beam-size", s.beam_size, "beam width (1: greedy)")
-      ->capture_default_str()->check(atLeast(1))->type_name("N");
+      ->capture_default_str()
+      ->check(atLeast(1))
+      ->type_name("N");
   app.add_option("-n,--n-best", s.n_best,
                  "print the N best hypotheses of each sentence as "
                  "\"INDEX ||| TRANSLATION ||| SCORE\" lines")
-      ->capture_default_str()->check(atLeast(1))->type_name("N");
+      ->capture_default_str()
+      ->check(atLeast(1))
+      ->type_name("N");
   app.add_option("--batch-size", o.batchSize, "sentences decoded together")
-      ->capture_default_str()->check(atLeast(1))->type_name("N");
+      ->capture_default_str()
+      ->check(atLeast(1))
+      ->type_name("N");
   app.add_option("--max-length", s.max_length,
                  "at most N target tokens, EOS included")
-      ->capture_default_str()->check(atLeast(1))->type_name("N")
+      ->capture_default_str()
+      ->check(atLeast(1))
+      ->type_name("N")
       ->each([&o](const std::string &) { o.maxLengthGiven = true; });
   app.add_option("--max-length-ratio", s.max_length_ratio,
                  "also at most R * source tokens + 5 (0: off)")
-      ->capture_default_str()->check(finiteNumber(0.0))->type_name("R");
+      ->capture_default_str()
+      ->check(finiteNumber(0.0))
+      ->type_name("R");
   app.add_option("--min-length", s.min_length, "no EOS before N tokens")
-      ->capture_default_str()->check(atLeast(0))->type_name("N");
+      ->capture_default_str()
+      ->check(atLeast(0))
+      ->type_name("N");
   app.add_option("--length-penalty", s.length_penalty,
                  "beam scores: sum(log p) / length^A")
-      ->capture_default_str()->check(finiteNumber())->type_name("A");
+      ->capture_default_str()
+      ->check(finiteNumber())
+      ->type_name("A");
   app.add_flag("--suppress-eos", s.suppress_eos,
                "never end a sentence: decode exactly --max-length tokens "
                "(benchmarks)");
@@ -182,9 +197,9 @@ void addSearchOptions(CLI::App &app, Options &o) {
 void addInputOutputOptions(CLI::App &app, Options &o) {
   auto format = [&app](const char *name, Format &into, const char *help) {
     app.add_option_function<std::string>(
-           name, [&into](const std::string &v) { into = kFormats.at(v); },
-           help)
-        ->check(oneFormat())->type_name("text|ids");
+           name, [&into](const std::string &v) { into = kFormats.at(v); }, help)
+        ->check(oneFormat())
+        ->type_name("text|ids");
   };
   format("--input-format", o.inputFormat,
          "sentences as text, or as space-separated source token ids "
@@ -213,7 +228,9 @@ void addInputOutputOptions(CLI::App &app, Options &o) {
 
 void addMachineOptions(CLI::App &app, Options &o) {
   app.add_option("--threads", o.threads, "worker threads")
-      ->capture_default_str()->check(atLeast(1))->type_name("N");
+      ->capture_default_str()
+      ->check(atLeast(1))
+      ->type_name("N");
   app.add_flag("--verify-weights", o.verifyWeights,
                "check every tensor of the weights against tfmc's checksums, "
                "name the damaged ones, and exit");

@@ -71,8 +71,8 @@ tfm_translator::regularFiles(const std::vector<std::string> &paths) {
   std::vector<InputFile> files;
   for (const std::string &path : paths) {
     struct stat st;
-    int status = path == "-" ? fstat(STDIN_FILENO, &st)
-                             : stat(path.c_str(), &st);
+    int status =
+        path == "-" ? fstat(STDIN_FILENO, &st) : stat(path.c_str(), &st);
     if (status == 0 && S_ISREG(st.st_mode))
       files.push_back({path == "-" ? "stdin" : path, st.st_dev, st.st_ino});
   }
@@ -104,8 +104,7 @@ Output::Output(const std::string &path, const std::vector<InputFile> &inputs)
   }
   // A link is followed: the file it names is replaced, not the link.
   char resolved[PATH_MAX];
-  openReplacement(exists && realpath(path.c_str(), resolved) ? resolved
-                                                             : path);
+  openReplacement(exists && realpath(path.c_str(), resolved) ? resolved : path);
   if (fchmod(fileno(file), exists ? st.st_mode & 07777 : newFileMode()) != 0)
     failed();
 }

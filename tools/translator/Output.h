@@ -50,9 +50,9 @@ public:
 private:
   [[noreturn]] void failed();
   void openReplacement(const std::string &target);
-  std::string name;        // for messages
-  std::string target;      // the file the temporary replaces, if any
-  std::string temporary;   // written instead of `target` until close()
+  std::string name;      // for messages
+  std::string target;    // the file the temporary replaces, if any
+  std::string temporary; // written instead of `target` until close()
   FILE *file = nullptr;
 };
 

@@ -126,8 +126,7 @@ void openSession(Options &o, Session &s) {
       die(tfm_status_message(status));
   // Text by default when the model has a tokenizer; ids need none.
   Format fallback = s.tokenizer ? Format::Text : Format::Ids;
-  s.inputFormat =
-      o.inputFormat == Format::Default ? fallback : o.inputFormat;
+  s.inputFormat = o.inputFormat == Format::Default ? fallback : o.inputFormat;
   s.outputFormat =
       o.outputFormat == Format::Default ? fallback : o.outputFormat;
   if (!s.tokenizer &&
@@ -142,8 +141,7 @@ void openSession(Options &o, Session &s) {
 /// --verify-weights: every tensor checked and the result printed.
 int verifyWeights(const Options &o, const Session &s) {
   int64_t tensors = 0, bytes = 0;
-  if (tfm_status status =
-          tfm_model_verify_weights(s.model, &tensors, &bytes))
+  if (tfm_status status = tfm_model_verify_weights(s.model, &tensors, &bytes))
     die(tfm_status_message(status));
   fmt::print("{}: {} tensors, {:.1f} MB: every checksum matches\n", o.weights,
              tensors, bytes / 1e6);
@@ -212,8 +210,7 @@ void Run::translateAll(Output &out, Output *logits) {
 }
 
 /// The source ids of one line; empty for a blank line.
-std::vector<int32_t> Run::sourceIds(std::string &line,
-                                    const Location &where) {
+std::vector<int32_t> Run::sourceIds(std::string &line, const Location &where) {
   std::vector<int32_t> ids;
   if (s.inputFormat == Format::Text) {
     if (replaceInvalidUtf8(line))
@@ -325,11 +322,11 @@ void Run::keepResults(tfm_results *results, std::vector<Sentence> &sentences,
   for (size_t k = 0; k < batch.size(); ++k) {
     Sentence &sentence = sentences[batch[k]];
     int32_t index = int32_t(k);
-    int32_t count = std::min(tfm_results_count(results, index), o.search.n_best);
+    int32_t count =
+        std::min(tfm_results_count(results, index), o.search.n_best);
     for (int32_t rank = 0; rank < count; ++rank) {
       int32_t length = 0;
-      const int32_t *tokens =
-          tfm_results_tokens(results, index, rank, &length);
+      const int32_t *tokens = tfm_results_tokens(results, index, rank, &length);
       sentence.nbest.push_back({std::vector<int32_t>(tokens, tokens + length),
                                 tfm_results_score(results, index, rank)});
     }
@@ -378,7 +375,8 @@ std::string Run::show(const std::vector<int32_t> &tokens,
 }
 
 void Run::printTiming(double loadSeconds) const {
-  fmt::print(stderr, "translator: load {:.4f} s, translate {:.4f} s, {} lines\n",
+  fmt::print(stderr,
+             "translator: load {:.4f} s, translate {:.4f} s, {} lines\n",
              loadSeconds, translateSeconds, sentencesDone);
   fmt::print(stderr,
              "translator: encode {:.4f} s, decode {:.4f} s in {} steps of {} "

@@ -103,8 +103,8 @@ stripesAvx512(Words *lanes, const unsigned char *bytes, uint64_t size) {
 
 inline uint64_t checksum(const void *data, uint64_t size) {
   using namespace checksum_detail;
-  static const bool avx512 = __builtin_cpu_supports("avx512dq") &&
-                             __builtin_cpu_supports("avx512vl");
+  static const bool avx512 =
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
   const unsigned char *bytes = static_cast<const unsigned char *>(data);
   Words vectors[4];
   for (int v = 0; v < 4; ++v)
@@ -142,8 +142,8 @@ inline uint64_t checksumBlocks(uint64_t size) {
 inline uint64_t blockChecksum(const void *region, uint64_t size,
                               uint64_t block) {
   uint64_t start = block * kChecksumBlockSize;
-  uint64_t length = size - start < kChecksumBlockSize ? size - start
-                                                      : kChecksumBlockSize;
+  uint64_t length =
+      size - start < kChecksumBlockSize ? size - start : kChecksumBlockSize;
   return checksum(static_cast<const unsigned char *>(region) + start, length);
 }
 inline uint64_t regionChecksum(const void *region, uint64_t size) {
@@ -165,8 +165,8 @@ struct EmbedTrailer {
 /// The words of a memref descriptor for a dense row-major buffer, as the
 /// compiled code takes it (MLIR's StridedMemRefType): {allocated, aligned,
 /// offset, sizes[rank], strides[rank]}.
-inline std::vector<int64_t> memrefDescriptor(const void *data,
-                                             const std::vector<int64_t> &sizes) {
+inline std::vector<int64_t>
+memrefDescriptor(const void *data, const std::vector<int64_t> &sizes) {
   std::vector<int64_t> words(3 + 2 * sizes.size());
   words[0] = words[1] = reinterpret_cast<int64_t>(data);
   words[2] = 0;

@@ -77,8 +77,8 @@ void _mlir_ciface_tfm_onednn_linear(UnrankedMemRefType<float> *x,
                                     int64_t code);
 void _mlir_ciface_tfm_onednn_matmul(UnrankedMemRefType<float> *a,
                                     UnrankedMemRefType<float> *b,
-                                    UnrankedMemRefType<float> *out,
-                                    float alpha, int64_t code);
+                                    UnrankedMemRefType<float> *out, float alpha,
+                                    int64_t code);
 void _mlir_ciface_tfm_onednn_layer_norm(UnrankedMemRefType<float> *x,
                                         UnrankedMemRefType<float> *residual,
                                         UnrankedMemRefType<float> *scale,
@@ -103,8 +103,7 @@ namespace onednn {
 template <typename Fn> void forEachKernel(Fn fn) {
   fn("_mlir_ciface_tfm_onednn_linear", &_mlir_ciface_tfm_onednn_linear);
   fn("_mlir_ciface_tfm_onednn_matmul", &_mlir_ciface_tfm_onednn_matmul);
-  fn("_mlir_ciface_tfm_onednn_layer_norm",
-     &_mlir_ciface_tfm_onednn_layer_norm);
+  fn("_mlir_ciface_tfm_onednn_layer_norm", &_mlir_ciface_tfm_onednn_layer_norm);
   fn("_mlir_ciface_tfm_onednn_softmax", &_mlir_ciface_tfm_onednn_softmax);
   fn("_mlir_ciface_tfm_onednn_binary", &_mlir_ciface_tfm_onednn_binary);
   fn("_mlir_ciface_tfm_onednn_eltwise", &_mlir_ciface_tfm_onednn_eltwise);

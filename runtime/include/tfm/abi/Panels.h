@@ -1,4 +1,5 @@
-//===- Panels.h - A linear's weight as the panels its kernel reads -*- C++ -*-===//
+//===- Panels.h - A linear's weight as the panels its kernel reads -*- C++
+//-*-===//
 //
 // tfm-layout-weights stores the weight W [N, K] of a linear that our code
 // runs as panels of P output features with K contiguous (P = 4 vectors):
