@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The README's pictures of the model graph: a model of the benchmark's base
-# shape (6 + 6 layers, d_model 512, 32000 tokens; random weights, the graph
+# The pictures of the model graph (docs/Usage.md): a model of the base
+# benchmark shape (6 + 6 layers, d_model 512, 32000 tokens; random weights, the graph
 # does not depend on them) drawn by `tfmc graph` as imported, after fusion,
 # and with the backends `auto` chooses.
 #   scripts/graph-pictures.sh [OUT_DIR] [SIZE]     (default: docs/images base)
