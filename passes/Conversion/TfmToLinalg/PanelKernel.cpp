@@ -1,0 +1,842 @@
+//===- PanelKernel.cpp - The panel kernel of linears ------------*- C++ -*-===//
+//
+// PanelKernelBuilder builds y = act(x·Wᵀ + b) + r on a weight packed in
+// panels (the math is at panelLinear in PanelKernel.h): the loop nest over
+// panels, row counts, K blocks and row tiles, and each tile's steps (sums
+// so far, weights, prefetch, products, epilogue, store).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Conversion/TfmToLinalg/PanelKernel.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+using namespace mlir::tfm;
+using namespace mlir::tfm::lowering;
+
+Value mlir::tfm::lowering::linearEpilogue(OpBuilder &b, Location loc, Value y,
+                                          Value bias, Activation act,
+                                          Value residual) {
+  if (bias)
+    y = b.create<arith::AddFOp>(loc, y, bias);
+  y = applyActivation(b, loc, act, y);
+  if (residual)
+    y = b.create<arith::AddFOp>(loc, y, residual);
+  return y;
+}
+
+namespace {
+
+/// What a tile of the panel kernel prefetches while it reads row k of its
+/// panel: nothing, row k of the next panel, or row k + kBlock of its own
+/// panel (where the panel ends, of the next).
+enum class Prefetch { none, nextPanel, nextBlock };
+
+/// The dot products the panel kernel takes where the target has them,
+/// which MLIR 19's x86vector dialect does not:
+/// AVX512-BF16's vdpbf16ps, acc + a[2i]·b[2i] + a[2i + 1]·b[2i + 1] in each
+/// f32 lane i, from 32 bf16 a and b;
+constexpr llvm::StringLiteral kBf16PairDot = "llvm.x86.avx512bf16.dpbf16ps.512";
+/// AVX512-VNNI's vpdpbusd, acc + Σ_h a[4i + h]·b[4i + h] in each i32 lane i,
+/// from 64 unsigned bytes a and 64 signed bytes b (as 16 words each); the
+/// sums here never leave i32 (|Σ| ≤ 255·127·K), so it does not saturate.
+constexpr llvm::StringLiteral kInt8QuadDot = "llvm.x86.avx512.vpdpbusd.512";
+
+// Rows of a panel per K block when there are at most kFewRows rows: 8 KiB
+// (AVX2) or 16 KiB (AVX-512), in L1. (4 rows from DRAM, Zen 3: 4 x
+// 512->2048 in 333 us with blocks against 386 without, 4 x 512->32000
+// in 5.0 ms against 5.5.)
+// (A row of bf16 pairs holds as many bytes as one of f32.)
+constexpr int64_t kBlock = 64, kFewRows = 8, kPrefetchRows = 64;
+// Rows of a panel per K block when there are more: 32 KiB (AVX-512) or
+// 16 KiB (AVX2), which every row tile then re-reads from L1 rather than
+// L2. (Zen 5, 2 threads, best
+// of 4 runs, GFLOP/s one block -> blocks of 128: 32 x 2048->512 283-288
+// -> 351-359, 1024 x 2048->512 384-405 -> 406-418; with K = 512 within
+// noise; blocks of 256 lost.)
+constexpr int64_t kManyBlock = 128;
+
+/// Whether `flag` is the constant true (a condition known when lowering).
+static bool isConstantTrue(Value flag) { return matchPattern(flag, m_One()); }
+
+/// `intrinsic`(acc, a, b), one of the dot products above.
+static Value dotProduct(OpBuilder &b, Location loc, StringRef intrinsic,
+                        Value acc, Value a, Value bOperand) {
+  return b
+      .create<LLVM::CallIntrinsicOp>(loc, TypeRange{acc.getType()}, intrinsic,
+                                     ValueRange{acc, a, bOperand})
+      .getResults();
+}
+
+/// A tile shape: R rows by C vectors of columns.
+using TileShape = std::pair<int64_t, int64_t>;
+
+/// The K block [start, end) of a panel's rows that a pass of row tiles
+/// covers; `first` and `last` (i1) say whether it is the first and the
+/// last block.
+struct KBlock {
+  Value start, end, first, last;
+};
+
+/// The tile at rows m0 + r (r < rows), columns c0 + c·L (c < vectors) of
+/// the panel: rowIndex[r] = m0 + r.
+struct Tile {
+  int64_t rows, vectors, c0;
+  SmallVector<Value> rowIndex;
+};
+
+/// A tile's weights in one row kk of its panel: C vectors w of f32, of
+/// bf16 pairs (as 2L bf16, or widened to two f32 vectors each: w[c] for
+/// k = 2kk, wk1[c] for k = 2kk + 1), or of int8 quads (as L words, or as
+/// four i32 vectors each: wq[h][c] for k = 4kk + h).
+struct RowWeights {
+  SmallVector<Value> w, wk1, wq[4];
+};
+
+/// Builds one panel kernel (panelLinear). The loop nest:
+///   scf.forall p in [0, Np)                      build, buildPanel
+///     scf.if on M (few rows, prefetch or not)    panelTiles, splitOnRows
+///       scf.for K blocks                         kBlocks
+///         per tile shape, scf.for row tiles      tileShapes, rowLoop
+///           per column group, one tile           buildTile
+/// and in a tile: the sums so far (startSums), the products over the K
+/// block (productLoop: panelRow, prefetchAhead, accumulateRow), the
+/// epilogue after the last block (finishSums) and the store (storeTile).
+/// scf's body builders hand back `b` itself at the body's start, so every
+/// method builds with `b` at its insertion point.
+class PanelKernelBuilder {
+public:
+  PanelKernelBuilder(OpBuilder &b, Location loc, Value x, Value panels,
+                     Value panelsMemref, int64_t n, Value bias, Activation act,
+                     Value residual, bool dot,
+                     const Int8Operands &int8Operands);
+
+  /// y[M, N], all panels.
+  Value build();
+
+private:
+  // The loop nest.
+  void buildPanel(scf::ForallOp forall);
+  Value panelTiles(Value tile);
+  Value splitOnRows(int64_t bound, function_ref<Value()> below,
+                    function_ref<Value()> above);
+  Value kBlocks(Value t, int64_t block, ArrayRef<TileShape> shapes,
+                Prefetch prefetch);
+  Value tileShapes(Value t, const KBlock &block, ArrayRef<TileShape> shapes,
+                   Prefetch prefetch);
+  Value rowLoop(Value lo, Value hi, TileShape shape, Value init,
+                const KBlock &block, Prefetch prefetch);
+
+  // One tile.
+  Value buildTile(Value m0, TileShape shape, int64_t c0, Value t,
+                  const KBlock &block, Prefetch prefetch);
+  SmallVector<Value> startSums(const Tile &tile, Value t, Value first);
+  SmallVector<Value> zeroSums(const Tile &tile);
+  SmallVector<Value> storedSums(const Tile &tile, Value t);
+  scf::ForOp productLoop(const Tile &tile, const KBlock &block, ValueRange acc0,
+                         Prefetch prefetch);
+
+  // The weights of a panel row, and the prefetch beside their reads.
+  RowWeights panelRow(const Tile &tile, Value kk);
+  void widenPairs(Value words, RowWeights &weights);
+  void widenQuads(Value words, RowWeights &weights);
+  void prefetchAhead(const Tile &tile, Value kk, Prefetch prefetch);
+
+  // The products of one row of the tile.
+  void accumulateRow(const Tile &tile, int64_t r, Value kk,
+                     const RowWeights &weights, SmallVector<Value> &acc);
+  void fmaRow(const Tile &tile, int64_t r, Value column,
+              ArrayRef<Value> weights, SmallVector<Value> &acc);
+  Value broadcastWord(const Tile &tile, int64_t r, Value column);
+  void bf16DotRow(const Tile &tile, int64_t r, Value even,
+                  ArrayRef<Value> weights, SmallVector<Value> &acc);
+  void int8WidenedRow(const Tile &tile, int64_t r, Value quad,
+                      const RowWeights &weights, SmallVector<Value> &acc);
+  void int8DotRow(const Tile &tile, int64_t r, Value quad,
+                  ArrayRef<Value> weights, SmallVector<Value> &acc);
+
+  // After the last K block.
+  bool hasEpilogue() const {
+    return bias || act != Activation::none || residual;
+  }
+  SmallVector<Value> finishSums(const Tile &tile, ValueRange sums, Value last);
+  SmallVector<Value> allFinished(const Tile &tile, ValueRange sums);
+  Value finished(const Tile &tile, int64_t r, int64_t c, Value y);
+  Value dequantize(const Tile &tile, int64_t r, Value col, Value y);
+  Value storeTile(const Tile &tile, ArrayRef<Value> ys, Value t);
+
+  /// A vector of 32-bit words, each v.
+  Value splat(uint32_t v);
+
+  OpBuilder &b;
+  Location loc;
+  // The operands (panelLinear's).
+  Value x, panels, panelsMemref;
+  int64_t n;
+  Value bias;
+  Activation act;
+  Value residual;
+  bool dot;
+  Int8Operands int8Operands;
+  // Of the panels' layout.
+  Type stored;
+  bool int8, pairK;
+  int64_t perFeature, numPanels, k, width, lanes, lineElements;
+  bool whole;
+  SmallVector<TileShape, 3> fewTiles, manyTiles;
+  // Of the vectors.
+  Type elt;
+  VectorType vecType, wordType, accType;
+  // Built once, before the panels' loop.
+  Value storedZero, m, fzero;
+  // Of the panel the forall's body computes: p, its first column n0 = p·P,
+  // and p + 1 (p for the last) to prefetch.
+  Value p, n0, nextPanel;
+};
+
+} // namespace
+
+PanelKernelBuilder::PanelKernelBuilder(OpBuilder &b, Location loc, Value x,
+                                       Value panels, Value panelsMemref,
+                                       int64_t n, Value bias, Activation act,
+                                       Value residual, bool dot,
+                                       const Int8Operands &int8Operands)
+    : b(b), loc(loc), x(x), panels(panels), panelsMemref(panelsMemref), n(n),
+      bias(bias), act(act), residual(residual), dot(dot),
+      int8Operands(int8Operands) {
+  RankedTensorType panelType = tensorTypeOf(panels);
+  stored = panelType.getElementType();
+  int8 = stored.isInteger(8);
+  pairK = stored.isBF16();
+  // k per panel row and feature: 1 (f32), 2 (bf16 pairs) or 4 (int8 quads).
+  perFeature = int8 ? 4 : pairK ? 2 : 1;
+  // k: rows of a panel (K, K/2 pairs or K/4 quads).
+  numPanels = panelType.getDimSize(0);
+  k = panelType.getDimSize(1);
+  width = panelType.getDimSize(2) / perFeature;
+  lanes = width / 4;
+  // Tiles of R rows by C vectors, then the rows left in smaller tiles. The
+  // accumulators, a broadcast and the weight vectors fit the registers:
+  // of 32 zmm with AVX-512, 4 x 4 for few rows (a beam of 4 reads each
+  // weight once) and 6 x 4 for many: 24 accumulators, 4 weight loads and 6
+  // broadcasts per 24 FMAs, where 4 x 4 had 8 loads per 16 (Zen 5, 2
+  // threads, best of 3 runs, GFLOP/s 4 x 4 -> 6 x 4: 32 x 2048->512 293 ->
+  // 329, 32 x 512->2048 314 -> 323, 32 x 512->512 293 -> 309, 1024 x
+  // 512->2048 340 -> 351; 7 x 4 spills and loses a third). With
+  // 16 ymm (AVX2), 2 x 4 for few rows, whose reads of the panel are
+  // contiguous, and 6 x 2 (two column groups) for many: 12 accumulators
+  // hide the FMA latency (8 in flight needed), 2 weight loads and 6
+  // broadcasts per 12 FMAs. (Zen 3, 2 threads: 4 rows x 512->32000 from
+  // DRAM 4.7 ms with 2 x 4, 6.9 ms with 4 x 2; 1024 rows x 512->2048 at
+  // 116-123 GFLOP/s with 6 x 2, 91-98 with 4 x 2, 1.0x and 0.8x oneDNN in
+  // the same runs.)
+  fewTiles = {{lanes >= 16 ? 4 : 2, 4}, {1, 4}};
+  manyTiles = {lanes >= 16 ? TileShape{6, 4} : TileShape{6, 2}, {2, 4}, {1, 4}};
+  // Elements of a panel row per 64-byte line, which one prefetch fetches.
+  lineElements = 512 / stored.getIntOrFloatBitWidth();
+  // Columns past N (the last panel's zero rows) are computed and dropped;
+  // reads of the bias and residual there are padded.
+  whole = numPanels * width == n;
+  // The sums, the epilogue and y are f32 (tfm-layout-weights packs only
+  // f32 weights).
+  elt = b.getF32Type();
+  vecType = VectorType::get({lanes}, elt);
+  // A vector of 32-bit words: L pairs of bf16, L quads of bytes, or the
+  // i32 sums of int8.
+  wordType = VectorType::get({lanes}, b.getI32Type());
+  accType = int8 ? wordType : vecType;
+}
+
+Value PanelKernelBuilder::splat(uint32_t v) {
+  return b.create<arith::ConstantOp>(
+      loc, DenseElementsAttr::get(wordType, b.getI32IntegerAttr(v)));
+}
+
+//===----------------------------------------------------------------------===//
+// The loop nest
+//===----------------------------------------------------------------------===//
+
+/// y[:, p·P : (p + 1)·P] = the panel kernel on panel p, for all p in
+/// parallel; y[:, :N] where the last panel is padding in part.
+Value PanelKernelBuilder::build() {
+  storedZero =
+      b.create<arith::ConstantOp>(loc, cast<TypedAttr>(b.getZeroAttr(stored)));
+  m = getValueOrCreateConstantIndexOp(b, loc, dimOf(b, loc, x, 0));
+  fzero = floatConstant(b, loc, elt, 0.0);
+  Value out = emptyTensor(b, loc, {m, b.getIndexAttr(numPanels * width)}, elt);
+
+  auto forall = b.create<scf::ForallOp>(
+      loc, ArrayRef<OpFoldResult>{b.getIndexAttr(numPanels)}, ValueRange{out},
+      std::nullopt);
+  buildPanel(forall);
+  Value y = forall.getResult(0);
+  if (!whole)
+    y = b.create<tensor::ExtractSliceOp>(
+        loc, y, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{m, b.getIndexAttr(n)}, unitStrides(b, 2));
+  return y;
+}
+
+/// The body of the panels' forall: tile = y[:, n0 : n0 + P] with
+/// n0 = p·P, computed by panelTiles and inserted back.
+void PanelKernelBuilder::buildPanel(scf::ForallOp forall) {
+  OpBuilder::InsertionGuard guard(b);
+  Block *body = forall.getBody();
+  b.setInsertionPointToStart(body);
+  p = body->getArgument(0);
+  n0 = b.create<arith::MulIOp>(loc, p, indexConstant(b, loc, width));
+  SmallVector<OpFoldResult> tileOffsets = {b.getIndexAttr(0), n0};
+  SmallVector<OpFoldResult> tileSizes = {m, b.getIndexAttr(width)};
+  Value tile = b.create<tensor::ExtractSliceOp>(
+      loc, body->getArguments().back(), tileOffsets, tileSizes,
+      unitStrides(b, 2));
+  // The panel the prefetches read ahead into: p + 1, or p for the last.
+  // (Panels packed here are not prefetched.)
+  if (panelsMemref)
+    nextPanel = b.create<arith::MinUIOp>(
+        loc, b.create<arith::AddIOp>(loc, p, indexConstant(b, loc, 1)),
+        indexConstant(b, loc, numPanels - 1));
+  tile = panelTiles(tile);
+
+  b.setInsertionPointToStart(forall.getTerminator().getBody());
+  b.create<tensor::ParallelInsertSliceOp>(
+      loc, tile, body->getArguments().back(), tileOffsets, tileSizes,
+      unitStrides(b, 2));
+}
+
+/// The panel's tiles, chosen by the number of rows M:
+///   M <= kFewRows (decoding): blocks of kBlock rows of the panel, few-row
+///     tiles, each prefetching a block ahead;
+///   M <= kPrefetchRows: blocks of kManyBlock, many-row tiles, the first
+///     tile prefetching the next panel;
+///   more: as above without prefetches.
+/// With few rows (decoding), blocks of K: a block of the panel (kBlock
+/// rows of P floats) is read from memory by the first row tile and from
+/// L1 by the others, so the stream of weights pauses only briefly; tiles
+/// over the whole panel, whose reads are contiguous. With many, larger
+/// blocks (kManyBlock), for the same reason: the row tiles after the
+/// first read the block from L1.
+/// With 9 to 64 rows (a decoder step of a batch), the first row tile
+/// reads panel p from memory and the others from cache; the memory would
+/// idle while they run, so the first tile of each K block prefetches the
+/// lines of the next panel that match the lines it reads, into L2 (into
+/// L1 they evicted the block the other tiles re-read): the next panel
+/// streams in while this one is computed. (Zen 5, 2 threads, ratio to
+/// oneDNN's matmul, median of 4 runs, 32 x 512->2048 0.90 -> 0.96,
+/// 32 x 2048->512 0.87 -> 0.94 for L2 instead of L1; first tile only
+/// within noise, fewer instructions. Zen 3, 2 threads, 32 rows,
+/// weights from DRAM, GFLOP/s without -> with: 512->512 60-70 -> 83-89,
+/// 512->2048 64-78 -> 74-93, 2048->512 64-68 -> 79-85, 512->32000
+/// 62-72 -> 87-94; greedy batch 32 on the base model 8% faster. With
+/// fewer rows it cost more in cache than it gained from DRAM; with 1024
+/// rows, 2048->512 fell from 0.93x to 0.70x oneDNN's matmul.)
+/// With at most 8 rows (kFewRows) the row tiles of a K block take turns
+/// on the same kBlock rows of the panel, and the memory would idle while
+/// the tiles after the first run from L1; every tile prefetches the row
+/// kBlock ahead, so the next block streams in meanwhile. (Zen 3, 2
+/// threads, weights from DRAM, GFLOP/s without -> with: 4 x 512->2048
+/// 27.6 -> 32.3, 4 x 2048->512 27.6 -> 34.3, 4 x 512->32000 26.5 ->
+/// 32.4, one row unchanged; 128 or 256 rows ahead gained less. Warm in
+/// cache, 4 x 512->2048 fell from 104 to 80, which a decoder step, whose
+/// 154 MB of weights stream from DRAM, does not see.)
+Value PanelKernelBuilder::panelTiles(Value tile) {
+  return splitOnRows(
+      kFewRows,
+      [&] {
+        return kBlocks(tile, kBlock, fewTiles,
+                       panelsMemref ? Prefetch::nextBlock : Prefetch::none);
+      },
+      [&] {
+        if (!panelsMemref)
+          return kBlocks(tile, kManyBlock, manyTiles, Prefetch::none);
+        // Up to kPrefetchRows rows the next panel is prefetched; with
+        // more, the tiles are compute-bound and the prefetches cost more
+        // than they hide (and the next K=2048 panel's 256 KB evict this
+        // one's from L2).
+        return splitOnRows(
+            kPrefetchRows,
+            [&] {
+              return kBlocks(tile, kManyBlock, manyTiles, Prefetch::nextPanel);
+            },
+            [&] {
+              return kBlocks(tile, kManyBlock, manyTiles, Prefetch::none);
+            });
+      });
+}
+
+/// scf.if (M <= bound) { below } else { above }: the tile's rows done one
+/// way or the other.
+Value PanelKernelBuilder::splitOnRows(int64_t bound,
+                                      function_ref<Value()> below,
+                                      function_ref<Value()> above) {
+  Value within = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ule, m,
+                                         indexConstant(b, loc, bound));
+  return b
+      .create<scf::IfOp>(
+          loc, within,
+          [&](OpBuilder &, Location) { b.create<scf::YieldOp>(loc, below()); },
+          [&](OpBuilder &, Location) { b.create<scf::YieldOp>(loc, above()); })
+      .getResult(0);
+}
+
+/// All rows over K in blocks of `block` rows of the panel:
+///   for kStart in [0, K) step block:
+///     kEnd = min(kStart + block, K)
+///     first = (kStart == 0), last = (kEnd == K)
+///     t = tileShapes(t, [kStart, kEnd))
+/// and where one block holds all of K, the shapes once with first and last
+/// the constant true: the sums start at zero and end in the epilogue.
+Value PanelKernelBuilder::kBlocks(Value t, int64_t block,
+                                  ArrayRef<TileShape> shapes,
+                                  Prefetch prefetch) {
+  Value kTotal = indexConstant(b, loc, k);
+  if (block >= k) {
+    Value yes = b.create<arith::ConstantIntOp>(loc, 1, 1);
+    return tileShapes(t, KBlock{indexConstant(b, loc, 0), kTotal, yes, yes},
+                      shapes, prefetch);
+  }
+  auto blocks = b.create<scf::ForOp>(
+      loc, indexConstant(b, loc, 0), kTotal, indexConstant(b, loc, block),
+      ValueRange{t}, [&](OpBuilder &, Location, Value kStart, ValueRange iter) {
+        Value kEnd = b.create<arith::MinUIOp>(
+            loc,
+            b.create<arith::AddIOp>(loc, kStart, indexConstant(b, loc, block)),
+            kTotal);
+        Value first = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                              kStart, indexConstant(b, loc, 0));
+        Value last = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                             kEnd, kTotal);
+        b.create<scf::YieldOp>(
+            loc, tileShapes(iter[0], KBlock{kStart, kEnd, first, last}, shapes,
+                            prefetch));
+      });
+  return blocks.getResult(0);
+}
+
+/// All rows of one K block, in tiles of the first shape (R x C), the rows
+/// left in tiles of the next, ...; the last shape has one row. Shape R
+/// takes rows [start, end) with end = start + R·floor((M − start) / R).
+/// Where the tiles prefetch the next panel, only the first row tile does
+/// (a loop of its own): the others would fetch the same lines again.
+Value PanelKernelBuilder::tileShapes(Value t, const KBlock &block,
+                                     ArrayRef<TileShape> shapes,
+                                     Prefetch prefetch) {
+  Value start = indexConstant(b, loc, 0);
+  Prefetch tilePrefetch = prefetch;
+  for (TileShape shape : shapes) {
+    int64_t rows = shape.first;
+    Value end = m;
+    if (rows > 1) {
+      Value r = indexConstant(b, loc, rows);
+      Value count = b.create<arith::DivUIOp>(
+          loc, b.create<arith::SubIOp>(loc, m, start), r);
+      end = b.create<arith::AddIOp>(loc, start,
+                                    b.create<arith::MulIOp>(loc, count, r));
+    }
+    if (tilePrefetch == Prefetch::nextPanel) {
+      Value firstEnd =
+          b.create<arith::MinUIOp>(loc, end, indexConstant(b, loc, rows));
+      t = rowLoop(start, firstEnd, shape, t, block, tilePrefetch);
+      start = firstEnd;
+      tilePrefetch = Prefetch::none;
+    }
+    t = rowLoop(start, end, shape, t, block, tilePrefetch);
+    start = end;
+  }
+  return t;
+}
+
+/// Rows [lo, hi) in tiles of `shape`: for m0 in [lo, hi) step R, the tiles
+/// at m0 of each column group c0 = 0, C·L, ... of the panel.
+Value PanelKernelBuilder::rowLoop(Value lo, Value hi, TileShape shape,
+                                  Value init, const KBlock &block,
+                                  Prefetch prefetch) {
+  int64_t rows = shape.first, vectors = shape.second;
+  auto loop = b.create<scf::ForOp>(
+      loc, lo, hi, indexConstant(b, loc, rows), ValueRange{init},
+      [&](OpBuilder &, Location, Value m0, ValueRange tileIter) {
+        Value t = tileIter[0];
+        for (int64_t c0 = 0; c0 < width; c0 += vectors * lanes)
+          t = buildTile(m0, shape, c0, t, block, prefetch);
+        b.create<scf::YieldOp>(loc, t);
+      });
+  return loop.getResult(0);
+}
+
+//===----------------------------------------------------------------------===//
+// One tile
+//===----------------------------------------------------------------------===//
+
+/// The R x C tile at rows m0.., columns c0.. of the panel over a K block:
+/// its accumulators start from the tile's sums so far, take the block's
+/// products, and after the last block get the epilogue; then one store per
+/// vector into t.
+Value PanelKernelBuilder::buildTile(Value m0, TileShape shape, int64_t c0,
+                                    Value t, const KBlock &block,
+                                    Prefetch prefetch) {
+  Tile tile{shape.first, shape.second, c0, {}};
+  for (int64_t r = 0; r < tile.rows; ++r)
+    tile.rowIndex.push_back(
+        b.create<arith::AddIOp>(loc, m0, indexConstant(b, loc, r)));
+  SmallVector<Value> acc0 = startSums(tile, t, block.first);
+  scf::ForOp kLoop = productLoop(tile, block, acc0, prefetch);
+  SmallVector<Value> ys = finishSums(tile, kLoop.getResults(), block.last);
+  return storeTile(tile, ys, t);
+}
+
+/// The sums so far: zero in the first K block (the tile holds nothing
+/// yet), else what the block before stored. The branches (here and at
+/// the epilogue) replace a fill of the tile and an epilogue computed in
+/// every block and then selected: Zen 5, 2 threads, ratio to oneDNN's
+/// matmul, median of 4 runs, 1024 x 512->2048 0.94 -> 0.98, 32 x
+/// 512->2048 0.96 -> 1.01.
+SmallVector<Value> PanelKernelBuilder::startSums(const Tile &tile, Value t,
+                                                 Value first) {
+  if (isConstantTrue(first))
+    return zeroSums(tile);
+  auto sums = b.create<scf::IfOp>(
+      loc, first,
+      [&](OpBuilder &, Location) {
+        b.create<scf::YieldOp>(loc, zeroSums(tile));
+      },
+      [&](OpBuilder &, Location) {
+        b.create<scf::YieldOp>(loc, storedSums(tile, t));
+      });
+  return llvm::to_vector_of<Value>(sums.getResults());
+}
+
+/// acc[r][c] = 0 (f32, or i32 for int8).
+SmallVector<Value> PanelKernelBuilder::zeroSums(const Tile &tile) {
+  Value zero =
+      b.create<arith::ConstantOp>(loc, cast<TypedAttr>(b.getZeroAttr(accType)));
+  return SmallVector<Value>(tile.rows * tile.vectors, zero);
+}
+
+/// acc[r][c] = t[m0 + r, c0 + c·L : ... + L] (for int8, the i32 sums kept
+/// as the bits of f32).
+SmallVector<Value> PanelKernelBuilder::storedSums(const Tile &tile, Value t) {
+  SmallVector<Value> sums;
+  for (int64_t r = 0; r < tile.rows; ++r)
+    for (int64_t c = 0; c < tile.vectors; ++c) {
+      Value v = b.create<vector::TransferReadOp>(
+          loc, vecType, t,
+          ValueRange{tile.rowIndex[r],
+                     indexConstant(b, loc, tile.c0 + c * lanes)},
+          fzero, ArrayRef<bool>{true});
+      sums.push_back(int8 ? b.create<vector::BitCastOp>(loc, accType, v) : v);
+    }
+  return sums;
+}
+
+/// acc[r][c] += x[m0 + r, k] · Wp[p, k, c0 + c·L ...] over the block:
+///   for kk in [kStart, kEnd): the panel row's weights, the prefetch
+///   beside them, then each row's products.
+scf::ForOp PanelKernelBuilder::productLoop(const Tile &tile,
+                                           const KBlock &block, ValueRange acc0,
+                                           Prefetch prefetch) {
+  return b.create<scf::ForOp>(
+      loc, block.start, block.end, indexConstant(b, loc, 1), acc0,
+      [&](OpBuilder &, Location, Value kk, ValueRange acc) {
+        RowWeights weights = panelRow(tile, kk);
+        prefetchAhead(tile, kk, prefetch);
+        SmallVector<Value> next(acc.begin(), acc.end());
+        for (int64_t r = 0; r < tile.rows; ++r)
+          accumulateRow(tile, r, kk, weights, next);
+        b.create<scf::YieldOp>(loc, next);
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// The weights of a panel row, and prefetches
+//===----------------------------------------------------------------------===//
+
+/// The tile's weights of panel row kk: C reads of Wp[p, kk, (c0 + c·L)·g
+/// : ... + g·L] (g = perFeature), f32 and the dot products' operands as
+/// they are, the widening kernels' words widened.
+RowWeights PanelKernelBuilder::panelRow(const Tile &tile, Value kk) {
+  RowWeights weights;
+  VectorType readType =
+      perFeature == 1 ? vecType : VectorType::get({perFeature * lanes}, stored);
+  for (int64_t c = 0; c < tile.vectors; ++c) {
+    Value read = b.create<vector::TransferReadOp>(
+        loc, readType, panels,
+        ValueRange{p, kk,
+                   indexConstant(b, loc, (tile.c0 + c * lanes) * perFeature)},
+        storedZero, ArrayRef<bool>{true});
+    if (perFeature == 1 || (pairK && dot)) {
+      weights.w.push_back(read);
+      continue;
+    }
+    Value words = b.create<vector::BitCastOp>(loc, wordType, read);
+    if (int8)
+      widenQuads(words, weights);
+    else
+      widenPairs(words, weights);
+  }
+  return weights;
+}
+
+/// A word u of bf16 pairs as two f32 (a bf16 is the top half of an f32):
+///   w = f32(u << 16) (k = 2kk), wk1 = f32(u & 0xffff0000) (k = 2kk + 1)
+void PanelKernelBuilder::widenPairs(Value words, RowWeights &weights) {
+  weights.w.push_back(b.create<vector::BitCastOp>(
+      loc, vecType, b.create<arith::ShLIOp>(loc, words, splat(16))));
+  weights.wk1.push_back(b.create<vector::BitCastOp>(
+      loc, vecType, b.create<arith::AndIOp>(loc, words, splat(0xffff0000u))));
+}
+
+/// A word u of int8 quads: w = u for the dot product, else byte h of each
+/// word as a signed i32: wq[h] = (u << 24 − 8h) >> 24 (arithmetic).
+void PanelKernelBuilder::widenQuads(Value words, RowWeights &weights) {
+  weights.w.push_back(words);
+  for (int64_t h = 0; h < 4 && !dot; ++h)
+    weights.wq[h].push_back(b.create<arith::ShRSIOp>(
+        loc, b.create<arith::ShLIOp>(loc, words, splat(24 - 8 * h)),
+        splat(24)));
+}
+
+/// One prefetch per 64-byte line the tile reads of a panel row: of row kk
+/// of the next panel (into L2), or of row kk + kBlock of this panel, past
+/// its end row kk + kBlock − K of the next (into L1):
+///   ahead = kk + kBlock < K ? (p, kk + kBlock)
+///                           : (p + 1, min(kk + kBlock − K, K − 1))
+void PanelKernelBuilder::prefetchAhead(const Tile &tile, Value kk,
+                                       Prefetch prefetch) {
+  Value aheadPanel = nextPanel, aheadRow = kk;
+  if (prefetch == Prefetch::nextBlock) {
+    Value row = b.create<arith::AddIOp>(loc, kk, indexConstant(b, loc, kBlock));
+    Value kTotal = indexConstant(b, loc, k);
+    Value inPanel =
+        b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, row, kTotal);
+    aheadPanel = b.create<arith::SelectOp>(loc, inPanel, p, nextPanel);
+    aheadRow = b.create<arith::SelectOp>(
+        loc, inPanel, row,
+        b.create<arith::MinUIOp>(loc, b.create<arith::SubIOp>(loc, row, kTotal),
+                                 indexConstant(b, loc, k - 1)));
+  }
+  if (prefetch == Prefetch::none)
+    return;
+  for (int64_t c = 0; c < tile.vectors * lanes * perFeature; c += lineElements)
+    b.create<memref::PrefetchOp>(
+        loc, panelsMemref,
+        ValueRange{aheadPanel, aheadRow,
+                   indexConstant(b, loc, tile.c0 * perFeature + c)},
+        /*isWrite=*/false,
+        /*localityHint=*/prefetch == Prefetch::nextPanel ? 2 : 3,
+        /*isDataCache=*/true);
+}
+
+//===----------------------------------------------------------------------===//
+// Products
+//===----------------------------------------------------------------------===//
+
+/// Row r of the tile times panel row kk, into acc[r][:]: f32 one k, bf16
+/// the pair 2kk, 2kk + 1 (the odd k first, as vdpbf16ps), int8 the quad
+/// 4kk .. 4kk + 3.
+void PanelKernelBuilder::accumulateRow(const Tile &tile, int64_t r, Value kk,
+                                       const RowWeights &weights,
+                                       SmallVector<Value> &acc) {
+  if (perFeature == 1) {
+    fmaRow(tile, r, kk, weights.w, acc);
+    return;
+  }
+  if (int8) {
+    Value quad = b.create<arith::MulIOp>(loc, kk, indexConstant(b, loc, 4));
+    if (!dot)
+      int8WidenedRow(tile, r, quad, weights, acc);
+    else
+      int8DotRow(tile, r, quad, weights.w, acc);
+    return;
+  }
+  Value even = b.create<arith::MulIOp>(loc, kk, indexConstant(b, loc, 2));
+  if (dot) {
+    bf16DotRow(tile, r, even, weights.w, acc);
+    return;
+  }
+  fmaRow(tile, r, b.create<arith::AddIOp>(loc, even, indexConstant(b, loc, 1)),
+         weights.wk1, acc);
+  fmaRow(tile, r, even, weights.w, acc);
+}
+
+/// acc[r][c] = fma(broadcast(x[m0 + r, column]), weights[c], acc[r][c])
+void PanelKernelBuilder::fmaRow(const Tile &tile, int64_t r, Value column,
+                                ArrayRef<Value> weights,
+                                SmallVector<Value> &acc) {
+  Value xs =
+      b.create<tensor::ExtractOp>(loc, x, ValueRange{tile.rowIndex[r], column});
+  Value xb = b.create<vector::BroadcastOp>(loc, vecType, xs);
+  for (int64_t c = 0; c < tile.vectors; ++c)
+    acc[r * tile.vectors + c] =
+        b.create<vector::FMAOp>(loc, xb, weights[c], acc[r * tile.vectors + c]);
+}
+
+/// x[m0 + r, column : column + perFeature] (a pair of bf16, a quad of
+/// bytes) as one 32-bit word, in every lane.
+Value PanelKernelBuilder::broadcastWord(const Tile &tile, int64_t r,
+                                        Value column) {
+  Value group = b.create<vector::TransferReadOp>(
+      loc, VectorType::get({perFeature}, stored), x,
+      ValueRange{tile.rowIndex[r], column}, storedZero, ArrayRef<bool>{true});
+  Value word = b.create<vector::ExtractOp>(
+      loc,
+      b.create<vector::BitCastOp>(loc, VectorType::get({1}, b.getI32Type()),
+                                  group),
+      ArrayRef<int64_t>{0});
+  return b.create<vector::BroadcastOp>(loc, wordType, word);
+}
+
+/// acc[r][c] = vdpbf16ps(acc[r][c], broadcast(x[m0 + r, even : even + 2]),
+///                       weights[c])
+void PanelKernelBuilder::bf16DotRow(const Tile &tile, int64_t r, Value even,
+                                    ArrayRef<Value> weights,
+                                    SmallVector<Value> &acc) {
+  Value xb = b.create<vector::BitCastOp>(
+      loc, VectorType::get({2 * lanes}, stored), broadcastWord(tile, r, even));
+  for (int64_t c = 0; c < tile.vectors; ++c)
+    acc[r * tile.vectors + c] = dotProduct(
+        b, loc, kBf16PairDot, acc[r * tile.vectors + c], xb, weights[c]);
+}
+
+/// acc[r][c] += i32(u[m0 + r, quad + h]) · wq[h][c], h = 0..3: exact i32
+/// sums, as vpdpbusd's.
+void PanelKernelBuilder::int8WidenedRow(const Tile &tile, int64_t r, Value quad,
+                                        const RowWeights &weights,
+                                        SmallVector<Value> &acc) {
+  for (int64_t h = 0; h < 4; ++h) {
+    Value u = b.create<tensor::ExtractOp>(
+        loc, x,
+        ValueRange{tile.rowIndex[r], b.create<arith::AddIOp>(
+                                         loc, quad, indexConstant(b, loc, h))});
+    Value ub = b.create<vector::BroadcastOp>(
+        loc, wordType, b.create<arith::ExtUIOp>(loc, b.getI32Type(), u));
+    for (int64_t c = 0; c < tile.vectors; ++c)
+      acc[r * tile.vectors + c] = b.create<arith::AddIOp>(
+          loc, acc[r * tile.vectors + c],
+          b.create<arith::MulIOp>(loc, ub, weights.wq[h][c]));
+  }
+}
+
+/// acc[r][c] = vpdpbusd(acc[r][c], broadcast(u[m0 + r, quad : quad + 4]),
+///                      weights[c])
+void PanelKernelBuilder::int8DotRow(const Tile &tile, int64_t r, Value quad,
+                                    ArrayRef<Value> weights,
+                                    SmallVector<Value> &acc) {
+  Value ub = broadcastWord(tile, r, quad);
+  for (int64_t c = 0; c < tile.vectors; ++c)
+    acc[r * tile.vectors + c] = dotProduct(
+        b, loc, kInt8QuadDot, acc[r * tile.vectors + c], ub, weights[c]);
+}
+
+//===----------------------------------------------------------------------===//
+// Epilogue and store
+//===----------------------------------------------------------------------===//
+
+/// After the last block, the epilogue on the registers; one store per
+/// vector. Blocks before it store the sums as they are (for int8, the
+/// i32 sums as the bits of f32): scf.if (last) { epilogue } else { sums },
+/// or no branch where last is known, or nothing is to be done to f32 sums.
+SmallVector<Value> PanelKernelBuilder::finishSums(const Tile &tile,
+                                                  ValueRange sums, Value last) {
+  if (isConstantTrue(last))
+    return allFinished(tile, sums);
+  if (!hasEpilogue() && !int8)
+    return llvm::to_vector(sums);
+  auto ys = b.create<scf::IfOp>(
+      loc, last,
+      [&](OpBuilder &, Location) {
+        b.create<scf::YieldOp>(loc, allFinished(tile, sums));
+      },
+      [&](OpBuilder &, Location) {
+        SmallVector<Value> partial;
+        for (Value acc : sums)
+          partial.push_back(
+              int8 ? b.create<vector::BitCastOp>(loc, vecType, acc) : acc);
+        b.create<scf::YieldOp>(loc, partial);
+      });
+  return llvm::to_vector_of<Value>(ys.getResults());
+}
+
+/// y[r][c] = finished(acc[r][c]) for the whole tile.
+SmallVector<Value> PanelKernelBuilder::allFinished(const Tile &tile,
+                                                   ValueRange sums) {
+  SmallVector<Value> ys;
+  for (int64_t r = 0; r < tile.rows; ++r)
+    for (int64_t c = 0; c < tile.vectors; ++c)
+      ys.push_back(finished(tile, r, c, sums[r * tile.vectors + c]));
+  return ys;
+}
+
+/// One vector of y at column col = n0 + c0 + c·L:
+///   y = act(dequantize(acc) + b[col]) + r[m0 + r, col]
+/// (dequantize for int8 only; bias and residual padded past N).
+Value PanelKernelBuilder::finished(const Tile &tile, int64_t r, int64_t c,
+                                   Value y) {
+  Value col = b.create<arith::AddIOp>(
+      loc, n0, indexConstant(b, loc, tile.c0 + c * lanes));
+  if (int8)
+    y = dequantize(tile, r, col, y);
+  if (!hasEpilogue())
+    return y;
+  Value biasVec, residualVec;
+  if (bias)
+    biasVec = b.create<vector::TransferReadOp>(
+        loc, vecType, bias, ValueRange{col}, fzero, ArrayRef<bool>{whole});
+  if (residual)
+    residualVec = b.create<vector::TransferReadOp>(
+        loc, vecType, residual, ValueRange{tile.rowIndex[r], col}, fzero,
+        ArrayRef<bool>{whole});
+  return linearEpilogue(b, loc, y, biasVec, act, residualVec);
+}
+
+/// The int8 sums back to f32:
+///   y = (f32(acc − z[m] · Σ_k q_W[n, k]) · s_x[m]) · s_W[n]
+Value PanelKernelBuilder::dequantize(const Tile &tile, int64_t r, Value col,
+                                     Value y) {
+  Value sums = b.create<vector::TransferReadOp>(
+      loc, wordType, int8Operands.sums, ValueRange{col},
+      b.create<arith::ConstantIntOp>(loc, 0, 32).getResult(),
+      ArrayRef<bool>{true});
+  Value scale = b.create<vector::TransferReadOp>(
+      loc, vecType, int8Operands.scales, ValueRange{col}, fzero,
+      ArrayRef<bool>{true});
+  auto rowValue = [&](Value perRow) {
+    return b.create<tensor::ExtractOp>(loc, perRow, tile.rowIndex[r]);
+  };
+  Value xScale = b.create<vector::BroadcastOp>(loc, vecType,
+                                               rowValue(int8Operands.xScales));
+  Value xZero = b.create<vector::BroadcastOp>(
+      loc, wordType,
+      b.create<arith::FPToSIOp>(loc, b.getI32Type(),
+                                rowValue(int8Operands.xZeros)));
+  Value correction = b.create<arith::MulIOp>(loc, xZero, sums);
+  y = b.create<arith::SIToFPOp>(loc, vecType,
+                                b.create<arith::SubIOp>(loc, y, correction));
+  return b.create<arith::MulFOp>(loc, b.create<arith::MulFOp>(loc, y, xScale),
+                                 scale);
+}
+
+/// t[m0 + r, c0 + c·L : ... + L] = ys[r][c]
+Value PanelKernelBuilder::storeTile(const Tile &tile, ArrayRef<Value> ys,
+                                    Value t) {
+  for (int64_t r = 0; r < tile.rows; ++r)
+    for (int64_t c = 0; c < tile.vectors; ++c)
+      t = b.create<vector::TransferWriteOp>(
+               loc, ys[r * tile.vectors + c], t,
+               ValueRange{tile.rowIndex[r],
+                          indexConstant(b, loc, tile.c0 + c * lanes)},
+               ArrayRef<bool>{true})
+              .getResult();
+  return t;
+}
+
+Value mlir::tfm::lowering::panelLinear(OpBuilder &b, Location loc, Value x,
+                                       Value panels, Value panelsMemref,
+                                       int64_t n, Value bias, Activation act,
+                                       Value residual, bool dot,
+                                       const Int8Operands &int8Operands) {
+  return PanelKernelBuilder(b, loc, x, panels, panelsMemref, n, bias, act,
+                            residual, dot, int8Operands)
+      .build();
+}

@@ -1,0 +1,93 @@
+//===- PanelKernel.h - The panel kernel of linears --------------*- C++ -*-===//
+//
+// y = act(x·Wᵀ + b) + r on a weight packed in panels (tfm/abi/Panels.h), in
+// f32, bf16 or int8, and the int8 kernel's quantized input. Linear.cpp
+// lowers the linears onto these; PanelKernel.cpp and
+// QuantizeActivations.cpp build them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_PASSES_CONVERSION_TFMTOLINALG_PANELKERNEL_H
+#define TFM_PASSES_CONVERSION_TFMTOLINALG_PANELKERNEL_H
+
+#include "passes/Conversion/TfmToLinalg/Common.h"
+
+#include <tuple>
+
+namespace mlir {
+namespace tfm {
+namespace lowering {
+
+/// y = act(x + b) + r, the epilogue of a linear, on scalars or vectors; a
+/// null `bias` or `residual` is left out.
+Value linearEpilogue(OpBuilder &b, Location loc, Value y, Value bias,
+                     Activation act, Value residual);
+
+/// What the int8 panel kernel reads besides x and the panels.
+struct Int8Operands {
+  Value xZeros, xScales; // [M] f32: z and s_x of the input's rows
+  Value scales, sums;    // [Np·P]: s_W (f32) and Σ_k q_W (i32)
+};
+
+/// y[M, N] = act(x·Wᵀ + b) + r with W as panels (P = 4 vectors of L lanes):
+/// Wp[Np, K, P] of f32, or Wp[Np, K/2, 2P] of bf16 with K in pairs (each
+/// 32-bit word holds W[j, 2q] and W[j, 2q + 1], tfm/abi/Panels.h) times x
+/// rounded to bf16. In parallel over panels p; in a panel, for each tile
+/// of R rows and C vectors of columns (C·L floats from column c0), R·C
+/// vector accumulators stay in registers over all of K:
+///   acc[r][c] += broadcast(x[m0 + r, k]) · Wp[p, k, c0 + c·L : ... + L]
+/// and the epilogue (bias, activation, residual) is applied to them before
+/// the one store of y[m0 + r, p·P + c0 + c·L : ...]. Each panel is a
+/// contiguous stream; the column groups of a tile read disjoint cache lines
+/// of it, and later row tiles re-read it from cache.
+/// bf16: x is bf16 [M, K2] (K2 = K rounded up to even) where `dot`
+/// (AVX512-BF16), whose dot product takes a pair of k at once:
+///   acc[r][c] = vdpbf16ps(acc[r][c], broadcast(x[m0 + r, 2q : 2q + 2]),
+///                         Wp[p, q, 2(c0 + c·L) : ... + 2L])
+/// and else f32(bf16(x)) [M, K2], each word of the panel widened exactly
+/// (a bf16 is the top half of an f32) by a mask and a shift:
+///   acc = fma(x[.., 2q + 1], f32(u & 0xffff0000), acc)
+///   acc = fma(x[.., 2q],     f32(u << 16),        acc)
+/// in the order of vdpbf16ps's definition (the odd k first), so that both
+/// round the same sums.
+/// int8: Wp[Np, K/4, 4P] holds each feature's integers q_W with K in quads
+/// (tfm/abi/Panels.h), x is u[M, K4] = q_x + z (unsigned bytes, see
+/// quantizeActivations) and the accumulators are i32, where `dot`
+/// (AVX512-VNNI) four k at once:
+///   acc[r][c] = vpdpbusd(acc[r][c], broadcast(u[m0 + r, 4q : 4q + 4]),
+///                        Wp[p, q, 4(c0 + c·L) : ... + 4L])
+/// and else each byte of the panel's words sign-extended (a shift left,
+/// then right) times u[.., 4q + h]: the same exact integer sums. The
+/// epilogue takes out the zero point with the features' sums and scales
+/// back:
+///   y = (f32(acc − z[m] · Σ_k q_W[n, k]) · s_x[m]) · s_W[n]
+/// before bias, activation and residual. Between K blocks the i32 sums
+/// wait in the f32 tile as their bits.
+/// `panels` is the panels as a tensor; `panelsMemref` the same as a view of
+/// the weights file, which the kernel prefetches from (null for panels
+/// packed in the function: no prefetches). `n` is N, the columns of y.
+Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
+                  Value panelsMemref, int64_t n, Value bias, Activation act,
+                  Value residual, bool dot,
+                  const Int8Operands &int8Operands = {});
+
+/// The int8 form of a linear's input x [M, K] (reference.py,
+/// quantize_activations): each row as unsigned bytes u over the row's
+/// range extended to 0, with a zero point z and a scale s_x, K padded to
+/// whole quads:
+///   lo = min(x[m, :], 0), hi = max(x[m, :], 0), r = hi − lo (255 if 0)
+///   inverse = (1 / r) · 255, s_x[m] = r / 255
+///   z[m] = round_even(−lo · inverse)
+///   u[m, k] = clamp(round_even(x[m, k] · inverse) + z[m], 0, 255)
+/// so that x[m, k] ≈ (u[m, k] − z[m]) · s_x[m] with all 256 levels in use.
+/// Per row, one pass of vectors of `lanes` for lo and hi, one for u; the
+/// lanes past K read 0, which changes neither lo nor hi, and give u = z
+/// (the panels' padding is 0). Returns u, z (as f32) and s_x.
+std::tuple<Value, Value, Value> quantizeActivations(OpBuilder &b, Location loc,
+                                                    Value x, int64_t lanes);
+
+} // namespace lowering
+} // namespace tfm
+} // namespace mlir
+
+#endif // TFM_PASSES_CONVERSION_TFMTOLINALG_PANELKERNEL_H
