@@ -45,17 +45,13 @@ constexpr llvm::StringLiteral kBf16PairDot = "llvm.x86.avx512bf16.dpbf16ps.512";
 constexpr llvm::StringLiteral kInt8QuadDot = "llvm.x86.avx512.vpdpbusd.512";
 
 // Rows of a panel per K block when there are at most kFewRows rows: 8 KiB
-// (AVX2) or 16 KiB (AVX-512), in L1. (4 rows from DRAM, Zen 3: 4 x
-// 512->2048 in 333 us with blocks against 386 without, 4 x 512->32000
-// in 5.0 ms against 5.5.)
+// (AVX2) or 16 KiB (AVX-512), in L1.
 // (A row of bf16 pairs holds as many bytes as one of f32.)
 constexpr int64_t kBlock = 64, kFewRows = 8, kPrefetchRows = 64;
 // Rows of a panel per K block when there are more: 32 KiB (AVX-512) or
 // 16 KiB (AVX2), which every row tile then re-reads from L1 rather than
-// L2. (Zen 5, 2 threads, best
-// of 4 runs, GFLOP/s one block -> blocks of 128: 32 x 2048->512 283-288
-// -> 351-359, 1024 x 2048->512 384-405 -> 406-418; with K = 512 within
-// noise; blocks of 256 lost.)
+// L2 (blocks of 256 lost). The measurements behind these sizes, the tile
+// shapes and the prefetches below: docs/Design/WeightPanels.md.
 constexpr int64_t kManyBlock = 128;
 
 /// Whether `flag` is the constant true (a condition known when lowering).
@@ -221,17 +217,11 @@ PanelKernelBuilder::PanelKernelBuilder(OpBuilder &b, Location loc, Value x,
   // accumulators, a broadcast and the weight vectors fit the registers:
   // of 32 zmm with AVX-512, 4 x 4 for few rows (a beam of 4 reads each
   // weight once) and 6 x 4 for many: 24 accumulators, 4 weight loads and 6
-  // broadcasts per 24 FMAs, where 4 x 4 had 8 loads per 16 (Zen 5, 2
-  // threads, best of 3 runs, GFLOP/s 4 x 4 -> 6 x 4: 32 x 2048->512 293 ->
-  // 329, 32 x 512->2048 314 -> 323, 32 x 512->512 293 -> 309, 1024 x
-  // 512->2048 340 -> 351; 7 x 4 spills and loses a third). With
-  // 16 ymm (AVX2), 2 x 4 for few rows, whose reads of the panel are
+  // broadcasts per 24 FMAs, where 4 x 4 had 8 loads per 16 (7 x 4 spills).
+  // With 16 ymm (AVX2), 2 x 4 for few rows, whose reads of the panel are
   // contiguous, and 6 x 2 (two column groups) for many: 12 accumulators
   // hide the FMA latency (8 in flight needed), 2 weight loads and 6
-  // broadcasts per 12 FMAs. (Zen 3, 2 threads: 4 rows x 512->32000 from
-  // DRAM 4.7 ms with 2 x 4, 6.9 ms with 4 x 2; 1024 rows x 512->2048 at
-  // 116-123 GFLOP/s with 6 x 2, 91-98 with 4 x 2, 1.0x and 0.8x oneDNN in
-  // the same runs.)
+  // broadcasts per 12 FMAs.
   fewTiles = {{lanes >= 16 ? 4 : 2, 4}, {1, 4}};
   manyTiles = {lanes >= 16 ? TileShape{6, 4} : TileShape{6, 2}, {2, 4}, {1, 4}};
   // Elements of a panel row per 64-byte line, which one prefetch fetches.
@@ -323,24 +313,14 @@ void PanelKernelBuilder::buildPanel(scf::ForallOp forall) {
 /// idle while they run, so the first tile of each K block prefetches the
 /// lines of the next panel that match the lines it reads, into L2 (into
 /// L1 they evicted the block the other tiles re-read): the next panel
-/// streams in while this one is computed. (Zen 5, 2 threads, ratio to
-/// oneDNN's matmul, median of 4 runs, 32 x 512->2048 0.90 -> 0.96,
-/// 32 x 2048->512 0.87 -> 0.94 for L2 instead of L1; first tile only
-/// within noise, fewer instructions. Zen 3, 2 threads, 32 rows,
-/// weights from DRAM, GFLOP/s without -> with: 512->512 60-70 -> 83-89,
-/// 512->2048 64-78 -> 74-93, 2048->512 64-68 -> 79-85, 512->32000
-/// 62-72 -> 87-94; greedy batch 32 on the base model 8% faster. With
-/// fewer rows it cost more in cache than it gained from DRAM; with 1024
-/// rows, 2048->512 fell from 0.93x to 0.70x oneDNN's matmul.)
+/// streams in while this one is computed. With fewer rows it cost more
+/// in cache than it gained from DRAM, and with 1024 rows too.
 /// With at most 8 rows (kFewRows) the row tiles of a K block take turns
 /// on the same kBlock rows of the panel, and the memory would idle while
 /// the tiles after the first run from L1; every tile prefetches the row
-/// kBlock ahead, so the next block streams in meanwhile. (Zen 3, 2
-/// threads, weights from DRAM, GFLOP/s without -> with: 4 x 512->2048
-/// 27.6 -> 32.3, 4 x 2048->512 27.6 -> 34.3, 4 x 512->32000 26.5 ->
-/// 32.4, one row unchanged; 128 or 256 rows ahead gained less. Warm in
-/// cache, 4 x 512->2048 fell from 104 to 80, which a decoder step, whose
-/// 154 MB of weights stream from DRAM, does not see.)
+/// kBlock ahead, so the next block streams in meanwhile (128 or 256 rows
+/// ahead gained less). Warm in cache this loses, which a decoder step,
+/// whose weights stream from DRAM, does not see.
 Value PanelKernelBuilder::panelTiles(Value tile) {
   return splitOnRows(
       kFewRows,

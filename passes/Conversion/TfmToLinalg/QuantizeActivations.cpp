@@ -76,10 +76,9 @@ ActivationQuantizer::ActivationQuantizer(OpBuilder &b, Location loc, Value x,
       vecType(VectorType::get({lanes}, f32)), k(tensorTypeOf(x).getDimSize(1)),
       paddedK(llvm::alignTo(k, 4)) {}
 
-/// In parallel over rows where there are many (an encoder's batch: the
-/// serial loop was 4% of the samples of int8 encoding with the other
-/// thread idle), else in one loop (a decoder step's few rows take less
-/// time than threads to fork and join).
+/// In parallel over rows where there are many (an encoder's batch, whose
+/// serial loop left the other thread idle), else in one loop (a decoder
+/// step's few rows take less time than threads to fork and join).
 std::tuple<Value, Value, Value> ActivationQuantizer::build() {
   m = getValueOrCreateConstantIndexOp(b, loc, dimOf(b, loc, x, 0));
   u0 = emptyTensor(b, loc, {m, b.getIndexAttr(paddedK)}, i8);
@@ -246,8 +245,7 @@ Value ActivationQuantizer::read(Value row, Value column, bool full) {
 /// v `predicate` acc ? v : acc, which for OLT / OGT is vminps / vmaxps (a
 /// NaN input, which has no quantization, is skipped). arith.minimumf /
 /// maximumf, expanded for NaNs and signed zeros, put a compare, a mask and
-/// a blend on each accumulator's dependency chain: ~15% of a 32 x
-/// 2048->512 int8 linear (perf, Zen 5).
+/// a blend on each accumulator's dependency chain.
 Value ActivationQuantizer::pick(arith::CmpFPredicate predicate, Value v,
                                 Value acc) {
   return b.create<arith::SelectOp>(
