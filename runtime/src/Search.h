@@ -1,4 +1,4 @@
-//===- Search.h - A step of beam search: row scans and cache moves -*- C++ -*-===//
+//===- Search.h - A search step: row scans and cache moves ------*- C++ -*-===//
 //
 // The parts of a search step that do not touch the model: the best
 // extensions of a hypothesis from its row of logits, and the order in which

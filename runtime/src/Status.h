@@ -10,7 +10,10 @@
 
 #include "tfm/runtime.h"
 
+#include <fmt/format.h>
+
 #include <string>
+#include <utility>
 
 struct tfm_status_t {
   std::string message;
@@ -21,6 +24,15 @@ namespace tfm_runtime {
 // lets a status that is still held when the translator exits on an error go.
 [[gnu::noinline]] inline tfm_status makeError(std::string message) {
   return new tfm_status_t{std::move(message)};
+}
+
+/// An error whose message is fmt::format(format, args...): at least one
+/// argument, so that a plain message stays the overload above.
+template <typename Arg, typename... Args>
+tfm_status makeError(fmt::format_string<Arg, Args...> format, Arg &&arg,
+                     Args &&...args) {
+  return makeError(
+      fmt::format(format, std::forward<Arg>(arg), std::forward<Args>(args)...));
 }
 } // namespace tfm_runtime
 

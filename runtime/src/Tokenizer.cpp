@@ -8,11 +8,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tfm/runtime.h"
+#include "runtime/src/Tokenizer.h"
 
+#include "runtime/src/Status.h"
 #include "tfm/abi/EmbeddedFiles.h"
 #include "tfm/abi/ModelInfo.h"
-#include "runtime/src/Status.h"
+
+#include <fmt/ranges.h>
 
 #include <sentencepiece_processor.h>
 
@@ -80,10 +82,10 @@ tfm_status readWholeFile(const std::string &path, std::string &out) {
   FileHandle file(open(path.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st;
   if (file.fd < 0 || fstat(file.fd, &st) != 0)
-    return makeError(path + ": cannot open: " + std::strerror(errno));
+    return makeError("{}: cannot open: {}", path, std::strerror(errno));
   out.resize(size_t(st.st_size));
   if (!readAt(file.fd, out.data(), out.size(), 0))
-    return makeError(path + ": cannot read: " + std::strerror(errno));
+    return makeError("{}: cannot read: {}", path, std::strerror(errno));
   return nullptr;
 }
 
@@ -96,7 +98,7 @@ tfm_status readEmbeddedFiles(const std::string &path, bool &found,
   FileHandle file(open(path.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st;
   if (file.fd < 0 || fstat(file.fd, &st) != 0)
-    return makeError(path + ": cannot open: " + std::strerror(errno));
+    return makeError("{}: cannot open: {}", path, std::strerror(errno));
   uint64_t size = uint64_t(st.st_size);
   tfm_runtime::EmbedTrailer embed;
   tfm_runtime::EmbeddedFilesTrailer trailer;
@@ -113,22 +115,22 @@ tfm_status readEmbeddedFiles(const std::string &path, bool &found,
   if (trailer.count > tfm_runtime::kMaxEmbeddedFiles ||
       trailer.count * sizeof(tfm_runtime::EmbeddedFile) >
           trailerAt - weightsEnd)
-    return makeError(path + ": corrupt table of embedded files");
+    return makeError("{}: corrupt table of embedded files", path);
   uint64_t tableAt =
       trailerAt - trailer.count * sizeof(tfm_runtime::EmbeddedFile);
   std::vector<tfm_runtime::EmbeddedFile> table(trailer.count);
   if (!readAt(file.fd, table.data(), trailer.count * sizeof(table[0]), tableAt))
-    return makeError(path + ": cannot read: " + std::strerror(errno));
+    return makeError("{}: cannot read: {}", path, std::strerror(errno));
   for (const tfm_runtime::EmbeddedFile &entry : table) {
     std::string name(entry.name, strnlen(entry.name, sizeof entry.name));
     if (entry.offset < weightsEnd || entry.offset > tableAt ||
         entry.size > tableAt - entry.offset)
-      return makeError(path + ": corrupt table of embedded files (" + name +
-                       ")");
-    NamedBytes named{path + " (embedded " + name + ")", std::string(), name};
+      return makeError("{}: corrupt table of embedded files ({})", path, name);
+    NamedBytes named{fmt::format("{} (embedded {})", path, name), std::string(),
+                     name};
     named.bytes.resize(entry.size);
     if (!readAt(file.fd, named.bytes.data(), entry.size, entry.offset))
-      return makeError(named.name + ": cannot read: " + std::strerror(errno));
+      return makeError("{}: cannot read: {}", named.name, std::strerror(errno));
     files.push_back(std::move(named));
   }
   // In the order of kTokenizerFileNames, each once.
@@ -140,8 +142,9 @@ tfm_status readEmbeddedFiles(const std::string &path, bool &found,
         break;
       }
   if (ordered.size() != 3)
-    return makeError(path + ": the embedded tokenizer is incomplete: it needs "
-                            "source.spm, target.spm and vocab.json");
+    return makeError("{}: the embedded tokenizer is incomplete: it needs "
+                     "source.spm, target.spm and vocab.json",
+                     path);
   files = std::move(ordered);
   return nullptr;
 }
@@ -156,11 +159,8 @@ tfm_status readFilesBeside(const std::string &dir,
   if (present.empty())
     return nullptr;
   if (!missing.empty()) {
-    std::string list;
-    for (const std::string &m : missing)
-      list += (list.empty() ? "" : ", ") + m;
-    return makeError("the tokenizer is incomplete: " + present.front() +
-                     " is there but not " + list);
+    return makeError("the tokenizer is incomplete: {} is there but not {}",
+                     present.front(), fmt::join(missing, ", "));
   }
   for (const std::string &path : present) {
     NamedBytes named{path, std::string()};
@@ -202,7 +202,8 @@ public:
         if (!parseId(piece, id))
           return false;
         if (!ids.emplace(piece, int32_t(id)).second)
-          return fail(pieceAt, "piece \"" + piece + "\" appears twice");
+          return fail(pieceAt,
+                      fmt::format("piece \"{}\" appears twice", piece));
         skipSpace();
         if (peek() == ',') {
           ++pos;
@@ -236,8 +237,7 @@ private:
     for (size_t i = 0; i < at && i < text.size(); ++i, ++column)
       if (text[i] == '\n')
         ++line, column = 0;
-    error = "line " + std::to_string(line) + ", column " +
-            std::to_string(column) + ": " + message;
+    error = fmt::format("line {}, column {}: {}", line, column, message);
     return false;
   }
 
@@ -246,8 +246,8 @@ private:
       ++pos;
       return true;
     }
-    return fail(pos, std::string("expected '") + c + "'" +
-                         (pos < text.size() ? "" : ", found the end"));
+    return fail(pos, fmt::format("expected '{}'{}", c,
+                                 pos < text.size() ? "" : ", found the end"));
   }
 
   static void appendUtf8(std::string &out, uint32_t cp) {
@@ -351,7 +351,7 @@ private:
         break;
       }
       default:
-        return fail(pos - 2, std::string("bad escape '\\") + e + "'");
+        return fail(pos - 2, fmt::format("bad escape '\\{}'", e));
       }
     }
   }
@@ -366,9 +366,10 @@ private:
         !number.empty() && number.size() <= 9 &&
         number.find_first_not_of("0123456789") == std::string::npos;
     if (!digitsOnly)
-      return fail(start, "the id of piece \"" + piece +
-                             "\" is not a non-negative integer" +
-                             (number.empty() ? "" : ": " + number));
+      return fail(start,
+                  fmt::format("the id of piece \"{}\" is not a non-negative "
+                              "integer{}{}",
+                              piece, number.empty() ? "" : ": ", number));
     id = std::strtol(number.c_str(), nullptr, 10);
     return true;
   }
@@ -381,31 +382,27 @@ tfm_status loadVocab(const NamedBytes &file, const tfm_model_config &config,
                      tfm_tokenizer_t &tok) {
   VocabParser parser(file.bytes);
   if (!parser.parse(tok.ids))
-    return makeError(file.name +
-                     ": not a valid vocabulary (a JSON object "
-                     "from pieces to ids): " +
-                     parser.error);
+    return makeError("{}: not a valid vocabulary (a JSON object from pieces "
+                     "to ids): {}",
+                     file.name, parser.error);
   int64_t vocab = config.source_vocab_size;
   if (config.target_vocab_size != vocab)
-    return makeError(file.name +
-                     ": one vocabulary for source and target, "
-                     "but the model's vocabularies differ (" +
-                     std::to_string(vocab) + " and " +
-                     std::to_string(config.target_vocab_size) + ")");
+    return makeError("{}: one vocabulary for source and target, but the "
+                     "model's vocabularies differ ({} and {})",
+                     file.name, vocab, config.target_vocab_size);
   if (int64_t(tok.ids.size()) != vocab)
-    return makeError(file.name + ": " + std::to_string(tok.ids.size()) +
-                     " pieces, but the model's vocabulary has " +
-                     std::to_string(vocab));
+    return makeError("{}: {} pieces, but the model's vocabulary has {}",
+                     file.name, tok.ids.size(), vocab);
   tok.pieces.assign(size_t(vocab), std::string());
   std::vector<bool> seen(size_t(vocab), false);
   for (const auto &[piece, id] : tok.ids) {
     if (id >= vocab)
-      return makeError(file.name + ": piece \"" + piece + "\" has id " +
-                       std::to_string(id) + ", outside the vocabulary of " +
-                       std::to_string(vocab));
+      return makeError(
+          "{}: piece \"{}\" has id {}, outside the vocabulary of {}", file.name,
+          piece, id, vocab);
     if (seen[id])
-      return makeError(file.name + ": id " + std::to_string(id) +
-                       " is given to more than one piece");
+      return makeError("{}: id {} is given to more than one piece", file.name,
+                       id);
     seen[id] = true;
     tok.pieces[id] = piece;
   }
@@ -413,11 +410,10 @@ tfm_status loadVocab(const NamedBytes &file, const tfm_model_config &config,
                      int32_t &out) -> tfm_status {
     auto it = tok.ids.find(piece);
     if (it == tok.ids.end())
-      return makeError(file.name + ": no entry for " + piece);
+      return makeError("{}: no entry for {}", file.name, piece);
     if (expected >= 0 && it->second != expected)
-      return makeError(file.name + ": " + piece + " has id " +
-                       std::to_string(it->second) + ", but the model's is " +
-                       std::to_string(expected));
+      return makeError("{}: {} has id {}, but the model's is {}", file.name,
+                       piece, it->second, expected);
     out = it->second;
     return nullptr;
   };
@@ -441,11 +437,11 @@ tfm_status loadSentencePiece(const NamedBytes &file,
   } catch (const std::bad_alloc &) {
     throw;
   } catch (const std::exception &e) {
-    return makeError(file.name + ": not a SentencePiece model: " + e.what());
+    return makeError("{}: not a SentencePiece model: {}", file.name, e.what());
   }
   if (!s.ok())
-    return makeError(file.name +
-                     ": not a SentencePiece model: " + s.ToString());
+    return makeError("{}: not a SentencePiece model: {}", file.name,
+                     s.ToString());
   return nullptr;
 }
 
@@ -455,15 +451,15 @@ template <typename Body> tfm_status guarded(const char *what, Body body) {
   try {
     return body();
   } catch (const std::bad_alloc &) {
-    return makeError(std::string("out of memory ") + what);
+    return makeError("out of memory {}", what);
   }
 }
 
 } // namespace
 
-extern "C" tfm_status tfm_tokenizer_open(const char *model_path,
-                                         const tfm_model_config *config,
-                                         tfm_tokenizer **out_tokenizer) {
+tfm_status tfm_runtime::openTokenizer(const char *model_path,
+                                      const tfm_model_config &config,
+                                      tfm_tokenizer **out_tokenizer) {
   *out_tokenizer = nullptr;
   return guarded("opening the tokenizer", [&]() -> tfm_status {
     std::string path = model_path;
@@ -482,64 +478,59 @@ extern "C" tfm_status tfm_tokenizer_open(const char *model_path,
       return s;
     if (tfm_status s = loadSentencePiece(files[1], tok->target))
       return s;
-    if (tfm_status s = loadVocab(files[2], *config, *tok))
+    if (tfm_status s = loadVocab(files[2], config, *tok))
       return s;
     *out_tokenizer = tok.release();
     return nullptr;
   });
 }
 
-extern "C" void tfm_tokenizer_close(tfm_tokenizer *tokenizer) {
-  delete tokenizer;
-}
+void tfm_runtime::closeTokenizer(tfm_tokenizer *tokenizer) { delete tokenizer; }
 
-extern "C" tfm_status tfm_tokenizer_encode(const tfm_tokenizer *tok,
-                                           const char *text, size_t length,
-                                           int32_t **out_ids,
-                                           int32_t *out_length) {
+tfm_status tfm_runtime::encodeText(const tfm_tokenizer &tok, const char *text,
+                                   size_t length, int32_t **out_ids,
+                                   int32_t *out_length) {
   *out_ids = nullptr;
   *out_length = 0;
   return guarded("encoding a sentence", [&]() -> tfm_status {
     std::vector<std::string> pieces;
     sentencepiece::util::Status s =
-        tok->source.Encode(absl::string_view(text, length), &pieces);
+        tok.source.Encode(absl::string_view(text, length), &pieces);
     if (!s.ok())
-      return makeError("cannot cut the text into pieces: " + s.ToString());
+      return makeError("cannot cut the text into pieces: {}", s.ToString());
     auto *ids = static_cast<int32_t *>(
         std::malloc((pieces.size() + 1) * sizeof(int32_t)));
     if (!ids)
       return makeError("out of memory encoding a sentence");
     for (size_t i = 0; i < pieces.size(); ++i) {
-      auto it = tok->ids.find(pieces[i]);
-      ids[i] = it == tok->ids.end() ? tok->unk : it->second;
+      auto it = tok.ids.find(pieces[i]);
+      ids[i] = it == tok.ids.end() ? tok.unk : it->second;
     }
-    ids[pieces.size()] = tok->eos; // Marian ends every source with EOS
+    ids[pieces.size()] = tok.eos; // Marian ends every source with EOS
     *out_ids = ids;
     *out_length = int32_t(pieces.size() + 1);
     return nullptr;
   });
 }
 
-extern "C" tfm_status tfm_tokenizer_decode(const tfm_tokenizer *tok,
-                                           const int32_t *ids, int32_t length,
-                                           char **out_text,
-                                           size_t *out_length) {
+tfm_status tfm_runtime::decodeIds(const tfm_tokenizer &tok, const int32_t *ids,
+                                  int32_t length, char **out_text,
+                                  size_t *out_length) {
   *out_text = nullptr;
   *out_length = 0;
   return guarded("decoding a sentence", [&]() -> tfm_status {
     std::vector<std::string> pieces;
     for (int32_t i = 0; i < length; ++i) {
-      if (ids[i] < 0 || size_t(ids[i]) >= tok->pieces.size())
-        return makeError("token id " + std::to_string(ids[i]) +
-                         " is outside the vocabulary of " +
-                         std::to_string(tok->pieces.size()));
-      if (ids[i] != tok->eos && ids[i] != tok->pad)
-        pieces.push_back(tok->pieces[ids[i]]);
+      if (ids[i] < 0 || size_t(ids[i]) >= tok.pieces.size())
+        return makeError("token id {} is outside the vocabulary of {}", ids[i],
+                         tok.pieces.size());
+      if (ids[i] != tok.eos && ids[i] != tok.pad)
+        pieces.push_back(tok.pieces[ids[i]]);
     }
     std::string text;
-    sentencepiece::util::Status s = tok->target.Decode(pieces, &text);
+    sentencepiece::util::Status s = tok.target.Decode(pieces, &text);
     if (!s.ok())
-      return makeError("cannot join pieces into text: " + s.ToString());
+      return makeError("cannot join pieces into text: {}", s.ToString());
     char *copy = static_cast<char *>(std::malloc(text.size() + 1));
     if (!copy)
       return makeError("out of memory decoding a sentence");
@@ -549,5 +540,3 @@ extern "C" tfm_status tfm_tokenizer_decode(const tfm_tokenizer *tok,
     return nullptr;
   });
 }
-
-extern "C" void tfm_free(void *memory) { std::free(memory); }

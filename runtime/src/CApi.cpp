@@ -1,0 +1,145 @@
+//===- CApi.cpp - The entry points of tfm/runtime.h -------------*- C++ -*-===//
+//
+// Every function of the C API, each a thin wrapper over the object it
+// concerns: the model (Model.cpp), the translation of a batch and its
+// results (Translator.cpp), the tokenizer (Tokenizer.cpp). No exception
+// crosses them: the objects return statuses.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/runtime.h"
+
+#include "runtime/src/Model.h"
+#include "runtime/src/Status.h"
+#include "runtime/src/Tokenizer.h"
+#include "runtime/src/Translator.h"
+
+#include <cstdlib>
+
+using namespace tfm_runtime;
+
+extern "C" void omp_set_num_threads(int); // libomp
+
+//===----------------------------------------------------------------------===//
+// Status
+//===----------------------------------------------------------------------===//
+
+extern "C" const char *tfm_status_message(tfm_status status) {
+  return status ? status->message.c_str() : "ok";
+}
+
+extern "C" void tfm_status_free(tfm_status status) { delete status; }
+
+//===----------------------------------------------------------------------===//
+// Model
+//===----------------------------------------------------------------------===//
+
+extern "C" tfm_status tfm_model_open(const char *path, tfm_model **out_model) {
+  return openModel(path, /*verify=*/true, out_model);
+}
+
+extern "C" tfm_status tfm_model_open_unverified(const char *path,
+                                                tfm_model **out_model) {
+  return openModel(path, /*verify=*/false, out_model);
+}
+
+extern "C" void tfm_model_close(tfm_model *model) { delete model; }
+
+extern "C" void tfm_model_get_config(const tfm_model *model,
+                                     tfm_model_config *out_config) {
+  *out_config = model->config;
+}
+
+extern "C" tfm_status tfm_model_verify_weights(const tfm_model *model,
+                                               int64_t *out_tensors,
+                                               int64_t *out_bytes) {
+  return verifyWeights(*model, out_tensors, out_bytes);
+}
+
+//===----------------------------------------------------------------------===//
+// Translation
+//===----------------------------------------------------------------------===//
+
+extern "C" void tfm_search_options_default(tfm_search_options *out_options) {
+  *out_options = defaultSearchOptions();
+}
+
+extern "C" tfm_status tfm_set_num_threads(int32_t threads) {
+  // More threads than this only oversubscribe the cores (and far more
+  // abort OpenMP's runtime).
+  constexpr int32_t kMaxThreads = 1024;
+  if (threads < 1 || threads > kMaxThreads)
+    return makeError("the thread count must be in [1, {}], found {}",
+                     kMaxThreads, threads);
+  omp_set_num_threads(threads);
+  return nullptr;
+}
+
+extern "C" tfm_status tfm_translate(tfm_model *model,
+                                    const tfm_search_options *options,
+                                    const int32_t *const *sources,
+                                    const int32_t *source_lengths,
+                                    int32_t count, tfm_results **out_results) {
+  return translate(*model, *options, sources, source_lengths, count,
+                   out_results);
+}
+
+extern "C" int32_t tfm_results_count(const tfm_results *results,
+                                     int32_t index) {
+  return int32_t(results->nbest[index].size());
+}
+
+extern "C" const int32_t *tfm_results_tokens(const tfm_results *results,
+                                             int32_t index, int32_t rank,
+                                             int32_t *out_length) {
+  const Hypothesis &h = results->nbest[index][rank];
+  *out_length = int32_t(h.tokens.size());
+  return h.tokens.data();
+}
+
+extern "C" float tfm_results_score(const tfm_results *results, int32_t index,
+                                   int32_t rank) {
+  return results->nbest[index][rank].normalized;
+}
+
+extern "C" const float *tfm_results_first_logits(const tfm_results *results,
+                                                 int32_t index) {
+  return results->firstLogits[index].data();
+}
+
+extern "C" void tfm_results_timing(const tfm_results *results,
+                                   tfm_translate_timing *out_timing) {
+  *out_timing = results->timing;
+}
+
+extern "C" void tfm_results_free(tfm_results *results) { delete results; }
+
+//===----------------------------------------------------------------------===//
+// Tokenizer
+//===----------------------------------------------------------------------===//
+
+extern "C" tfm_status tfm_tokenizer_open(const char *model_path,
+                                         const tfm_model_config *config,
+                                         tfm_tokenizer **out_tokenizer) {
+  return openTokenizer(model_path, *config, out_tokenizer);
+}
+
+extern "C" void tfm_tokenizer_close(tfm_tokenizer *tokenizer) {
+  closeTokenizer(tokenizer);
+}
+
+extern "C" tfm_status tfm_tokenizer_encode(const tfm_tokenizer *tokenizer,
+                                           const char *text, size_t length,
+                                           int32_t **out_ids,
+                                           int32_t *out_length) {
+  return encodeText(*tokenizer, text, length, out_ids, out_length);
+}
+
+extern "C" tfm_status tfm_tokenizer_decode(const tfm_tokenizer *tokenizer,
+                                           const int32_t *ids, int32_t length,
+                                           char **out_text,
+                                           size_t *out_length) {
+  return decodeIds(*tokenizer, ids, length, out_text, out_length);
+}
+
+extern "C" void tfm_free(void *memory) { std::free(memory); }

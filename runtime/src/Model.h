@@ -1,0 +1,57 @@
+//===- Model.h - A compiled model's weights, mapped and checked -*- C++ -*-===//
+//
+// tfm_model is opaque in the C API; the runtime's sources share its
+// definition here. Model.cpp maps a weights file and checks it against the
+// compiled model it was written for (tfm/abi/ModelInfo.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_RUNTIME_MODEL_H
+#define TFM_RUNTIME_MODEL_H
+
+#include "tfm/runtime.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <sys/mman.h>
+#include <vector>
+
+struct tfm_model_t {
+  void *mapping = MAP_FAILED;
+  size_t mappingSize = 0;
+  int8_t *weights = nullptr; // 64-byte aligned tensor data
+  int64_t weightsSize = 0;
+  tfm_model_config config{};
+  std::string path; // for messages
+  struct Region {
+    std::string name;
+    uint64_t offset, size, checksum;
+  };
+  std::vector<Region> regions; // the weights file's table
+  /// The checkpoint's bad_words_ids: token sequences never generated.
+  std::vector<std::vector<int32_t>> badWords;
+
+  ~tfm_model_t() {
+    if (mapping != MAP_FAILED)
+      munmap(mapping, mappingSize);
+  }
+};
+
+namespace tfm_runtime {
+
+/// Maps the weights file at `path` (or the weights embedded in the
+/// executable at `path`) and checks its header and tensor table against
+/// the compiled model; with `verify`, every tensor's bytes too
+/// (verifyWeights).
+tfm_status openModel(const char *path, bool verify, tfm_model **out_model);
+
+/// Checks every tensor's bytes against the checksum tfmc recorded; the
+/// error names the damaged tensors. On success, *out_tensors and
+/// *out_bytes (if not null) say how much was checked.
+tfm_status verifyWeights(const tfm_model &model, int64_t *out_tensors,
+                         int64_t *out_bytes);
+
+} // namespace tfm_runtime
+
+#endif // TFM_RUNTIME_MODEL_H

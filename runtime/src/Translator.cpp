@@ -1,0 +1,569 @@
+//===- Translator.cpp - Translate a batch: encode, then search --*- C++ -*-===//
+//
+// A batch of `batch` sentences is searched in rows: row s·beam + j holds
+// beam j of the sentence in slot s. A step runs the compiled decoder over
+// every row, scans each row's logits for its best extensions (Search.h),
+// chooses each sentence's next beams from them, then moves the key/value
+// cache rows to follow the beams (KvCaches.h); a finished sentence's rows
+// leave the batch, so later steps run fewer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/src/Translator.h"
+
+#include "runtime/src/Buffer.h"
+#include "runtime/src/KvCaches.h"
+#include "runtime/src/Model.h"
+#include "runtime/src/Search.h"
+#include "runtime/src/Status.h"
+#include "tfm/abi/ModelInfo.h"
+
+#include "mlir/ExecutionEngine/CRunnerUtils.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <memory>
+#include <new>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using namespace tfm_runtime;
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+/// Arguments for a packed entry point: memref descriptors laid out as
+/// {allocated, aligned, offset, sizes[N], strides[N]} (CRunnerUtils.h's
+/// StridedMemRefType) and scalars, each addressed by one void*.
+class ArgPack {
+public:
+  void memref(const void *data, const std::vector<int64_t> &sizes) {
+    add(memrefDescriptor(data, sizes));
+  }
+  void scalar(int64_t value) { add({value}); }
+  void **data() { return pointers.data(); }
+
+private:
+  void add(std::vector<int64_t> words) {
+    storage.push_back(std::move(words));
+    pointers.push_back(storage.back().data());
+  }
+  // A deque: growing it never moves the words the pointers point at.
+  std::deque<std::vector<int64_t>> storage;
+  std::vector<void *> pointers;
+};
+
+static_assert(sizeof(StridedMemRefType<float, 2>) == 7 * sizeof(int64_t),
+              "memref descriptors are words");
+
+/// Adds the seconds since it was made to `total` when it goes.
+class ScopedTimer {
+public:
+  explicit ScopedTimer(double &total)
+      : total(total), start(std::chrono::steady_clock::now()) {}
+  ~ScopedTimer() {
+    total +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+  }
+
+private:
+  double &total;
+  std::chrono::steady_clock::time_point start;
+};
+
+/// What ends a search with an error instead of results.
+struct SearchError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class Translator {
+public:
+  Translator(tfm_model &model, const tfm_search_options &options)
+      : model(model), cfg(model.config), opts(options),
+        beam(std::max<int64_t>(1, options.beam_size)),
+        vocab(cfg.target_vocab_size), heads(cfg.decoder_heads),
+        headDim(cfg.d_model / heads), kv(heads, headDim) {}
+
+  void run(const int32_t *const *sources, const int32_t *lengths, int32_t count,
+           tfm_results &results);
+
+private:
+  /// The hypotheses of the rows, in row order.
+  struct Beams {
+    std::vector<std::vector<int32_t>> prefixes; // the tokens generated
+    std::vector<float> scores; // sum of log p; -inf: no hypothesis
+  };
+
+  // Before the search.
+  void setSources(const int32_t *const *sources, const int32_t *lengths,
+                  int32_t count);
+  void setLengthLimits(const int32_t *lengths);
+  void startSearch();
+  // The compiled model.
+  void encode();
+  void decodeStep(int64_t step);
+  // A step's search.
+  void search(int64_t step, tfm_results &results);
+  void scanRows(int64_t step, std::vector<char> &nonFinite);
+  void checkFinite(const std::vector<char> &nonFinite, int64_t step) const;
+  /// The tokens a row whose generated tokens are `prefix` must not take
+  /// next, sorted: padding, EOS when `eosAllowed` is false, and the last
+  /// token of every bad word whose other tokens end the row's input
+  /// (decoder start token, then `prefix`), as Hugging Face's
+  /// NoBadWordsLogitsProcessor bans them.
+  std::vector<int32_t> bannedTokens(const std::vector<int32_t> &prefix,
+                                    bool eosAllowed) const;
+  void selectBeams(int64_t step);
+  std::vector<Candidate> sentenceCandidates(size_t slot) const;
+  void selectSentence(size_t slot, int64_t step, Beams &next);
+  void endUnterminated(size_t slot, const Beams &next);
+  float normalize(float score, size_t length) const {
+    return score / std::pow(float(length), opts.length_penalty);
+  }
+  bool allDone() const;
+  // Between the steps.
+  void dropFinished(int64_t length);
+  void setNextTokens();
+  void collectResults(tfm_results &results);
+
+  tfm_model &model;
+  const tfm_model_config &cfg;
+  tfm_search_options opts;
+  const int64_t beam, vocab, heads, headDim;
+
+  int64_t batch = 0, srcLen = 0, rows = 0, capacity = 0;
+  // liveLengths: the source lengths of the sentences still decoded.
+  std::vector<int32_t> srcIds, srcLengths, liveLengths;
+  std::vector<int64_t> maxLen; // per sentence of the batch
+  Buffer encoderOut, logits;
+  KvCaches kv;
+
+  Beams beams;
+  std::vector<int32_t> tokens;                 // each row's next input
+  std::vector<std::vector<Candidate>> rowBest; // each row's best 2k
+  std::vector<int64_t> parents; // the row each row continues, this step
+  // The sentences still searched, in batch order: slot s has rows
+  // s·beam .. s·beam + beam - 1. A finished sentence's rows leave the batch
+  // at the end of its step, so the steps after it cost it nothing.
+  std::vector<int64_t> live;
+  std::vector<std::vector<Hypothesis>> finished; // per sentence
+  std::vector<bool> done;                        // per sentence
+};
+
+//===----------------------------------------------------------------------===//
+// Before the search
+//===----------------------------------------------------------------------===//
+
+void Translator::setSources(const int32_t *const *sources,
+                            const int32_t *lengths, int32_t count) {
+  const int32_t pad = int32_t(cfg.pad_token_id);
+  batch = count;
+  rows = batch * beam;
+  // Pad the sources to the longest.
+  srcLen = *std::max_element(lengths, lengths + count);
+  srcIds.assign(batch * srcLen, pad);
+  srcLengths.assign(lengths, lengths + count);
+  for (int64_t b = 0; b < batch; ++b)
+    std::copy(sources[b], sources[b] + lengths[b], &srcIds[b * srcLen]);
+  liveLengths = srcLengths;
+}
+
+/// Length limits per sentence; the positions table bounds them all.
+void Translator::setLengthLimits(const int32_t *lengths) {
+  maxLen.assign(batch, 0);
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t limit = opts.max_length;
+    if (opts.max_length_ratio > 0 && !opts.suppress_eos)
+      limit = int64_t(std::min<double>(
+          double(limit), double(opts.max_length_ratio) * lengths[b] + 5));
+    maxLen[b] = std::max<int64_t>(1, std::min(limit, cfg.max_positions));
+  }
+  capacity = *std::max_element(maxLen.begin(), maxLen.end());
+}
+
+void Translator::startSearch() {
+  kv.allocateSelf(cfg.decoder_layers, rows, capacity);
+  logits.resize(rows * vocab);
+  beams.prefixes.assign(rows, {});
+  beams.scores.assign(rows, 0.0f);
+  // Only the first beam of each sentence is live at the start.
+  for (int64_t r = 0; r < rows; ++r)
+    if (r % beam)
+      beams.scores[r] = kNegInf;
+  finished.assign(batch, {});
+  done.assign(batch, false);
+  live.resize(batch);
+  std::iota(live.begin(), live.end(), 0);
+  tokens.assign(rows, int32_t(cfg.decoder_start_token_id));
+  rowBest.assign(rows, {});
+}
+
+//===----------------------------------------------------------------------===//
+// The compiled model
+//===----------------------------------------------------------------------===//
+
+void Translator::encode() {
+  int64_t d = cfg.d_model;
+  encoderOut.resize(batch * srcLen * d);
+  kv.clearCross();
+  ArgPack args;
+  args.memref(model.weights, {model.weightsSize});
+  args.memref(srcIds.data(), {batch, srcLen});
+  args.memref(srcLengths.data(), {batch});
+  args.memref(encoderOut.data, {batch, srcLen, d});
+  for (int64_t l = 0; l < 2 * cfg.decoder_layers; ++l)
+    args.memref(kv.addCross(batch, srcLen), {batch, heads, srcLen, headDim});
+  tfm_encode(args.data());
+}
+
+void Translator::decodeStep(int64_t step) {
+  ArgPack args;
+  args.memref(model.weights, {model.weightsSize});
+  args.memref(tokens.data(), {rows, 1});
+  args.scalar(step);
+  int64_t sentences = rows / beam;
+  args.memref(liveLengths.data(), {sentences});
+  for (int64_t l = 0; l < cfg.decoder_layers; ++l) {
+    args.memref(kv.crossData(2 * l), {sentences, heads, srcLen, headDim});
+    args.memref(kv.crossData(2 * l + 1), {sentences, heads, srcLen, headDim});
+    args.memref(kv.selfData(2 * l), {rows, heads, capacity, headDim});
+    args.memref(kv.selfData(2 * l + 1), {rows, heads, capacity, headDim});
+  }
+  args.memref(logits.data, {rows, 1, vocab});
+  tfm_decode_step(args.data());
+}
+
+//===----------------------------------------------------------------------===//
+// A step's search
+//===----------------------------------------------------------------------===//
+
+void Translator::search(int64_t step, tfm_results &results) {
+  if (step == 0) {
+    results.firstLogits.assign(batch, {});
+    for (int64_t b = 0; b < batch; ++b)
+      results.firstLogits[b].assign(logits.data + b * beam * vocab,
+                                    logits.data + (b * beam + 1) * vocab);
+  }
+  std::vector<char> nonFinite(rows, 0);
+  {
+    ScopedTimer timer(results.timing.scan);
+    scanRows(step, nonFinite);
+  }
+  checkFinite(nonFinite, step);
+  selectBeams(step);
+}
+
+/// Each live row's best 2k extensions, rows in parallel: a row's
+/// log-softmax normalizer sums the exponentials of all its logits.
+/// A sentence at its length limit ends with the forced EOS (if the
+/// checkpoint names one), as Hugging Face's ForcedEOSTokenLogitsProcessor
+/// ends it; it overrides --min-length, and --suppress-eos turns it off.
+void Translator::scanRows(int64_t step, std::vector<char> &nonFinite) {
+  bool eosAllowed = !opts.suppress_eos && step + 1 > opts.min_length;
+  bool forceEos = cfg.forced_eos_token_id >= 0 && !opts.suppress_eos;
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    rowBest[r].clear();
+    if (beams.scores[r] == kNegInf)
+      continue;
+    bool forced = forceEos && step + 1 >= maxLen[live[r / beam]];
+    std::optional<std::vector<Candidate>> best = bestExtensions(
+        logits.data + r * vocab, vocab, beams.scores[r], (r % beam) * vocab,
+        2 * beam, bannedTokens(beams.prefixes[r], eosAllowed),
+        forced ? int32_t(cfg.forced_eos_token_id) : -1);
+    if (best)
+      rowBest[r] = std::move(*best);
+    else
+      nonFinite[r] = 1;
+  }
+}
+
+/// tfmc refuses non-finite weights, so a NaN here means damaged weights
+/// (or an fp32 overflow): never a translation to print.
+void Translator::checkFinite(const std::vector<char> &nonFinite,
+                             int64_t step) const {
+  for (int64_t r = 0; r < rows; ++r)
+    if (nonFinite[r])
+      throw SearchError(fmt::format(
+          "sentence {} of the batch: the logits of step {} are not finite; "
+          "the weights in {} are damaged (--verify-weights names the "
+          "tensors) or the model overflows fp32",
+          live[r / beam] + 1, step + 1, model.path));
+}
+
+std::vector<int32_t>
+Translator::bannedTokens(const std::vector<int32_t> &prefix,
+                         bool eosAllowed) const {
+  std::vector<int32_t> banned = {int32_t(cfg.pad_token_id)};
+  if (!eosAllowed)
+    banned.push_back(int32_t(cfg.eos_token_id));
+  auto input = [&](size_t i) { // the row's input: start token, then prefix
+    return i == 0 ? int32_t(cfg.decoder_start_token_id) : prefix[i - 1];
+  };
+  size_t inputLength = prefix.size() + 1;
+  for (const std::vector<int32_t> &word : model.badWords) {
+    size_t context = word.size() - 1;
+    if (context > inputLength)
+      continue;
+    bool matches = true;
+    for (size_t i = 0; i < context && matches; ++i)
+      matches = input(inputLength - context + i) == word[i];
+    if (matches)
+      banned.push_back(word.back());
+  }
+  std::sort(banned.begin(), banned.end());
+  banned.erase(std::unique(banned.begin(), banned.end()), banned.end());
+  return banned;
+}
+
+/// Each live sentence's next beams from its rows' best extensions; sets
+/// `parents`.
+void Translator::selectBeams(int64_t step) {
+  parents.resize(rows);
+  std::iota(parents.begin(), parents.end(), 0);
+  Beams next = beams;
+  for (size_t s = 0; s < live.size(); ++s)
+    selectSentence(s, step, next);
+  std::swap(beams, next);
+}
+
+/// The best 2k of (beam score + log p(token)) over the live beams of the
+/// sentence in `slot` and all tokens: the best of its rows' own best 2k.
+std::vector<Candidate> Translator::sentenceCandidates(size_t slot) const {
+  size_t want = 2 * beam;
+  std::vector<Candidate> best;
+  for (int64_t j = 0; j < beam; ++j) {
+    const std::vector<Candidate> &row = rowBest[slot * beam + j];
+    best.insert(best.end(), row.begin(), row.end());
+  }
+  std::sort(best.begin(), best.end(), before);
+  if (best.size() > want)
+    best.resize(want);
+  return best;
+}
+
+/// The best candidates of the sentence in `slot` become its next beams in
+/// `next` (an EOS among the first `beam` ends a hypothesis instead); the
+/// sentence is done when it has `beam` hypotheses or reaches its limit.
+void Translator::selectSentence(size_t slot, int64_t step, Beams &next) {
+  const int32_t eos = int32_t(cfg.eos_token_id);
+  int64_t b = live[slot];
+  std::vector<Candidate> candidates = sentenceCandidates(slot);
+  int64_t kept = 0;
+  for (size_t c = 0; c < candidates.size() && kept < beam; ++c) {
+    auto [score, flat] = candidates[c];
+    int64_t j = flat / vocab;
+    int32_t token = int32_t(flat % vocab);
+    int64_t parent = slot * beam + j;
+    if (token == eos) {
+      // An EOS ranked beyond the beam width does not count.
+      if (int64_t(c) < beam) {
+        const std::vector<int32_t> &prefix = beams.prefixes[parent];
+        finished[b].push_back(
+            {prefix, score, normalize(score, prefix.size() + 1)});
+      }
+      continue;
+    }
+    int64_t r = slot * beam + kept++;
+    parents[r] = parent;
+    next.prefixes[r] = beams.prefixes[parent];
+    next.prefixes[r].push_back(token);
+    next.scores[r] = score;
+  }
+  for (; kept < beam; ++kept)
+    next.scores[slot * beam + kept] = kNegInf;
+  if (int64_t(finished[b].size()) >= beam) {
+    done[b] = true;
+  } else if (step + 1 >= maxLen[b]) {
+    endUnterminated(slot, next);
+    done[b] = true;
+  }
+}
+
+/// Out of length: the live beams of the sentence in `slot` end here,
+/// unterminated.
+void Translator::endUnterminated(size_t slot, const Beams &next) {
+  int64_t b = live[slot];
+  for (int64_t j = 0; j < beam; ++j) {
+    int64_t r = slot * beam + j;
+    if (next.scores[r] == kNegInf)
+      continue;
+    const std::vector<int32_t> &prefix = next.prefixes[r];
+    finished[b].push_back(
+        {prefix, next.scores[r], normalize(next.scores[r], prefix.size())});
+  }
+}
+
+bool Translator::allDone() const {
+  return std::all_of(done.begin(), done.end(), [](bool d) { return d; });
+}
+
+//===----------------------------------------------------------------------===//
+// Between the steps
+//===----------------------------------------------------------------------===//
+
+/// The rows of the sentences done this step leave the batch: the caches,
+/// the cross-attention keys/values, the source lengths and the beams of
+/// the others move up.
+void Translator::dropFinished(int64_t length) {
+  if (std::none_of(live.begin(), live.end(),
+                   [&](int64_t b) { return done[b]; }))
+    return;
+  // keptSlots: the sentences (of the batch) still decoded; keptLive: their
+  // places among the live ones.
+  std::vector<int64_t> keptRows, keptSlots, keptLive;
+  for (size_t s = 0; s < live.size(); ++s)
+    if (!done[live[s]]) {
+      keptSlots.push_back(live[s]);
+      keptLive.push_back(int64_t(s));
+      for (int64_t j = 0; j < beam; ++j)
+        keptRows.push_back(int64_t(s) * beam + j);
+    }
+  kv.compact(keptRows, keptLive, length);
+  for (size_t i = 0; i < keptLive.size(); ++i)
+    liveLengths[i] = liveLengths[keptLive[i]];
+  liveLengths.resize(keptLive.size());
+  rows = int64_t(keptRows.size());
+  for (size_t i = 0; i < keptRows.size(); ++i)
+    if (keptRows[i] != int64_t(i)) { // (a self-move would empty it)
+      beams.prefixes[i] = std::move(beams.prefixes[keptRows[i]]);
+      beams.scores[i] = beams.scores[keptRows[i]];
+    }
+  beams.prefixes.resize(rows);
+  beams.scores.resize(rows);
+  live = std::move(keptSlots);
+}
+
+/// Each row's next input: its last token, or the decoder start token.
+void Translator::setNextTokens() {
+  tokens.resize(rows);
+  for (int64_t r = 0; r < rows; ++r)
+    tokens[r] = beams.prefixes[r].empty() ? int32_t(cfg.decoder_start_token_id)
+                                          : beams.prefixes[r].back();
+}
+
+/// Each sentence's n best hypotheses, best first (ties in the order found).
+void Translator::collectResults(tfm_results &results) {
+  results.nbest.assign(batch, {});
+  for (int64_t b = 0; b < batch; ++b) {
+    std::vector<Hypothesis> &hyps = finished[b];
+    std::stable_sort(hyps.begin(), hyps.end(),
+                     [](const Hypothesis &x, const Hypothesis &y) {
+                       return x.normalized > y.normalized;
+                     });
+    if (int64_t(hyps.size()) > opts.n_best)
+      hyps.resize(std::max(1, opts.n_best));
+    results.nbest[b] = std::move(hyps);
+  }
+}
+
+void Translator::run(const int32_t *const *sources, const int32_t *lengths,
+                     int32_t count, tfm_results &results) {
+  tfm_translate_timing &timing = results.timing;
+  timing = {};
+  setSources(sources, lengths, count);
+  setLengthLimits(lengths);
+  {
+    ScopedTimer timer(timing.encode);
+    encode();
+  }
+  startSearch();
+  for (int64_t step = 0; step < capacity; ++step) {
+    {
+      ScopedTimer timer(timing.decode);
+      decodeStep(step);
+    }
+    ++timing.steps;
+    timing.row_steps += rows;
+    {
+      ScopedTimer timer(timing.search);
+      search(step, results);
+    }
+    if (allDone())
+      break;
+    ScopedTimer timer(timing.caches);
+    kv.reorder(parents, step + 1);
+    dropFinished(step + 1);
+    setNextTokens();
+  }
+  collectResults(results);
+}
+
+/// Why tfm_translate refuses a batch, or null.
+tfm_status checkRequest(const tfm_model_config &cfg,
+                        const tfm_search_options &options,
+                        const int32_t *const *sources, const int32_t *lengths,
+                        int32_t count) {
+  if (count <= 0)
+    return makeError("no sentences to translate");
+  if (options.beam_size < 1 || options.n_best < 1 ||
+      options.n_best > options.beam_size)
+    return makeError("need beam size >= 1 and 1 <= n-best <= beam size");
+  if (options.max_length < 1)
+    return makeError("max length must be at least 1");
+  if (options.min_length < 0)
+    return makeError("min length must be at least 0");
+  if (!std::isfinite(options.length_penalty))
+    return makeError("the length penalty must be a finite number");
+  if (!(options.max_length_ratio >= 0) ||
+      !std::isfinite(options.max_length_ratio))
+    return makeError("the max length ratio must be a finite number >= 0");
+  for (int32_t i = 0; i < count; ++i) {
+    if (lengths[i] < 1)
+      return makeError("sentence {} is empty", i + 1);
+    if (lengths[i] > cfg.max_positions)
+      return makeError("sentence {} has {} tokens; the model takes at most {}",
+                       i + 1, lengths[i], cfg.max_positions);
+    for (int32_t t = 0; t < lengths[i]; ++t)
+      if (sources[i][t] < 0 || sources[i][t] >= cfg.source_vocab_size)
+        return makeError(
+            "sentence {}: token id {} is outside the vocabulary of {}", i + 1,
+            sources[i][t], cfg.source_vocab_size);
+  }
+  return nullptr;
+}
+
+} // namespace
+
+tfm_search_options tfm_runtime::defaultSearchOptions() {
+  tfm_search_options o;
+  o.beam_size = 1;
+  o.n_best = 1;
+  o.max_length = 256;
+  // Marian's default factor: a sentence that runs away (repeats itself)
+  // stops after about three times its source's tokens.
+  o.max_length_ratio = 3.0f;
+  o.min_length = 0;
+  o.length_penalty = 1.0f;
+  o.suppress_eos = 0;
+  return o;
+}
+
+tfm_status tfm_runtime::translate(tfm_model &model,
+                                  const tfm_search_options &options,
+                                  const int32_t *const *sources,
+                                  const int32_t *lengths, int32_t count,
+                                  tfm_results **out_results) {
+  *out_results = nullptr;
+  if (tfm_status s =
+          checkRequest(model.config, options, sources, lengths, count))
+    return s;
+  try {
+    auto results = std::make_unique<tfm_results_t>();
+    Translator(model, options).run(sources, lengths, count, *results);
+    *out_results = results.release();
+    return nullptr;
+  } catch (const SearchError &e) {
+    return makeError(e.what());
+  } catch (const std::bad_alloc &) {
+    return makeError("out of memory translating a batch of {} sentences",
+                     count);
+  }
+}

@@ -1,0 +1,46 @@
+//===- Translator.h - Translate a batch: encode, then search ----*- C++ -*-===//
+//
+// tfm_results is opaque in the C API; the runtime's sources share its
+// definition here. Translator.cpp runs the compiled `encode` over a padded
+// batch, then `decode_step` until every sentence has its hypotheses,
+// searching (greedy or beam) between the steps.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_RUNTIME_TRANSLATOR_H
+#define TFM_RUNTIME_TRANSLATOR_H
+
+#include "tfm/runtime.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace tfm_runtime {
+struct Hypothesis {
+  std::vector<int32_t> tokens; // without EOS
+  float score = 0;             // sum of log-probabilities
+  float normalized = 0;        // score / length^penalty
+};
+} // namespace tfm_runtime
+
+struct tfm_results_t {
+  std::vector<std::vector<tfm_runtime::Hypothesis>> nbest;
+  std::vector<std::vector<float>> firstLogits;
+  tfm_translate_timing timing{};
+};
+
+namespace tfm_runtime {
+
+/// tfm_search_options_default's options.
+tfm_search_options defaultSearchOptions();
+
+/// Checks `count` sentences and the options against the model, then
+/// translates the sentences as one batch (tfm_translate). No exception
+/// leaves it.
+tfm_status translate(tfm_model &model, const tfm_search_options &options,
+                     const int32_t *const *sources, const int32_t *lengths,
+                     int32_t count, tfm_results **out_results);
+
+} // namespace tfm_runtime
+
+#endif // TFM_RUNTIME_TRANSLATOR_H
