@@ -2,10 +2,18 @@
 //
 // tfm.attention as a FlashAttention loop nest: the scores are never
 // materialized whole, masks come from loop indices and lengths.
+// AttentionKernelBuilder builds the nest over batch rows and blocks of
+// queries, and picks a kernel for each block; the kernels are builders
+// whose methods build the steps of the online softmax:
+//   OneQueryKernel  vectors along D, one query at a time (decoder steps)
+//   TiledKernel     queries along the lanes, Sᵀ = K·Qᵀ in register tiles
+//   the linalg ops of AttentionKernelBuilder::linalgBlock, for head sizes
+//   that are not static or elements that are not f32.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Conversion/TfmToLinalg/Common.h"
+#include "passes/Conversion/TfmToLinalg/VectorMath.h"
 
 #include <cmath>
 
@@ -16,7 +24,7 @@ using namespace mlir::tfm::lowering;
 namespace {
 
 //===----------------------------------------------------------------------===//
-// Attention
+// What the kernels share
 //===----------------------------------------------------------------------===//
 
 /// source[row, offset : offset + size, 0 : width] as a 2-D tensor.
@@ -28,38 +36,9 @@ static Value rowTile(OpBuilder &b, Location loc, Value source, Value row,
       {ShapedType::kDynamic, staticWidth ? *staticWidth : ShapedType::kDynamic},
       sourceType.getElementType());
   return b.create<tensor::ExtractSliceOp>(
-      loc, type, source,
-      ArrayRef<OpFoldResult>{row, offset, b.getIndexAttr(0)},
+      loc, type, source, ArrayRef<OpFoldResult>{row, offset, b.getIndexAttr(0)},
       ArrayRef<OpFoldResult>{b.getIndexAttr(1), size, width},
       unitStrides(b, 3));
-}
-
-/// sums[j] = Σ over lanes of accs[j], for L vectors of L lanes, as one
-/// vector: log2(L) levels, each adding the two halves of every pair of
-/// vectors after a shuffle, so that the vectors halve and the lanes of what
-/// is left hold partial sums of more keys (lane x of level s: key x mod 2s).
-/// 7 shuffle pairs and adds for 8 keys instead of 8 horizontal reductions.
-static Value transposeSum(OpBuilder &b, Location loc, SmallVector<Value> accs,
-                          int64_t lanes) {
-  for (int64_t s = 1; s < lanes; s *= 2) {
-    // Lane x takes, from the first vector of the pair (x / s even) or the
-    // second, the lanes at g·2s + x mod s (lo) and g·2s + s + x mod s (hi)
-    // of its group g = x / 2s: two partials of the same key.
-    SmallVector<int64_t> lo, hi;
-    for (int64_t x = 0; x < lanes; ++x) {
-      int64_t from = (x / s) % 2 ? lanes : 0;
-      int64_t base = from + (x / (2 * s)) * 2 * s + x % s;
-      lo.push_back(base);
-      hi.push_back(base + s);
-    }
-    SmallVector<Value> next;
-    for (size_t i = 0; i + 1 < accs.size(); i += 2)
-      next.push_back(b.create<arith::AddFOp>(
-          loc, b.create<vector::ShuffleOp>(loc, accs[i], accs[i + 1], lo),
-          b.create<vector::ShuffleOp>(loc, accs[i], accs[i + 1], hi)));
-    accs = std::move(next);
-  }
-  return accs.front();
 }
 
 /// The end of the keys query `query` sees: end = min(len, query + Sk - Sq
@@ -75,60 +54,78 @@ static Value visibleEnd(OpBuilder &b, Location loc, Value query, Value keyEnd,
   return b.create<arith::MinSIOp>(loc, keyEnd, visible);
 }
 
-/// The vector <0, 1, .., L - 1> of i32: each lane's key offset in a block.
-static Value laneIndices(OpBuilder &b, Location loc, int64_t lanes) {
-  SmallVector<int32_t> ids;
-  for (int64_t j = 0; j < lanes; ++j)
-    ids.push_back(int32_t(j));
-  return b.create<arith::ConstantOp>(
-      loc, DenseElementsAttr::get(VectorType::get({lanes}, b.getI32Type()),
-                                  ArrayRef<int32_t>(ids)));
+/// One block of queries q0 .. q0 + qs of the batch row whose leading
+/// indices (batch, head, ..) are `lead`, as the vector kernels take it, D
+/// and Dv static. Q, K and V keep their leading dimensions: collapsing
+/// those of a KV cache's valid prefix (a strided view) would copy the cache
+/// every step.
+struct QueryBlock {
+  /// [.., Sq, D], [.., Sk, D] and [.., Sk, Dv].
+  Value q, k, v;
+  SmallVector<Value> lead;
+  /// The block's first query and its number of queries.
+  Value q0, qs;
+  /// len, the keys not padding (min(Sk, lengths[b])), and Sk - Sq.
+  Value keyEnd, shift;
+  bool causal;
+  double scale;
+  /// [qs, Dv]: the block's rows of the output, written in place.
+  Value tile;
+};
+
+/// What both vector kernels build on: the block, its sizes, vectors of L =
+/// `lanes` floats, and constants.
+class VectorKernel {
+protected:
+  VectorKernel(OpBuilder &b, Location loc, const QueryBlock &block,
+               int64_t lanes);
+
+  /// <0, .., L - 1>, and splats of the scale, -inf and 0.
+  void createLaneConstants();
+
+  /// end_i of the query at position `query` (visibleEnd).
+  Value endOf(OpBuilder &eb, Location el, Value query) const {
+    return visibleEnd(eb, el, query, block.keyEnd, block.shift, block.causal);
+  }
+
+  OpBuilder &b;
+  Location loc;
+  QueryBlock block;
+  int64_t lanes, rank, d, dv;
+  /// Vectors of D and of Dv (the last one masked where L does not divide).
+  int64_t chunks, outChunks;
+  Type elt;
+  VectorType vecType, i32Vec;
+  Value fzero, zero, one;
+  Value laneIndex, scaleVec, ninfVec, zeroVec;
+};
+
+VectorKernel::VectorKernel(OpBuilder &b, Location loc, const QueryBlock &block,
+                           int64_t lanes)
+    : b(b), loc(loc), block(block), lanes(lanes) {
+  rank = tensorTypeOf(block.q).getRank();
+  d = tensorTypeOf(block.q).getDimSize(rank - 1);
+  dv = tensorTypeOf(block.v).getDimSize(rank - 1);
+  elt = tensorTypeOf(block.q).getElementType();
+  vecType = VectorType::get({lanes}, elt);
+  i32Vec = VectorType::get({lanes}, b.getI32Type());
+  chunks = llvm::divideCeil(d, lanes);
+  outChunks = llvm::divideCeil(dv, lanes);
+  fzero = floatConstant(b, loc, elt, 0.0);
+  zero = indexConstant(b, loc, 0);
+  one = indexConstant(b, loc, 1);
 }
 
-/// tile[i, :] = out[i, :] / Σ_lanes sums[i, :] for the rows i < qs: a
-/// query's weighted sum of values over its softmax denominator. `out` may
-/// be `tile` itself (then each row is read from the tile being written, so
-/// that it is normalized in place).
-static Value normalizedRows(OpBuilder &b, Location loc, Value out, Value sums,
-                            Value tile, Value qs) {
-  int64_t lanes = tensorTypeOf(sums).getDimSize(1);
-  int64_t dv = tensorTypeOf(tile).getDimSize(1);
-  Type elt = tensorTypeOf(tile).getElementType();
-  auto vecType = VectorType::get({lanes}, elt);
-  Value fzero = floatConstant(b, loc, elt, 0.0);
-  bool inPlace = out == tile;
-  auto normalize = b.create<scf::ForOp>(
-      loc, indexConstant(b, loc, 0), qs, indexConstant(b, loc, 1),
-      ValueRange{tile},
-      [&](OpBuilder &rb, Location rl, Value i, ValueRange iter) {
-        Value t = iter[0];
-        auto read = [&](Value from, int64_t column, bool whole) -> Value {
-          return rb.create<vector::TransferReadOp>(
-              rl, vecType, from,
-              ValueRange{i, indexConstant(rb, rl, column)}, fzero,
-              ArrayRef<bool>{whole});
-        };
-        Value sum = rb.create<vector::ReductionOp>(
-            rl, vector::CombiningKind::ADD, read(sums, 0, true));
-        Value inv = rb.create<vector::BroadcastOp>(
-            rl, vecType,
-            rb.create<arith::DivFOp>(rl, floatConstant(rb, rl, elt, 1.0), sum));
-        Value from = inPlace ? t : out;
-        for (int64_t column = 0; column < dv; column += lanes) {
-          bool whole = column + lanes <= dv;
-          t = rb.create<vector::TransferWriteOp>(
-                    rl, rb.create<arith::MulFOp>(rl, read(from, column, whole),
-                                                 inv),
-                    t, ValueRange{i, indexConstant(rb, rl, column)},
-                    ArrayRef<bool>{whole})
-                  .getResult();
-          if (inPlace)
-            from = t;
-        }
-        rb.create<scf::YieldOp>(rl, t);
-      });
-  return normalize.getResult(0);
+void VectorKernel::createLaneConstants() {
+  laneIndex = laneIndices(b, loc, lanes);
+  scaleVec = floatConstant(b, loc, vecType, block.scale);
+  ninfVec = floatConstant(b, loc, vecType, -INFINITY);
+  zeroVec = floatConstant(b, loc, vecType, 0.0);
 }
+
+//===----------------------------------------------------------------------===//
+// One query at a time
+//===----------------------------------------------------------------------===//
 
 /// Keys per block of the vector kernel: a block of K and V rows of 64
 /// floats is 16 KiB, which stays in L1 while the block's queries visit it,
@@ -136,282 +133,305 @@ static Value normalizedRows(OpBuilder &b, Location loc, Value out, Value sums,
 /// independent work to hide their latencies.
 constexpr int64_t kVectorKeyBlock = 32;
 
-/// The vector form of one block of queries q0 .. q0 + qs of the batch row
-/// whose leading indices (batch, head, ..) are `lead`, with D and Dv static,
-/// written to `tile` [qs, Dv] (the block's rows of the output). Q, K and V
-/// keep their leading dimensions: collapsing those of a KV cache's valid
-/// prefix (a strided view) would copy the cache every step. Keys go in
-/// blocks of B = kVectorKeyBlock, each visited by every query of the block
-/// in turn; between key blocks a
+/// The vector form of one block of queries, for blocks of few queries (a
+/// decoder step's one). Keys go in blocks of B = kVectorKeyBlock, each
+/// visited by every query of the block in turn; between key blocks a
 /// query's running state lives in the output tile (O), `rowMax` (m) and
 /// `rowSum` (l, one vector per query). For query i and key block k0:
-///   s[j] = scale · Σ_c q_i[c]·K[k0 + j][c]      (dot products of D in
-///          vectors; L of them summed at once by transposeSum, L = the
+///   s[j] = scale · Σ_c q_i[c]·K[k0 + j][c]      (scores: dot products of D
+///          in vectors; L of them summed at once by transposeSum, L = the
 ///          vector width, so s is B / L vectors)
 ///   s[j] = -inf where k0 + j >= end_i           (padding and causality: end_i
 ///          = min(len, i + Sk - Sq + 1); blocks past it are skipped)
 ///   m' = max(m, max_j s);  p = exp(s - m');  c = exp(m - m')
-///   l' = l·c + Σ p  (vectors: their lanes are summed once, at the end)
-///   O' = O·c + Σ_j p[j]·V[k0 + j]                (Dv/L vector accumulators)
-/// and finally O / Σ l. Reads past a query's last key are clamped to it;
-/// their weights are 0.
-static Value vectorQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
-                              Value v, ValueRange lead, Value q0, Value qs,
-                              Value keyEnd, Value shift, bool causal,
-                              double scale, int64_t lanes, Value tile) {
-  int64_t rank = tensorTypeOf(q).getRank();
-  int64_t d = tensorTypeOf(q).getDimSize(rank - 1);
-  int64_t dv = tensorTypeOf(v).getDimSize(rank - 1);
-  Type elt = tensorTypeOf(q).getElementType();
-  auto vecType = VectorType::get({lanes}, elt);
-  auto i32Vec = VectorType::get({lanes}, b.getI32Type());
-  int64_t chunks = llvm::divideCeil(d, lanes);
-  int64_t outChunks = llvm::divideCeil(dv, lanes);
-  int64_t groups = std::max<int64_t>(1, kVectorKeyBlock / lanes);
-  int64_t keyBlock = groups * lanes;
-  Value fzero = floatConstant(b, loc, elt, 0.0);
-  Value zero = indexConstant(b, loc, 0), one = indexConstant(b, loc, 1);
-  // The vector at column chunk c of the row of `t` that `rowIndex` indexes
-  // ([.., S, W] at {lead.., pos}, or a tile [qs, W] at {i}); the last chunk
-  // of a width that L does not divide is masked (zeros past W).
-  auto chunkIndices = [&](OpBuilder &rb, Location rl, ValueRange rowIndex,
-                          int64_t c) {
-    SmallVector<Value> indices(rowIndex);
-    indices.push_back(indexConstant(rb, rl, c * lanes));
-    return indices;
-  };
-  auto readAt = [&](OpBuilder &rb, Location rl, Value t, ValueRange rowIndex,
-                    int64_t c, int64_t width) -> Value {
-    return rb.create<vector::TransferReadOp>(
-        rl, vecType, t, chunkIndices(rb, rl, rowIndex, c), fzero,
-        ArrayRef<bool>{(c + 1) * lanes <= width});
-  };
-  auto writeAt = [&](OpBuilder &rb, Location rl, Value value, Value t,
-                     ValueRange rowIndex, int64_t c, int64_t width) -> Value {
-    return rb
-        .create<vector::TransferWriteOp>(
-            rl, value, t, chunkIndices(rb, rl, rowIndex, c),
-            ArrayRef<bool>{(c + 1) * lanes <= width})
-        .getResult();
-  };
-  auto toI32 = [&](OpBuilder &ib, Location il, Value index) -> Value {
-    return ib.create<arith::IndexCastOp>(il, ib.getI32Type(), index);
-  };
-  auto endOf = [&](OpBuilder &eb, Location el, Value query) {
-    return visibleEnd(eb, el, query, keyEnd, shift, causal);
-  };
-  Value laneIndex = laneIndices(b, loc, lanes);
-  Value scaleVec = floatConstant(b, loc, vecType, scale);
-  Value ninfVec = floatConstant(b, loc, vecType, -INFINITY);
-  Value zeroVec = floatConstant(b, loc, vecType, 0.0);
-  // {lead.., pos}: the row at position pos of Q, K or V.
-  auto at = [&](Value pos) {
-    SmallVector<Value> indices(lead);
-    indices.push_back(pos);
-    return indices;
-  };
+///   l' = l·c + Σ p  (onlineSoftmax; vectors: their lanes are summed once,
+///          at the end)
+///   O' = O·c + Σ_j p[j]·V[k0 + j]                (accumulateValues: Dv/L
+///          vector accumulators)
+/// and finally O / Σ l (normalize). Reads past a query's last key are
+/// clamped to it; their weights are 0.
+class OneQueryKernel : VectorKernel {
+public:
+  OneQueryKernel(OpBuilder &b, Location loc, const QueryBlock &block,
+                 int64_t lanes)
+      : VectorKernel(b, loc, block, lanes),
+        groups(std::max<int64_t>(1, kVectorKeyBlock / lanes)),
+        keyBlock(groups * lanes) {
+    createLaneConstants();
+  }
 
-  // One key block for query i at position `query`, its state in registers:
-  // {m, l, O...} -> {m', l', O'...}.
-  auto visitBlock = [&](OpBuilder &kb, Location kl, Value k0, Value query,
-                        Value end, ValueRange state) {
-    Value lastKey = kb.create<arith::SubIOp>(kl, end, one);
-    Value endVec =
-        kb.create<vector::BroadcastOp>(kl, i32Vec, toI32(kb, kl, end));
-    SmallVector<Value> qv;
-    for (int64_t c = 0; c < chunks; ++c)
-      qv.push_back(readAt(kb, kl, q, at(query), c, d));
-    // s = scale · q_i·K[k0 + j]ᵀ, masked; keys[j] = the row read for key j
-    SmallVector<Value> keys, s, seen;
-    for (int64_t g = 0; g < groups; ++g) {
-      SmallVector<Value> dots;
-      for (int64_t j = 0; j < lanes; ++j) {
-        Value key = kb.create<arith::MinSIOp>(
-            kl,
-            kb.create<arith::AddIOp>(kl, k0,
-                                     indexConstant(kb, kl, g * lanes + j)),
-            lastKey);
-        keys.push_back(key);
-        Value acc;
-        for (int64_t c = 0; c < chunks; ++c) {
-          Value kc = readAt(kb, kl, k, at(key), c, d);
-          acc = acc ? kb.create<vector::FMAOp>(kl, qv[c], kc, acc).getResult()
-                    : kb.create<arith::MulFOp>(kl, qv[c], kc).getResult();
-        }
-        dots.push_back(acc);
-      }
-      Value ids = kb.create<arith::AddIOp>(
-          kl,
-          kb.create<vector::BroadcastOp>(
-              kl, i32Vec,
-              toI32(kb, kl,
-                    kb.create<arith::AddIOp>(
-                        kl, k0, indexConstant(kb, kl, g * lanes)))),
-          laneIndex);
-      seen.push_back(
-          kb.create<arith::CmpIOp>(kl, arith::CmpIPredicate::slt, ids, endVec));
-      Value scores = kb.create<arith::MulFOp>(
-          kl, transposeSum(kb, kl, dots, lanes), scaleVec);
-      s.push_back(kb.create<arith::SelectOp>(kl, seen[g], scores, ninfVec));
-    }
-    // m' = max(m, max_j s)
-    Value blockMax = s[0];
-    for (int64_t g = 1; g < groups; ++g)
-      blockMax = greaterOf(kb, kl, s[g], blockMax);
-    Value m = state[0];
-    Value mNew = greaterOf(kb, kl, greatestLane(kb, kl, blockMax), m);
-    Value mNewVec = kb.create<vector::BroadcastOp>(kl, vecType, mNew);
-    // p = exp(s - m'), exactly 0 for hidden keys; c = exp(m - m')
+  /// The block's rows of the output: block.tile, written.
+  Value build();
+
+private:
+  /// The step of the online softmax from one key block's scores.
+  struct SoftmaxStep {
+    Value m, l, corr;
     SmallVector<Value> p;
-    for (int64_t g = 0; g < groups; ++g)
-      p.push_back(kb.create<arith::SelectOp>(
-          kl, seen[g],
-          kb.create<math::ExpOp>(kl,
-                                 kb.create<arith::SubFOp>(kl, s[g], mNewVec)),
-          zeroVec));
-    Value corr = kb.create<math::ExpOp>(
-        kl, kb.create<arith::SubFOp>(
-                kl, kb.create<vector::BroadcastOp>(kl, vecType, m), mNewVec));
-    // l' = l·c + Σ p
-    Value l = kb.create<arith::MulFOp>(kl, state[1], corr);
-    for (Value pg : p)
-      l = kb.create<arith::AddFOp>(kl, l, pg);
-    // O' = O·c + Σ_j p[j]·V[k0 + j]
-    SmallVector<Value> out;
-    for (int64_t c = 0; c < outChunks; ++c)
-      out.push_back(kb.create<arith::MulFOp>(kl, state[2 + c], corr));
-    for (int64_t g = 0; g < groups; ++g)
-      for (int64_t j = 0; j < lanes; ++j) {
-        Value pj = kb.create<vector::BroadcastOp>(
-            kl, vecType, kb.create<vector::ExtractOp>(kl, p[g], j));
-        for (int64_t c = 0; c < outChunks; ++c)
-          out[c] = kb.create<vector::FMAOp>(
-              kl, pj, readAt(kb, kl, v, at(keys[g * lanes + j]), c, dv),
-              out[c]);
-      }
-    SmallVector<Value> next = {mNew, l};
-    next.append(out);
-    return next;
   };
 
+  /// {lead.., pos}: the row at position pos of Q, K or V.
+  SmallVector<Value> at(Value pos) const;
+  Value readAt(OpBuilder &rb, Location rl, Value t, ValueRange rowIndex,
+               int64_t c, int64_t width) const;
+  Value writeAt(OpBuilder &rb, Location rl, Value value, Value t,
+                ValueRange rowIndex, int64_t c, int64_t width) const;
+  Value toI32(OpBuilder &ib, Location il, Value index) const {
+    return ib.create<arith::IndexCastOp>(il, ib.getI32Type(), index);
+  }
+
+  ValueRange visitQuery(OpBuilder &rb, Location rl, Value k0, Value i,
+                        ValueRange rowIter);
+  void updateQuery(OpBuilder &vb, Location vl, Value k0, Value i, Value query,
+                   Value end, ValueRange rowIter);
+  SmallVector<Value> visitBlock(OpBuilder &kb, Location kl, Value k0,
+                                Value query, Value end, ValueRange state);
+  Value scoreGroup(OpBuilder &kb, Location kl, Value k0, int64_t g,
+                   Value lastKey, Value endVec, ArrayRef<Value> qv,
+                   SmallVectorImpl<Value> &keys, SmallVectorImpl<Value> &seen);
+  SoftmaxStep onlineSoftmax(OpBuilder &kb, Location kl, ArrayRef<Value> s,
+                            ArrayRef<Value> seen, Value m, Value l);
+  SmallVector<Value> accumulateValues(OpBuilder &kb, Location kl,
+                                      ArrayRef<Value> keys,
+                                      const SoftmaxStep &step, ValueRange out);
+  Value normalize(Value tile, Value sums);
+
+  /// Vectors of keys per key block, and keys per key block.
+  int64_t groups, keyBlock;
+};
+
+SmallVector<Value> OneQueryKernel::at(Value pos) const {
+  SmallVector<Value> indices(block.lead);
+  indices.push_back(pos);
+  return indices;
+}
+
+/// The vector at column chunk c of the row of `t` that `rowIndex` indexes
+/// ([.., S, W] at {lead.., pos}, or a tile [qs, W] at {i}); the last chunk
+/// of a width that L does not divide is masked (zeros past W).
+Value OneQueryKernel::readAt(OpBuilder &rb, Location rl, Value t,
+                             ValueRange rowIndex, int64_t c,
+                             int64_t width) const {
+  SmallVector<Value> indices(rowIndex);
+  indices.push_back(indexConstant(rb, rl, c * lanes));
+  return readVector(rb, rl, vecType, t, indices, fzero,
+                    (c + 1) * lanes <= width);
+}
+
+Value OneQueryKernel::writeAt(OpBuilder &rb, Location rl, Value value, Value t,
+                              ValueRange rowIndex, int64_t c,
+                              int64_t width) const {
+  SmallVector<Value> indices(rowIndex);
+  indices.push_back(indexConstant(rb, rl, c * lanes));
+  return writeVector(rb, rl, value, t, indices, (c + 1) * lanes <= width);
+}
+
+Value OneQueryKernel::build() {
   // O = 0, m = -inf, l = 0
-  tile = b.create<linalg::FillOp>(loc, fzero, tile).getResult(0);
-  Value rowMax = filled(b, loc, {qs}, elt, -INFINITY);
-  Value rowSum = filled(b, loc, {qs, b.getIndexAttr(lanes)}, elt, 0.0);
+  Value tile = b.create<linalg::FillOp>(loc, fzero, block.tile).getResult(0);
+  Value rowMax = filled(b, loc, {block.qs}, elt, -INFINITY);
+  Value rowSum = filled(b, loc, {block.qs, b.getIndexAttr(lanes)}, elt, 0.0);
   // The block's last query sees the most keys.
-  Value blockEnd = endOf(
-      b, loc,
-      b.create<arith::SubIOp>(loc, b.create<arith::AddIOp>(loc, q0, qs), one));
+  Value blockEnd =
+      endOf(b, loc,
+            b.create<arith::SubIOp>(
+                loc, b.create<arith::AddIOp>(loc, block.q0, block.qs), one));
   auto keyBlocks = b.create<scf::ForOp>(
       loc, zero, blockEnd, indexConstant(b, loc, keyBlock),
       ValueRange{tile, rowMax, rowSum},
       [&](OpBuilder &bb, Location bl, Value k0, ValueRange blockIter) {
         auto queries = bb.create<scf::ForOp>(
-            bl, zero, qs, one, blockIter,
+            bl, zero, block.qs, one, blockIter,
             [&](OpBuilder &rb, Location rl, Value i, ValueRange rowIter) {
-              Value t = rowIter[0], mT = rowIter[1], lT = rowIter[2];
-              Value query = rb.create<arith::AddIOp>(rl, q0, i);
-              Value end = endOf(rb, rl, query);
-              // Queries that see no key of the block keep their state.
-              Value visits = rb.create<arith::CmpIOp>(
-                  rl, arith::CmpIPredicate::slt, k0, end);
-              auto visit = rb.create<scf::IfOp>(
-                  rl, visits,
-                  [&](OpBuilder &vb, Location vl) {
-                    SmallVector<Value> state = {
-                        vb.create<tensor::ExtractOp>(vl, mT, ValueRange{i}),
-                        readAt(vb, vl, lT, i, 0, lanes)};
-                    for (int64_t c = 0; c < outChunks; ++c)
-                      state.push_back(readAt(vb, vl, t, i, c, dv));
-                    SmallVector<Value> next =
-                        visitBlock(vb, vl, k0, query, end, state);
-                    Value nt = t;
-                    for (int64_t c = 0; c < outChunks; ++c)
-                      nt = writeAt(vb, vl, next[2 + c], nt, i, c, dv);
-                    Value nm = vb.create<tensor::InsertOp>(vl, next[0], mT,
-                                                           ValueRange{i});
-                    Value nl = writeAt(vb, vl, next[1], lT, i, 0, lanes);
-                    vb.create<scf::YieldOp>(vl, ValueRange{nt, nm, nl});
-                  },
-                  [&](OpBuilder &vb, Location vl) {
-                    vb.create<scf::YieldOp>(vl, ValueRange{t, mT, lT});
-                  });
-              rb.create<scf::YieldOp>(rl, visit.getResults());
+              rb.create<scf::YieldOp>(rl, visitQuery(rb, rl, k0, i, rowIter));
             });
         bb.create<scf::YieldOp>(bl, queries.getResults());
       });
-
   // O / Σ l, in place
-  Value out = keyBlocks.getResult(0);
-  return normalizedRows(b, loc, out, keyBlocks.getResult(2), out, qs);
+  return normalize(keyBlocks.getResult(0), keyBlocks.getResult(2));
 }
 
-/// The transpose of L vectors of L lanes (rows[i][j] -> result[j][i]) in
-/// log2(L) stages of two-source shuffles: the stage of size s swaps, in
-/// every 2s x 2s block, the upper-right and lower-left s x s blocks
-/// (L·log2(L) shuffles: 64 for 16 x 16).
-static SmallVector<Value> transposeSquare(OpBuilder &b, Location loc,
-                                          SmallVector<Value> rows) {
-  int64_t lanes = rows.size();
-  for (int64_t s = lanes / 2; s >= 1; s /= 2) {
-    // Lanes of concat(rows[i], rows[i + s]) for rows i (bit s clear) and
-    // i + s: lane x of the first takes (x & s) ? rows[i + s][x - s] :
-    // rows[i][x], of the second (x & s) ? rows[i + s][x] : rows[i][x + s].
-    SmallVector<int64_t> upper, lower;
-    for (int64_t x = 0; x < lanes; ++x) {
-      upper.push_back(x & s ? lanes + x - s : x);
-      lower.push_back(x & s ? lanes + x : x + s);
+/// Query i (row i of the tile) and the key block at k0: its state {O, m, l}
+/// in `rowIter` updated, or kept if it sees no key of the block.
+ValueRange OneQueryKernel::visitQuery(OpBuilder &rb, Location rl, Value k0,
+                                      Value i, ValueRange rowIter) {
+  Value query = rb.create<arith::AddIOp>(rl, block.q0, i);
+  Value end = endOf(rb, rl, query);
+  Value visits =
+      rb.create<arith::CmpIOp>(rl, arith::CmpIPredicate::slt, k0, end);
+  auto visit = rb.create<scf::IfOp>(
+      rl, visits,
+      [&](OpBuilder &vb, Location vl) {
+        updateQuery(vb, vl, k0, i, query, end, rowIter);
+      },
+      [&](OpBuilder &vb, Location vl) {
+        vb.create<scf::YieldOp>(vl, rowIter);
+      });
+  return visit.getResults();
+}
+
+/// Loads query i's state into registers, visits the key block, and stores
+/// it back: {O, m, l} -> {O', m', l'}.
+void OneQueryKernel::updateQuery(OpBuilder &vb, Location vl, Value k0, Value i,
+                                 Value query, Value end, ValueRange rowIter) {
+  Value t = rowIter[0], mT = rowIter[1], lT = rowIter[2];
+  SmallVector<Value> state = {
+      vb.create<tensor::ExtractOp>(vl, mT, ValueRange{i}),
+      readAt(vb, vl, lT, i, 0, lanes)};
+  for (int64_t c = 0; c < outChunks; ++c)
+    state.push_back(readAt(vb, vl, t, i, c, dv));
+  SmallVector<Value> next = visitBlock(vb, vl, k0, query, end, state);
+  Value nt = t;
+  for (int64_t c = 0; c < outChunks; ++c)
+    nt = writeAt(vb, vl, next[2 + c], nt, i, c, dv);
+  Value nm = vb.create<tensor::InsertOp>(vl, next[0], mT, ValueRange{i});
+  Value nl = writeAt(vb, vl, next[1], lT, i, 0, lanes);
+  vb.create<scf::YieldOp>(vl, ValueRange{nt, nm, nl});
+}
+
+/// One key block for the query at position `query`, its state in
+/// registers: {m, l, O...} -> {m', l', O'...}.
+SmallVector<Value> OneQueryKernel::visitBlock(OpBuilder &kb, Location kl,
+                                              Value k0, Value query, Value end,
+                                              ValueRange state) {
+  Value lastKey = kb.create<arith::SubIOp>(kl, end, one);
+  Value endVec = kb.create<vector::BroadcastOp>(kl, i32Vec, toI32(kb, kl, end));
+  SmallVector<Value> qv;
+  for (int64_t c = 0; c < chunks; ++c)
+    qv.push_back(readAt(kb, kl, block.q, at(query), c, d));
+  // keys[j] = the row read for key j; seen[g] = the lanes of group g that
+  // the query sees.
+  SmallVector<Value> keys, s, seen;
+  for (int64_t g = 0; g < groups; ++g)
+    s.push_back(scoreGroup(kb, kl, k0, g, lastKey, endVec, qv, keys, seen));
+  SoftmaxStep step = onlineSoftmax(kb, kl, s, seen, state[0], state[1]);
+  SmallVector<Value> next = {step.m, step.l};
+  next.append(accumulateValues(kb, kl, keys, step, state.drop_front(2)));
+  return next;
+}
+
+/// The scores of keys k0 + g·L + j, j < L, as one vector:
+///   s[j] = scale · q·K[k0 + g·L + j]ᵀ, -inf where k0 + g·L + j >= end
+/// (dot products of D in vectors, summed across lanes by transposeSum).
+/// Appends the rows read (keys clamped to the last one) to `keys`, and
+/// the mask of keys seen to `seen`.
+Value OneQueryKernel::scoreGroup(OpBuilder &kb, Location kl, Value k0,
+                                 int64_t g, Value lastKey, Value endVec,
+                                 ArrayRef<Value> qv,
+                                 SmallVectorImpl<Value> &keys,
+                                 SmallVectorImpl<Value> &seen) {
+  SmallVector<Value> dots;
+  for (int64_t j = 0; j < lanes; ++j) {
+    Value key = kb.create<arith::MinSIOp>(
+        kl,
+        kb.create<arith::AddIOp>(kl, k0, indexConstant(kb, kl, g * lanes + j)),
+        lastKey);
+    keys.push_back(key);
+    Value acc;
+    for (int64_t c = 0; c < chunks; ++c) {
+      Value kc = readAt(kb, kl, block.k, at(key), c, d);
+      acc = acc ? kb.create<vector::FMAOp>(kl, qv[c], kc, acc).getResult()
+                : kb.create<arith::MulFOp>(kl, qv[c], kc).getResult();
     }
-    for (int64_t i = 0; i < lanes; ++i) {
-      if (i & s)
-        continue;
-      Value a = rows[i], c = rows[i + s];
-      rows[i] = b.create<vector::ShuffleOp>(loc, a, c, upper);
-      rows[i + s] = b.create<vector::ShuffleOp>(loc, a, c, lower);
-    }
+    dots.push_back(acc);
   }
-  return rows;
+  // ids[j] = k0 + g·L + j; seen = ids < end
+  Value ids = kb.create<arith::AddIOp>(
+      kl,
+      kb.create<vector::BroadcastOp>(
+          kl, i32Vec,
+          toI32(kb, kl,
+                kb.create<arith::AddIOp>(kl, k0,
+                                         indexConstant(kb, kl, g * lanes)))),
+      laneIndex);
+  seen.push_back(
+      kb.create<arith::CmpIOp>(kl, arith::CmpIPredicate::slt, ids, endVec));
+  Value scores =
+      kb.create<arith::MulFOp>(kl, transposeSum(kb, kl, dots, lanes), scaleVec);
+  return kb.create<arith::SelectOp>(kl, seen.back(), scores, ninfVec);
 }
 
-/// exp(x) of a vector whose lanes are <= 0 (scores less their running
-/// max), in 15 vector ops where math.exp's general polynomial takes about
-/// 25; to about 1 ulp down to x = -87, and exactly 0 below (the -inf of
-/// hidden keys, and weights under 1.7e-38 next to a softmax sum >= 1, the
-/// max's own term):
-///   t = x·log2 e + C,  C = 1.5·2^23 + 127  (t's ulp is 1: the rounding
-///       leaves n = round(x·log2 e) in t's low bits, bits(t) = .. + 127 + n)
-///   n = t - C,  r = x - n·ln 2  (ln 2 in two parts, n·ln2_hi exact:
-///       |r| <= ln2 / 2)
-///   e^r = Σ_{i<=7} r^i / i!  (Horner; the rest of the series is below
-///       5e-9 of it)
-///   exp(x) = e^r · 2^n,  2^n = bits(t) << 23  (the exponent field gets
-///       127 + n in [1, 127]; the bits above it shift out)
-/// NaN lanes stay NaN.
-static Value expOfNonPositive(OpBuilder &b, Location loc, Value x) {
-  auto type = cast<VectorType>(x.getType());
-  auto intType = VectorType::get(type.getShape(), b.getI32Type());
-  auto splat = [&](double v) { return floatConstant(b, loc, type, v); };
-  Value normal =
-      b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UGT, x, splat(-87.0));
-  x = b.create<arith::SelectOp>(loc, normal, x, splat(-87.0));
-  const double shifter = 12582912.0 + 127.0;
-  Value t = b.create<math::FmaOp>(loc, x, splat(M_LOG2E), splat(shifter));
-  Value n = b.create<arith::SubFOp>(loc, t, splat(shifter));
-  Value r = b.create<math::FmaOp>(loc, n, splat(-0.693359375), x);
-  r = b.create<math::FmaOp>(loc, n, splat(2.12194440e-4), r);
-  Value poly = splat(1.0 / 5040);
-  for (double coefficient :
-       {1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0})
-    poly = b.create<math::FmaOp>(loc, poly, r, splat(coefficient));
-  Value twoToN = b.create<arith::BitcastOp>(
-      loc, type,
-      b.create<arith::ShLIOp>(
-          loc, b.create<arith::BitcastOp>(loc, intType, t),
-          b.create<arith::ConstantOp>(
-              loc, DenseElementsAttr::get(intType, b.getI32IntegerAttr(23)))));
-  return b.create<arith::SelectOp>(
-      loc, normal, b.create<arith::MulFOp>(loc, poly, twoToN), splat(0.0));
+/// The online softmax of a key block's scores s (B / L vectors):
+///   m' = max(m, max_j s)
+///   p = exp(s - m'), exactly 0 for hidden keys;  c = exp(m - m')
+///   l' = l·c + Σ p  (a vector: its lanes are summed once, at the end)
+OneQueryKernel::SoftmaxStep
+OneQueryKernel::onlineSoftmax(OpBuilder &kb, Location kl, ArrayRef<Value> s,
+                              ArrayRef<Value> seen, Value m, Value l) {
+  SoftmaxStep step;
+  Value blockMax = s[0];
+  for (int64_t g = 1; g < groups; ++g)
+    blockMax = greaterOf(kb, kl, s[g], blockMax);
+  step.m = greaterOf(kb, kl, greatestLane(kb, kl, blockMax), m);
+  Value mNewVec = kb.create<vector::BroadcastOp>(kl, vecType, step.m);
+  for (int64_t g = 0; g < groups; ++g)
+    step.p.push_back(kb.create<arith::SelectOp>(
+        kl, seen[g],
+        kb.create<math::ExpOp>(kl, kb.create<arith::SubFOp>(kl, s[g], mNewVec)),
+        zeroVec));
+  step.corr = kb.create<math::ExpOp>(
+      kl, kb.create<arith::SubFOp>(
+              kl, kb.create<vector::BroadcastOp>(kl, vecType, m), mNewVec));
+  step.l = kb.create<arith::MulFOp>(kl, l, step.corr);
+  for (Value pg : step.p)
+    step.l = kb.create<arith::AddFOp>(kl, step.l, pg);
+  return step;
 }
+
+/// O' = O·c + Σ_j p[j]·V[k0 + j], O the Dv/L vectors `out`.
+SmallVector<Value> OneQueryKernel::accumulateValues(OpBuilder &kb, Location kl,
+                                                    ArrayRef<Value> keys,
+                                                    const SoftmaxStep &step,
+                                                    ValueRange out) {
+  SmallVector<Value> next;
+  for (int64_t c = 0; c < outChunks; ++c)
+    next.push_back(kb.create<arith::MulFOp>(kl, out[c], step.corr));
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t j = 0; j < lanes; ++j) {
+      Value pj = kb.create<vector::BroadcastOp>(
+          kl, vecType, kb.create<vector::ExtractOp>(kl, step.p[g], j));
+      for (int64_t c = 0; c < outChunks; ++c)
+        next[c] = kb.create<vector::FMAOp>(
+            kl, pj, readAt(kb, kl, block.v, at(keys[g * lanes + j]), c, dv),
+            next[c]);
+    }
+  return next;
+}
+
+/// tile[i, :] = tile[i, :] / Σ_lanes sums[i, :] for the rows i < qs: a
+/// query's weighted sum of values over its softmax denominator, in place
+/// (each row read from the tile being written).
+Value OneQueryKernel::normalize(Value tile, Value sums) {
+  Value pad = floatConstant(b, loc, elt, 0.0);
+  auto rowLoop = b.create<scf::ForOp>(
+      loc, indexConstant(b, loc, 0), block.qs, indexConstant(b, loc, 1),
+      ValueRange{tile},
+      [&](OpBuilder &rb, Location rl, Value i, ValueRange iter) {
+        Value t = iter[0];
+        auto read = [&](Value from, int64_t column, bool whole) -> Value {
+          return readVector(rb, rl, vecType, from,
+                            ValueRange{i, indexConstant(rb, rl, column)}, pad,
+                            whole);
+        };
+        // inv = 1 / Σ l
+        Value sum = sumOfLanes(rb, rl, read(sums, 0, true));
+        Value inv = rb.create<vector::BroadcastOp>(
+            rl, vecType,
+            rb.create<arith::DivFOp>(rl, floatConstant(rb, rl, elt, 1.0), sum));
+        for (int64_t column = 0; column < dv; column += lanes) {
+          bool whole = column + lanes <= dv;
+          t = writeVector(
+              rb, rl, rb.create<arith::MulFOp>(rl, read(t, column, whole), inv),
+              t, ValueRange{i, indexConstant(rb, rl, column)}, whole);
+        }
+        rb.create<scf::YieldOp>(rl, t);
+      });
+  return rowLoop.getResult(0);
+}
+
+//===----------------------------------------------------------------------===//
+// Queries along the lanes, register-tiled
+//===----------------------------------------------------------------------===//
 
 /// Keys per block of the register-tiled kernel: the block's scores (64 x
 /// 64 floats for a query block of 64) and its rows of V stay in L1 while
@@ -427,6 +447,10 @@ static int64_t scoreTileKeys(int64_t lanes) { return lanes >= 16 ? 8 : 4; }
 constexpr int64_t kTiledMinQueries = 16;
 /// Vector registers the P·V tile's accumulators may take (of 32).
 constexpr int64_t kTiledAccumulators = 24;
+/// Loops over a block's keys in the softmax go 4 at a time, with 4 partial
+/// maxima or sums: their chains of dependent ops are 4 times shorter.
+constexpr int64_t kSoftmaxUnroll = 4;
+static_assert(kTiledKeyBlock % kSoftmaxUnroll == 0, "keys go 4 at a time");
 
 /// Queries per group of the P·V step, R: the group's rows of O (R x Dv/L
 /// vectors) fit the accumulators.
@@ -434,100 +458,154 @@ static int64_t tiledGroupRows(int64_t dv, int64_t lanes) {
   return std::max<int64_t>(1, kTiledAccumulators / llvm::divideCeil(dv, lanes));
 }
 
-/// The register-tiled form of vectorQueryBlock, for blocks of many queries:
+/// The register-tiled form of OneQueryKernel, for blocks of many queries:
 /// the block's queries lie along the lanes of its score vectors, so that
 /// the online softmax runs lane-wise, one query per lane, and K is read as
-/// it is. Qᵀ is packed once (qT[c, i] = scale·Q[q0 + i, c]; lanes past the
-/// last query repeat it), then each block of B = 64 keys from k0 is
-/// visited in three steps:
-///   1. Sᵀ[j, i] = Σ_c K[k0 + j, c]·qT[c, i]   (tiles of 8 or 4 keys x 2
-///      vectors of queries in registers; keys past the last are read as it)
-///   2. per vector of L queries:
+/// it is. Qᵀ is packed once (packQueries: qT[c, i] = scale·Q[q0 + i, c];
+/// lanes past the last query repeat it), then each block of B = 64 keys
+/// from k0 is visited in three steps:
+///   1. Sᵀ[j, i] = Σ_c K[k0 + j, c]·qT[c, i]   (scores: tiles of 8 or 4
+///      keys x 2 vectors of queries in registers; keys past the last are
+///      read as it)
+///   2. per vector of L queries (onlineSoftmax):
 ///        Sᵀ[j] = -inf where k0 + j >= end_i  (only in blocks that reach
-///                past the first query's end; end_i as in vectorQueryBlock)
+///                past the first query's end; end_i as in OneQueryKernel)
 ///        m' = max(m, max_j Sᵀ[j]);  P[j] = exp(Sᵀ[j] - m') (in place)
 ///        c = exp(m - m');           l' = l·c + Σ_j P[j]
 ///   3. per group of R = tiledGroupRows queries, over the keys any of them
-///      sees: O[i] = O[i]·c_i + Σ_j P[j, i]·V[k0 + j]   (R x Dv/L
-///      accumulators; per key Dv/L loads of V and R broadcasts of P)
-/// and finally O / l, written to `tile` [qs, Dv]. m' is taken as 0 in the
-/// subtractions while it is -inf (no key seen yet), so that P and c are 0
-/// rather than NaN.
-static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
-                             Value v, ValueRange lead, Value q0, Value qs,
-                             int64_t maxQueries, Value keyEnd, Value shift,
-                             bool causal, double scale, int64_t lanes,
-                             Value tile) {
-  int64_t rank = tensorTypeOf(q).getRank();
-  int64_t d = tensorTypeOf(q).getDimSize(rank - 1);
-  int64_t dv = tensorTypeOf(v).getDimSize(rank - 1);
-  Type elt = tensorTypeOf(q).getElementType();
-  auto vecType = VectorType::get({lanes}, elt);
-  auto i32Vec = VectorType::get({lanes}, b.getI32Type());
-  int64_t chunks = llvm::divideCeil(d, lanes);
-  int64_t outChunks = llvm::divideCeil(dv, lanes);
-  int64_t rows = tiledGroupRows(dv, lanes);
-  int64_t keyBlock = kTiledKeyBlock;
-  int64_t tileKeys = scoreTileKeys(lanes), tileVectors = kScoreTileVectors;
-  int64_t tileQueries = tileVectors * lanes;
-  Value fzero = floatConstant(b, loc, elt, 0.0);
-  Value zero = indexConstant(b, loc, 0), one = indexConstant(b, loc, 1);
-  auto c = [&](OpBuilder &cb, Location cl, int64_t value) {
-    return indexConstant(cb, cl, value);
-  };
-  // The batch row's [S, D] of Q, K and V, as views: the loops then index
-  // them from one base address.
-  auto rowOf = [&](Value t) -> Value {
-    auto type = tensorTypeOf(t);
-    SmallVector<OpFoldResult> offsets(lead.begin(), lead.end()), sizes;
-    offsets.append(2, b.getIndexAttr(0));
-    sizes.append(rank - 2, b.getIndexAttr(1));
-    sizes.push_back(dimOf(b, loc, t, rank - 2));
-    sizes.push_back(b.getIndexAttr(type.getDimSize(rank - 1)));
-    auto rowType = RankedTensorType::get(type.getShape().take_back(2),
-                                         type.getElementType());
-    return b.create<tensor::ExtractSliceOp>(loc, rowType, t, offsets, sizes,
-                                            unitStrides(b, rank));
-  };
-  q = rowOf(q);
-  k = rowOf(k);
-  v = rowOf(v);
-  auto read = [&](OpBuilder &rb, Location rl, Value t, ValueRange indices,
-                  bool whole) -> Value {
-    return rb.create<vector::TransferReadOp>(rl, vecType, t, indices, fzero,
-                                             ArrayRef<bool>{whole});
-  };
-  auto write = [&](OpBuilder &wb, Location wl, Value value, Value t,
-                   ValueRange indices, bool whole) -> Value {
-    return wb
-        .create<vector::TransferWriteOp>(wl, value, t, indices,
-                                         ArrayRef<bool>{whole})
-        .getResult();
-  };
-  auto endOf = [&](OpBuilder &eb, Location el, Value query) {
-    return visibleEnd(eb, el, query, keyEnd, shift, causal);
-  };
-  auto splatI32 = [&](OpBuilder &ib, Location il, Value index) -> Value {
-    return ib.create<vector::BroadcastOp>(
-        il, i32Vec, ib.create<arith::IndexCastOp>(il, ib.getI32Type(), index));
-  };
-  Value laneIndex = laneIndices(b, loc, lanes);
-  Value scaleVec = floatConstant(b, loc, vecType, scale);
-  Value ninfVec = floatConstant(b, loc, vecType, -INFINITY);
-  Value zeroVec = floatConstant(b, loc, vecType, 0.0);
+///      sees (accumulateValues): O[i] = O[i]·c_i + Σ_j P[j, i]·V[k0 + j]
+///      (R x Dv/L accumulators; per key Dv/L loads of V and R broadcasts
+///      of P)
+/// and finally O / l (normalize), written to block.tile [qs, Dv]. m' is
+/// taken as 0 in the subtractions while it is -inf (no key seen yet), so
+/// that P and c are 0 rather than NaN.
+class TiledKernel : VectorKernel {
+public:
+  TiledKernel(OpBuilder &b, Location loc, const QueryBlock &block,
+              int64_t lanes);
 
-  // The lanes of steps 1 and 2: the queries rounded up to whole score
-  // tiles; the rows of step 3: rounded up to whole groups.
-  Value lastQuery =
-      b.create<arith::SubIOp>(loc, b.create<arith::AddIOp>(loc, q0, qs), one);
-  auto roundUp = [&](OpBuilder &ub, Location ul, Value n,
-                     int64_t multiple) -> Value {
-    return ub.create<arith::MulIOp>(
-        ul, ub.create<arith::CeilDivUIOp>(ul, n, c(ub, ul, multiple)),
-        c(ub, ul, multiple));
-  };
-  Value width = roundUp(b, loc, qs, tileQueries);
-  Value padded = roundUp(b, loc, qs, rows);
+  /// The block's rows of the output, for blocks of up to `maxQueries`.
+  Value build(int64_t maxQueries);
+
+private:
+  /// Folds over keys: step(j, Sᵀ[j], acc) gives {Sᵀ[j]', acc'}.
+  using KeyStep = function_ref<std::pair<Value, Value>(OpBuilder &, Location,
+                                                       Value, Value, Value)>;
+  using Combine = function_ref<Value(OpBuilder &, Location, Value, Value)>;
+
+  Value index(OpBuilder &cb, Location cl, int64_t value) const {
+    return indexConstant(cb, cl, value);
+  }
+  Value read(OpBuilder &rb, Location rl, Value t, ValueRange indices,
+             bool whole) const {
+    return readVector(rb, rl, vecType, t, indices, fzero, whole);
+  }
+  Value write(OpBuilder &wb, Location wl, Value value, Value t,
+              ValueRange indices, bool whole) const {
+    return writeVector(wb, wl, value, t, indices, whole);
+  }
+  Value splatI32(OpBuilder &ib, Location il, Value value) const;
+  Value roundUp(OpBuilder &ub, Location ul, Value n, int64_t multiple) const;
+  Value rowOf(Value t);
+
+  Value packQueries(Value qT);
+  Value packSquares(OpBuilder &pb, Location pl, Value packed, Value j0);
+  Value packSquare(OpBuilder &sb, Location sl, Value j0, Value first,
+                   Value column, bool whole, int64_t squareWidth, Value into);
+
+  SmallVector<Value> visitKeyBlock(OpBuilder &bb, Location bl, Value k0,
+                                   ValueRange iter);
+  Value blockScores(OpBuilder &sb, Location sl, Value k0, Value keys, Value sT);
+  Value scoreTile(OpBuilder &kb, Location kl, Value k0, Value i0, Value j0,
+                  Value sT);
+  SmallVector<Value> scoreProducts(OpBuilder &db, Location dl, Value i0,
+                                   Value col, ArrayRef<Value> keyRows,
+                                   ValueRange acc);
+
+  ValueRange onlineSoftmax(OpBuilder &sb, Location sl, Value k0, Value keys,
+                           ValueRange state);
+  SmallVector<Value> softmaxLanes(OpBuilder &qb, Location ql, Value k0,
+                                  Value keys, Value partial, Value col,
+                                  ValueRange iter);
+  std::pair<Value, Value> foldKeys(OpBuilder &fb, Location fl, Value col,
+                                   Value keys, Value scores, Value init,
+                                   bool writes, KeyStep step, Combine combine);
+  Value laneEnds(OpBuilder &mb, Location ml, Value col);
+  std::pair<Value, Value> maskedMax(OpBuilder &mb, Location ml, Value k0,
+                                    Value keys, Value col, Value scores,
+                                    bool mask);
+
+  Value accumulateValues(OpBuilder &gb, Location gl, Value k0, Value p,
+                         Value cT, Value o);
+  void accumulateGroup(OpBuilder &vb, Location vl, Value k0, Value i0,
+                       Value groupEnd, Value p, Value cT, Value t);
+  SmallVector<Value> addValueProducts(OpBuilder &vb, Location vl, Value k0,
+                                      Value keys, Value p,
+                                      ArrayRef<Value> lanesOf, ValueRange out);
+
+  Value normalize(Value o, Value sums);
+
+  /// R, B, and the score tile's keys, vectors and queries.
+  int64_t rows, keyBlock, tileKeys, tileVectors, tileQueries;
+  /// The batch row's [S, D] of Q, K and V, and the packed qT [D, W].
+  Value q, k, v, qT;
+  /// The block's last query; its queries rounded up to whole score tiles
+  /// (the lanes of steps 1 and 2) and to whole groups (the rows of step 3).
+  Value lastQuery, width, padded;
+  /// end_i of the last query (the most keys), of the first (the fewest),
+  /// and the last key any query sees.
+  Value blockEnd, firstEnd, lastKey;
+};
+
+TiledKernel::TiledKernel(OpBuilder &b, Location loc, const QueryBlock &block,
+                         int64_t lanes)
+    : VectorKernel(b, loc, block, lanes), rows(tiledGroupRows(dv, lanes)),
+      keyBlock(kTiledKeyBlock), tileKeys(scoreTileKeys(lanes)),
+      tileVectors(kScoreTileVectors), tileQueries(tileVectors * lanes) {
+  assert(tileKeys % kSoftmaxUnroll == 0 &&
+         "score tiles hold whole groups of 4");
+  q = rowOf(block.q);
+  k = rowOf(block.k);
+  v = rowOf(block.v);
+  createLaneConstants();
+}
+
+Value TiledKernel::splatI32(OpBuilder &ib, Location il, Value value) const {
+  return ib.create<vector::BroadcastOp>(
+      il, i32Vec, ib.create<arith::IndexCastOp>(il, ib.getI32Type(), value));
+}
+
+/// ceil(n / multiple) · multiple
+Value TiledKernel::roundUp(OpBuilder &ub, Location ul, Value n,
+                           int64_t multiple) const {
+  return ub.create<arith::MulIOp>(
+      ul, ub.create<arith::CeilDivUIOp>(ul, n, index(ub, ul, multiple)),
+      index(ub, ul, multiple));
+}
+
+/// The batch row's [S, D] of Q, K or V, as a view: the loops then index it
+/// from one base address.
+Value TiledKernel::rowOf(Value t) {
+  auto type = tensorTypeOf(t);
+  SmallVector<OpFoldResult> offsets(block.lead.begin(), block.lead.end()),
+      sizes;
+  offsets.append(2, b.getIndexAttr(0));
+  sizes.append(rank - 2, b.getIndexAttr(1));
+  sizes.push_back(dimOf(b, loc, t, rank - 2));
+  sizes.push_back(b.getIndexAttr(type.getDimSize(rank - 1)));
+  auto rowType = RankedTensorType::get(type.getShape().take_back(2),
+                                       type.getElementType());
+  return b.create<tensor::ExtractSliceOp>(loc, rowType, t, offsets, sizes,
+                                          unitStrides(b, rank));
+}
+
+Value TiledKernel::build(int64_t maxQueries) {
+  lastQuery = b.create<arith::SubIOp>(
+      loc, b.create<arith::AddIOp>(loc, block.q0, block.qs), one);
+  width = roundUp(b, loc, block.qs, tileQueries);
+  padded = roundUp(b, loc, block.qs, rows);
+  // O = 0, m = -inf, l = 0, of every lane; c and Sᵀ only written before
+  // they are read.
   int64_t qWidth = llvm::alignTo(maxQueries, tileQueries);
   Value acc = filled(b, loc, {padded, b.getIndexAttr(dv)}, elt, 0.0);
   Value rowMax = filled(b, loc, {b.getIndexAttr(qWidth)}, elt, -INFINITY);
@@ -535,348 +613,393 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
   Value corrT = emptyTensor(b, loc, {b.getIndexAttr(qWidth)}, elt);
   Value sT = emptyTensor(
       b, loc, {b.getIndexAttr(keyBlock), b.getIndexAttr(qWidth)}, elt);
-  Value qT =
-      emptyTensor(b, loc, {b.getIndexAttr(d), b.getIndexAttr(qWidth)}, elt);
-  // The last query sees the most keys, the first the fewest.
-  Value blockEnd = endOf(b, loc, lastQuery);
-  Value firstEnd = endOf(b, loc, q0);
-  Value lastKey = b.create<arith::SubIOp>(loc, blockEnd, one);
-
-  // qT[c, j0 + x] = scale·Q[min(q0 + j0 + x, last), c], per L x L square:
-  // L rows of Q transposed in registers; a loop over the squares of D
-  // where L divides it (less code to compile).
-  auto packSquares = [&](OpBuilder &pb, Location pl, Value packed, Value j0) {
-    Value first = pb.create<arith::AddIOp>(pl, q0, j0);
-    auto square = [&](OpBuilder &sb, Location sl, Value column, bool whole,
-                      int64_t squareWidth, Value into) {
-      SmallVector<Value> sourceRows;
-      for (int64_t j = 0; j < lanes; ++j) {
-        Value row = sb.create<arith::MinSIOp>(
-            sl, sb.create<arith::AddIOp>(sl, first, c(sb, sl, j)), lastQuery);
-        sourceRows.push_back(read(sb, sl, q, ValueRange{row, column}, whole));
-      }
-      SmallVector<Value> columns = transposeSquare(sb, sl, sourceRows);
-      for (int64_t x = 0; x < squareWidth; ++x)
-        into = write(
-            sb, sl, sb.create<arith::MulFOp>(sl, columns[x], scaleVec), into,
-            {sb.create<arith::AddIOp>(sl, column, c(sb, sl, x)), j0}, true);
-      return into;
-    };
-    if (d % lanes == 0)
-      return pb
-          .create<scf::ForOp>(
-              pl, zero, c(pb, pl, d), c(pb, pl, lanes), ValueRange{packed},
-              [&](OpBuilder &sb, Location sl, Value column, ValueRange iter) {
-                sb.create<scf::YieldOp>(
-                    sl, square(sb, sl, column, true, lanes, iter[0]));
-              })
-          .getResult(0);
-    for (int64_t ch = 0; ch < chunks; ++ch)
-      packed = square(pb, pl, c(pb, pl, ch * lanes), (ch + 1) * lanes <= d,
-                      std::min(lanes, d - ch * lanes), packed);
-    return packed;
-  };
-  qT = b.create<scf::ForOp>(
-            loc, zero, width, c(b, loc, lanes), ValueRange{qT},
-            [&](OpBuilder &pb, Location pl, Value j0, ValueRange iter) {
-              pb.create<scf::YieldOp>(pl, packSquares(pb, pl, iter[0], j0));
-            })
-           .getResult(0);
-
-  // 1. Sᵀ of the block at k0, tile by tile.
-  auto scoresOf = [&](OpBuilder &sb, Location sl, Value k0, Value keys,
-                      Value scores) {
-    return sb
-        .create<scf::ForOp>(
-            sl, zero, width, c(sb, sl, tileQueries), ValueRange{scores},
-            [&](OpBuilder &tb, Location tl, Value i0, ValueRange tIter) {
-              auto keyTiles = tb.create<scf::ForOp>(
-                  tl, zero, keys, c(tb, tl, tileKeys), tIter,
-                  [&](OpBuilder &kb, Location kl, Value j0, ValueRange kIter) {
-                    SmallVector<Value> keyRows;
-                    for (int64_t x = 0; x < tileKeys; ++x)
-                      keyRows.push_back(kb.create<arith::MinSIOp>(
-                          kl,
-                          kb.create<arith::AddIOp>(
-                              kl, k0,
-                              kb.create<arith::AddIOp>(kl, j0, c(kb, kl, x))),
-                          lastKey));
-                    SmallVector<Value> zeros(tileKeys * tileVectors, zeroVec);
-                    auto dots = kb.create<scf::ForOp>(
-                        kl, zero, c(kb, kl, d), one, zeros,
-                        [&](OpBuilder &db, Location dl, Value col,
-                            ValueRange dIter) {
-                          SmallVector<Value> queries, next(dIter);
-                          for (int64_t t = 0; t < tileVectors; ++t)
-                            queries.push_back(
-                                read(db, dl, qT,
-                                     {col, db.create<arith::AddIOp>(
-                                               dl, i0, c(db, dl, t * lanes))},
-                                     true));
-                          for (int64_t x = 0; x < tileKeys; ++x) {
-                            Value key = db.create<vector::BroadcastOp>(
-                                dl, vecType,
-                                db.create<tensor::ExtractOp>(
-                                    dl, k, ValueRange{keyRows[x], col}));
-                            for (int64_t t = 0; t < tileVectors; ++t)
-                              next[x * tileVectors + t] =
-                                  db.create<vector::FMAOp>(
-                                      dl, key, queries[t],
-                                      next[x * tileVectors + t]);
-                          }
-                          db.create<scf::YieldOp>(dl, next);
-                        });
-                    Value out = kIter[0];
-                    for (int64_t x = 0; x < tileKeys; ++x)
-                      for (int64_t t = 0; t < tileVectors; ++t)
-                        out = write(
-                            kb, kl, dots.getResult(x * tileVectors + t), out,
-                            {kb.create<arith::AddIOp>(kl, j0, c(kb, kl, x)),
-                             kb.create<arith::AddIOp>(kl, i0,
-                                                      c(kb, kl, t * lanes))},
-                            true);
-                    kb.create<scf::YieldOp>(kl, out);
-                  });
-              tb.create<scf::YieldOp>(tl, keyTiles.getResults());
-            })
-        .getResult(0);
-  };
-
-  // 2. The online softmax of the queries in lanes col .. col + L - 1.
-  // Loops over the block's keys go 4 at a time, with 4 partial maxima or
-  // sums: their chains of dependent ops are 4 times shorter.
-  constexpr int64_t unroll = 4;
-  static_assert(kTiledKeyBlock % unroll == 0, "keys go 4 at a time");
-  assert(tileKeys % unroll == 0 && "score tiles hold whole groups of 4");
-  // Folds `step` over the keys j < `keys` of lanes `col` of Sᵀ: step(j,
-  // Sᵀ[j], acc) gives {Sᵀ[j]', acc'}; Sᵀ[j] is written back if `writes`.
-  // Returns {Sᵀ, the 4 partial accumulators reduced by `combine`}.
-  using KeyStep = function_ref<std::pair<Value, Value>(OpBuilder &, Location,
-                                                       Value, Value, Value)>;
-  auto foldKeys =
-      [&](OpBuilder &fb, Location fl, Value col, Value keys, Value scores,
-          Value init, bool writes, KeyStep step,
-          function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
-        SmallVector<Value> inits = {scores};
-        inits.append(unroll, init);
-        auto loop = fb.create<scf::ForOp>(
-            fl, zero, keys, c(fb, fl, unroll), inits,
-            [&](OpBuilder &lb, Location ll, Value j0, ValueRange iter) {
-              Value s = iter[0];
-              SmallVector<Value> next = {s};
-              for (int64_t u = 0; u < unroll; ++u) {
-                Value j = lb.create<arith::AddIOp>(ll, j0, c(lb, ll, u));
-                auto [x, acc] = step(lb, ll, j, read(lb, ll, s, {j, col}, true),
-                                     iter[1 + u]);
-                if (writes)
-                  s = write(lb, ll, x, s, {j, col}, true);
-                next.push_back(acc);
-              }
-              next[0] = s;
-              lb.create<scf::YieldOp>(ll, next);
-            });
-        Value total = loop.getResult(1);
-        for (int64_t u = 1; u < unroll; ++u)
-          total = combine(fb, fl, loop.getResult(1 + u), total);
-        return std::make_pair(loop.getResult(0), total);
-      };
-  // {Sᵀ, max_j Sᵀ[j]}, with Sᵀ = -inf where hidden if `mask`.
-  auto maskedMax = [&](OpBuilder &mb, Location ml, Value k0, Value keys,
-                       Value col, Value scores, bool mask) {
-    Value ends;
-    if (mask) {
-      // end_i of lanes i = col + x: the query min(q0 + i, last)
-      Value keyEndVec = splatI32(mb, ml, keyEnd);
-      ends = keyEndVec;
-      if (causal) {
-        Value queries = mb.create<arith::MinSIOp>(
-            ml,
-            mb.create<arith::AddIOp>(
-                ml, splatI32(mb, ml, mb.create<arith::AddIOp>(ml, q0, col)),
-                laneIndex),
-            splatI32(mb, ml, lastQuery));
-        Value visible = mb.create<arith::AddIOp>(
-            ml, queries,
-            splatI32(mb, ml, mb.create<arith::AddIOp>(ml, shift, one)));
-        visible =
-            mb.create<arith::MaxSIOp>(ml, visible, splatI32(mb, ml, zero));
-        ends = mb.create<arith::MinSIOp>(ml, keyEndVec, visible);
-      }
-    }
-    return foldKeys(
-        mb, ml, col, keys, scores, ninfVec, mask,
-        [&](OpBuilder &lb, Location ll, Value j, Value x, Value most) {
-          if (mask) {
-            Value seen = lb.create<arith::CmpIOp>(
-                ll, arith::CmpIPredicate::slt,
-                splatI32(lb, ll, lb.create<arith::AddIOp>(ll, k0, j)), ends);
-            x = lb.create<arith::SelectOp>(ll, seen, x, ninfVec);
-          }
-          return std::make_pair(x, greaterOf(lb, ll, x, most));
-        },
-        greaterOf);
-  };
-  auto softmaxOf = [&](OpBuilder &sb, Location sl, Value k0, Value keys,
-                       ValueRange state) {
-    // Keys of the block past the first query's end: some lanes are hidden.
-    Value partial = sb.create<arith::CmpIOp>(
-        sl, arith::CmpIPredicate::sgt,
-        sb.create<arith::AddIOp>(sl, k0, c(sb, sl, keyBlock)), firstEnd);
-    return sb
-        .create<scf::ForOp>(
-            sl, zero, width, c(sb, sl, lanes), state,
-            [&](OpBuilder &qb, Location ql, Value col, ValueRange iter) {
-              Value s = iter[0], mT = iter[1], lT = iter[2], cT = iter[3];
-              auto masked = qb.create<scf::IfOp>(
-                  ql, partial,
-                  [&](OpBuilder &mb, Location ml) {
-                    auto [ns, most] = maskedMax(mb, ml, k0, keys, col, s, true);
-                    mb.create<scf::YieldOp>(ml, ValueRange{ns, most});
-                  },
-                  [&](OpBuilder &mb, Location ml) {
-                    auto [ns, most] =
-                        maskedMax(mb, ml, k0, keys, col, s, false);
-                    mb.create<scf::YieldOp>(ml, ValueRange{ns, most});
-                  });
-              s = masked.getResult(0);
-              Value m = read(qb, ql, mT, col, true);
-              Value mNew = greaterOf(qb, ql, masked.getResult(1), m);
-              Value mSafe = qb.create<arith::SelectOp>(
-                  ql,
-                  qb.create<arith::CmpFOp>(ql, arith::CmpFPredicate::OEQ, mNew,
-                                           ninfVec),
-                  zeroVec, mNew);
-              // P = exp(Sᵀ - m'), in place; Σ_j P[j] in partial sums
-              auto [p, sum] = foldKeys(
-                  qb, ql, col, keys, s, zeroVec, /*writes=*/true,
-                  [&](OpBuilder &lb, Location ll, Value, Value x, Value sum) {
-                    Value pj = expOfNonPositive(
-                        lb, ll, lb.create<arith::SubFOp>(ll, x, mSafe));
-                    return std::make_pair(
-                        pj, lb.create<arith::AddFOp>(ll, sum, pj).getResult());
-                  },
-                  [](OpBuilder &ab, Location al, Value a, Value b) -> Value {
-                    return ab.create<arith::AddFOp>(al, b, a);
-                  });
-              Value corr = expOfNonPositive(
-                  qb, ql, qb.create<arith::SubFOp>(ql, m, mSafe));
-              Value l = qb.create<math::FmaOp>(ql, read(qb, ql, lT, col, true),
-                                               corr, sum);
-              qb.create<scf::YieldOp>(
-                  ql, ValueRange{p, write(qb, ql, mNew, mT, col, true),
-                                 write(qb, ql, l, lT, col, true),
-                                 write(qb, ql, corr, cT, col, true)});
-            })
-        .getResults();
-  };
-
-  // 3. O = O·c + P·V, group by group, over the keys any row of a group sees.
-  auto valuesOf = [&](OpBuilder &gb, Location gl, Value k0, Value p, Value cT,
-                      Value o) {
-    return gb
-        .create<scf::ForOp>(
-            gl, zero, padded, c(gb, gl, rows), ValueRange{o},
-            [&](OpBuilder &rb, Location rl, Value i0, ValueRange iter) {
-              Value first = rb.create<arith::AddIOp>(rl, q0, i0);
-              Value groupEnd = endOf(
-                  rb, rl,
-                  rb.create<arith::MinSIOp>(
-                      rl,
-                      rb.create<arith::AddIOp>(rl, first, c(rb, rl, rows - 1)),
-                      lastQuery));
-              Value visits = rb.create<arith::CmpIOp>(
-                  rl, arith::CmpIPredicate::slt, k0, groupEnd);
-              auto visit = rb.create<scf::IfOp>(
-                  rl, visits,
-                  [&](OpBuilder &vb, Location vl) {
-                    Value t = iter[0];
-                    // The lanes of the group's rows (rows past the last
-                    // query read the last lane computed; they are dropped)
-                    Value lastLane = vb.create<arith::SubIOp>(vl, width, one);
-                    SmallVector<Value> rowIds, lanesOf, out;
-                    for (int64_t r = 0; r < rows; ++r) {
-                      rowIds.push_back(
-                          vb.create<arith::AddIOp>(vl, i0, c(vb, vl, r)));
-                      lanesOf.push_back(
-                          vb.create<arith::MinSIOp>(vl, rowIds[r], lastLane));
-                    }
-                    for (int64_t r = 0; r < rows; ++r) {
-                      Value corr = vb.create<vector::BroadcastOp>(
-                          vl, vecType,
-                          vb.create<tensor::ExtractOp>(vl, cT, lanesOf[r]));
-                      for (int64_t ch = 0; ch < outChunks; ++ch)
-                        out.push_back(vb.create<arith::MulFOp>(
-                            vl,
-                            read(vb, vl, t, {rowIds[r], c(vb, vl, ch * lanes)},
-                                 (ch + 1) * lanes <= dv),
-                            corr));
-                    }
-                    Value keys = vb.create<arith::MinSIOp>(
-                        vl, c(vb, vl, keyBlock),
-                        vb.create<arith::SubIOp>(vl, groupEnd, k0));
-                    auto values = vb.create<scf::ForOp>(
-                        vl, zero, keys, one, out,
-                        [&](OpBuilder &ob, Location ol, Value j,
-                            ValueRange acc) {
-                          Value key = ob.create<arith::AddIOp>(ol, k0, j);
-                          SmallVector<Value> vv, next(acc);
-                          for (int64_t ch = 0; ch < outChunks; ++ch)
-                            vv.push_back(
-                                read(ob, ol, v,
-                                     ValueRange{key, c(ob, ol, ch * lanes)},
-                                     (ch + 1) * lanes <= dv));
-                          for (int64_t r = 0; r < rows; ++r) {
-                            Value pb = ob.create<vector::BroadcastOp>(
-                                ol, vecType,
-                                ob.create<tensor::ExtractOp>(
-                                    ol, p, ValueRange{j, lanesOf[r]}));
-                            for (int64_t ch = 0; ch < outChunks; ++ch)
-                              next[r * outChunks + ch] =
-                                  ob.create<vector::FMAOp>(
-                                      ol, pb, vv[ch], next[r * outChunks + ch]);
-                          }
-                          ob.create<scf::YieldOp>(ol, next);
-                        });
-                    for (int64_t r = 0; r < rows; ++r)
-                      for (int64_t ch = 0; ch < outChunks; ++ch)
-                        t = write(vb, vl, values.getResult(r * outChunks + ch),
-                                  t, {rowIds[r], c(vb, vl, ch * lanes)},
-                                  (ch + 1) * lanes <= dv);
-                    vb.create<scf::YieldOp>(vl, t);
-                  },
-                  [&](OpBuilder &vb, Location vl) {
-                    vb.create<scf::YieldOp>(vl, iter[0]);
-                  });
-              rb.create<scf::YieldOp>(rl, visit.getResults());
-            })
-        .getResult(0);
-  };
-
+  qT = emptyTensor(b, loc, {b.getIndexAttr(d), b.getIndexAttr(qWidth)}, elt);
+  blockEnd = endOf(b, loc, lastQuery);
+  firstEnd = endOf(b, loc, block.q0);
+  lastKey = b.create<arith::SubIOp>(loc, blockEnd, one);
+  qT = packQueries(qT);
   auto keyBlocks = b.create<scf::ForOp>(
-      loc, zero, blockEnd, c(b, loc, keyBlock),
+      loc, zero, blockEnd, index(b, loc, keyBlock),
       ValueRange{acc, rowMax, rowSum, corrT, sT},
       [&](OpBuilder &bb, Location bl, Value k0, ValueRange iter) {
-        // The keys of the block up to the last one any query sees, rounded
-        // up to whole score tiles (the last block of a short or padded
-        // sequence is not computed whole; the rest are masked)
-        Value keys = roundUp(bb, bl,
-                             bb.create<arith::MinSIOp>(
-                                 bl, c(bb, bl, keyBlock),
-                                 bb.create<arith::SubIOp>(bl, blockEnd, k0)),
-                             tileKeys);
-        Value scores = scoresOf(bb, bl, k0, keys, iter[4]);
-        ValueRange softmax = softmaxOf(
-            bb, bl, k0, keys, ValueRange{scores, iter[1], iter[2], iter[3]});
-        Value o = valuesOf(bb, bl, k0, softmax[0], softmax[3], iter[0]);
-        bb.create<scf::YieldOp>(
-            bl, ValueRange{o, softmax[1], softmax[2], softmax[3], softmax[0]});
+        bb.create<scf::YieldOp>(bl, visitKeyBlock(bb, bl, k0, iter));
       });
+  return normalize(keyBlocks.getResult(0), keyBlocks.getResult(2));
+}
 
-  // tile[i] = O[i] / l_i
-  Value o = keyBlocks.getResult(0), sums = keyBlocks.getResult(2);
+/// qT[c, j0 + x] = scale·Q[min(q0 + j0 + x, last), c], for the lanes j0 of
+/// each score tile's width.
+Value TiledKernel::packQueries(Value qT) {
   return b
       .create<scf::ForOp>(
-          loc, zero, qs, one, ValueRange{tile},
+          loc, zero, width, index(b, loc, lanes), ValueRange{qT},
+          [&](OpBuilder &pb, Location pl, Value j0, ValueRange iter) {
+            pb.create<scf::YieldOp>(pl, packSquares(pb, pl, iter[0], j0));
+          })
+      .getResult(0);
+}
+
+/// The L x L squares of the lanes j0 .. j0 + L: a loop over the squares of
+/// D where L divides it (less code to compile), else unrolled.
+Value TiledKernel::packSquares(OpBuilder &pb, Location pl, Value packed,
+                               Value j0) {
+  Value first = pb.create<arith::AddIOp>(pl, block.q0, j0);
+  if (d % lanes == 0)
+    return pb
+        .create<scf::ForOp>(
+            pl, zero, index(pb, pl, d), index(pb, pl, lanes),
+            ValueRange{packed},
+            [&](OpBuilder &sb, Location sl, Value column, ValueRange iter) {
+              sb.create<scf::YieldOp>(sl, packSquare(sb, sl, j0, first, column,
+                                                     true, lanes, iter[0]));
+            })
+        .getResult(0);
+  for (int64_t ch = 0; ch < chunks; ++ch)
+    packed = packSquare(pb, pl, j0, first, index(pb, pl, ch * lanes),
+                        (ch + 1) * lanes <= d, std::min(lanes, d - ch * lanes),
+                        packed);
+  return packed;
+}
+
+/// qT[column + x, j0 ..] = scale·(Q[first .., column + x])ᵀ for x <
+/// `squareWidth` (first = q0 + j0): L rows of Q transposed in registers.
+Value TiledKernel::packSquare(OpBuilder &sb, Location sl, Value j0, Value first,
+                              Value column, bool whole, int64_t squareWidth,
+                              Value into) {
+  SmallVector<Value> sourceRows;
+  for (int64_t j = 0; j < lanes; ++j) {
+    Value row = sb.create<arith::MinSIOp>(
+        sl, sb.create<arith::AddIOp>(sl, first, index(sb, sl, j)), lastQuery);
+    sourceRows.push_back(read(sb, sl, q, ValueRange{row, column}, whole));
+  }
+  SmallVector<Value> columns = transposeSquare(sb, sl, sourceRows);
+  for (int64_t x = 0; x < squareWidth; ++x)
+    into = write(
+        sb, sl, sb.create<arith::MulFOp>(sl, columns[x], scaleVec), into,
+        {sb.create<arith::AddIOp>(sl, column, index(sb, sl, x)), j0}, true);
+  return into;
+}
+
+/// The three steps of the key block at k0: `iter` is {O, m, l, c, Sᵀ}.
+SmallVector<Value> TiledKernel::visitKeyBlock(OpBuilder &bb, Location bl,
+                                              Value k0, ValueRange iter) {
+  // The keys of the block up to the last one any query sees, rounded up to
+  // whole score tiles (the last block of a short or padded sequence is not
+  // computed whole; the rest are masked)
+  Value keys = roundUp(
+      bb, bl,
+      bb.create<arith::MinSIOp>(bl, index(bb, bl, keyBlock),
+                                bb.create<arith::SubIOp>(bl, blockEnd, k0)),
+      tileKeys);
+  Value sT = blockScores(bb, bl, k0, keys, iter[4]);
+  ValueRange softmax = onlineSoftmax(bb, bl, k0, keys,
+                                     ValueRange{sT, iter[1], iter[2], iter[3]});
+  Value o = accumulateValues(bb, bl, k0, softmax[0], softmax[3], iter[0]);
+  return {o, softmax[1], softmax[2], softmax[3], softmax[0]};
+}
+
+/// 1. Sᵀ of the block at k0, tile by tile: i0 over the queries, j0 over
+/// the block's `keys`.
+Value TiledKernel::blockScores(OpBuilder &sb, Location sl, Value k0, Value keys,
+                               Value sT) {
+  return sb
+      .create<scf::ForOp>(
+          sl, zero, width, index(sb, sl, tileQueries), ValueRange{sT},
+          [&](OpBuilder &tb, Location tl, Value i0, ValueRange tIter) {
+            auto keyTiles = tb.create<scf::ForOp>(
+                tl, zero, keys, index(tb, tl, tileKeys), tIter,
+                [&](OpBuilder &kb, Location kl, Value j0, ValueRange kIter) {
+                  kb.create<scf::YieldOp>(
+                      kl, scoreTile(kb, kl, k0, i0, j0, kIter[0]));
+                });
+            tb.create<scf::YieldOp>(tl, keyTiles.getResults());
+          })
+      .getResult(0);
+}
+
+/// The score tile of keys k0 + j0 + x, x < 8 or 4, and queries i0 .. i0 +
+/// 2L, a micro-GEMM with its accumulators in registers:
+///   Sᵀ[j0 + x, i0 + t·L ..] = Σ_c K[k0 + j0 + x, c]·qT[c, i0 + t·L ..]
+/// keys past the last one read as it.
+Value TiledKernel::scoreTile(OpBuilder &kb, Location kl, Value k0, Value i0,
+                             Value j0, Value sT) {
+  SmallVector<Value> keyRows;
+  for (int64_t x = 0; x < tileKeys; ++x)
+    keyRows.push_back(kb.create<arith::MinSIOp>(
+        kl,
+        kb.create<arith::AddIOp>(
+            kl, k0, kb.create<arith::AddIOp>(kl, j0, index(kb, kl, x))),
+        lastKey));
+  SmallVector<Value> zeros(tileKeys * tileVectors, zeroVec);
+  auto dots = kb.create<scf::ForOp>(
+      kl, zero, index(kb, kl, d), one, zeros,
+      [&](OpBuilder &db, Location dl, Value col, ValueRange dIter) {
+        db.create<scf::YieldOp>(dl,
+                                scoreProducts(db, dl, i0, col, keyRows, dIter));
+      });
+  for (int64_t x = 0; x < tileKeys; ++x)
+    for (int64_t t = 0; t < tileVectors; ++t)
+      sT = write(kb, kl, dots.getResult(x * tileVectors + t), sT,
+                 {kb.create<arith::AddIOp>(kl, j0, index(kb, kl, x)),
+                  kb.create<arith::AddIOp>(kl, i0, index(kb, kl, t * lanes))},
+                 true);
+  return sT;
+}
+
+/// One column `col` of D in the score tile: acc[x, t] += K[key_x, col] ·
+/// qT[col, i0 + t·L ..] (2 loads of qT, a broadcast of K per key).
+SmallVector<Value> TiledKernel::scoreProducts(OpBuilder &db, Location dl,
+                                              Value i0, Value col,
+                                              ArrayRef<Value> keyRows,
+                                              ValueRange acc) {
+  SmallVector<Value> queries, next(acc);
+  for (int64_t t = 0; t < tileVectors; ++t)
+    queries.push_back(
+        read(db, dl, qT,
+             {col, db.create<arith::AddIOp>(dl, i0, index(db, dl, t * lanes))},
+             true));
+  for (int64_t x = 0; x < tileKeys; ++x) {
+    Value key = db.create<vector::BroadcastOp>(
+        dl, vecType,
+        db.create<tensor::ExtractOp>(dl, k, ValueRange{keyRows[x], col}));
+    for (int64_t t = 0; t < tileVectors; ++t)
+      next[x * tileVectors + t] = db.create<vector::FMAOp>(
+          dl, key, queries[t], next[x * tileVectors + t]);
+  }
+  return next;
+}
+
+/// 2. The online softmax of the block's scores, vector of queries by vector:
+/// `state` is {Sᵀ, m, l, c}; returns them updated, Sᵀ holding P.
+ValueRange TiledKernel::onlineSoftmax(OpBuilder &sb, Location sl, Value k0,
+                                      Value keys, ValueRange state) {
+  // Keys of the block past the first query's end: some lanes are hidden.
+  Value partial = sb.create<arith::CmpIOp>(
+      sl, arith::CmpIPredicate::sgt,
+      sb.create<arith::AddIOp>(sl, k0, index(sb, sl, keyBlock)), firstEnd);
+  return sb
+      .create<scf::ForOp>(
+          sl, zero, width, index(sb, sl, lanes), state,
+          [&](OpBuilder &qb, Location ql, Value col, ValueRange iter) {
+            qb.create<scf::YieldOp>(
+                ql, softmaxLanes(qb, ql, k0, keys, partial, col, iter));
+          })
+      .getResults();
+}
+
+/// The queries in lanes col .. col + L - 1, `iter` {Sᵀ, m, l, c}:
+///   m' = max(m, max_j Sᵀ[j])  (Sᵀ masked first where `partial`)
+///   P[j] = exp(Sᵀ[j] - m'), in place;  c = exp(m - m');  l' = l·c + Σ_j P[j]
+/// with m' as 0 in the subtractions while it is -inf.
+SmallVector<Value> TiledKernel::softmaxLanes(OpBuilder &qb, Location ql,
+                                             Value k0, Value keys,
+                                             Value partial, Value col,
+                                             ValueRange iter) {
+  Value s = iter[0], mT = iter[1], lT = iter[2], cT = iter[3];
+  auto masked = qb.create<scf::IfOp>(
+      ql, partial,
+      [&](OpBuilder &mb, Location ml) {
+        auto [ns, most] = maskedMax(mb, ml, k0, keys, col, s, true);
+        mb.create<scf::YieldOp>(ml, ValueRange{ns, most});
+      },
+      [&](OpBuilder &mb, Location ml) {
+        auto [ns, most] = maskedMax(mb, ml, k0, keys, col, s, false);
+        mb.create<scf::YieldOp>(ml, ValueRange{ns, most});
+      });
+  s = masked.getResult(0);
+  Value m = read(qb, ql, mT, col, true);
+  Value mNew = greaterOf(qb, ql, masked.getResult(1), m);
+  Value mSafe = qb.create<arith::SelectOp>(
+      ql,
+      qb.create<arith::CmpFOp>(ql, arith::CmpFPredicate::OEQ, mNew, ninfVec),
+      zeroVec, mNew);
+  // P = exp(Sᵀ - m'), in place; Σ_j P[j] in partial sums
+  auto [p, sum] = foldKeys(
+      qb, ql, col, keys, s, zeroVec, /*writes=*/true,
+      [&](OpBuilder &lb, Location ll, Value, Value x, Value sum) {
+        Value pj =
+            expOfNonPositive(lb, ll, lb.create<arith::SubFOp>(ll, x, mSafe));
+        return std::make_pair(
+            pj, lb.create<arith::AddFOp>(ll, sum, pj).getResult());
+      },
+      [](OpBuilder &ab, Location al, Value a, Value b) -> Value {
+        return ab.create<arith::AddFOp>(al, b, a);
+      });
+  Value corr = expOfNonPositive(qb, ql, qb.create<arith::SubFOp>(ql, m, mSafe));
+  Value l = qb.create<math::FmaOp>(ql, read(qb, ql, lT, col, true), corr, sum);
+  return {p, write(qb, ql, mNew, mT, col, true),
+          write(qb, ql, l, lT, col, true), write(qb, ql, corr, cT, col, true)};
+}
+
+/// Folds `step` over the keys j < `keys` of lanes `col` of Sᵀ, 4 keys at a
+/// time into 4 partial accumulators from `init`; Sᵀ[j] is written back if
+/// `writes`. Returns {Sᵀ, the partials reduced by `combine`}.
+std::pair<Value, Value> TiledKernel::foldKeys(OpBuilder &fb, Location fl,
+                                              Value col, Value keys,
+                                              Value scores, Value init,
+                                              bool writes, KeyStep step,
+                                              Combine combine) {
+  constexpr int64_t unroll = kSoftmaxUnroll;
+  SmallVector<Value> inits = {scores};
+  inits.append(unroll, init);
+  auto loop = fb.create<scf::ForOp>(
+      fl, zero, keys, index(fb, fl, unroll), inits,
+      [&](OpBuilder &lb, Location ll, Value j0, ValueRange iter) {
+        Value s = iter[0];
+        SmallVector<Value> next = {s};
+        for (int64_t u = 0; u < unroll; ++u) {
+          Value j = lb.create<arith::AddIOp>(ll, j0, index(lb, ll, u));
+          auto [x, acc] =
+              step(lb, ll, j, read(lb, ll, s, {j, col}, true), iter[1 + u]);
+          if (writes)
+            s = write(lb, ll, x, s, {j, col}, true);
+          next.push_back(acc);
+        }
+        next[0] = s;
+        lb.create<scf::YieldOp>(ll, next);
+      });
+  Value total = loop.getResult(1);
+  for (int64_t u = 1; u < unroll; ++u)
+    total = combine(fb, fl, loop.getResult(1 + u), total);
+  return std::make_pair(loop.getResult(0), total);
+}
+
+/// end_i of the queries in lanes i = col + x, from the loop indices:
+///   end_i = min(len, min(q0 + i, last) + Sk - Sq + 1)  (causal, >= 0)
+///   end_i = len                                         (else)
+Value TiledKernel::laneEnds(OpBuilder &mb, Location ml, Value col) {
+  Value keyEndVec = splatI32(mb, ml, block.keyEnd);
+  if (!block.causal)
+    return keyEndVec;
+  Value queries = mb.create<arith::MinSIOp>(
+      ml,
+      mb.create<arith::AddIOp>(
+          ml, splatI32(mb, ml, mb.create<arith::AddIOp>(ml, block.q0, col)),
+          laneIndex),
+      splatI32(mb, ml, lastQuery));
+  Value visible = mb.create<arith::AddIOp>(
+      ml, queries,
+      splatI32(mb, ml, mb.create<arith::AddIOp>(ml, block.shift, one)));
+  visible = mb.create<arith::MaxSIOp>(ml, visible, splatI32(mb, ml, zero));
+  return mb.create<arith::MinSIOp>(ml, keyEndVec, visible);
+}
+
+/// {Sᵀ, max_j Sᵀ[j]} of lanes `col`, with Sᵀ[j] = -inf where k0 + j >=
+/// end_i if `mask`.
+std::pair<Value, Value> TiledKernel::maskedMax(OpBuilder &mb, Location ml,
+                                               Value k0, Value keys, Value col,
+                                               Value scores, bool mask) {
+  Value ends = mask ? laneEnds(mb, ml, col) : Value();
+  return foldKeys(
+      mb, ml, col, keys, scores, ninfVec, mask,
+      [&](OpBuilder &lb, Location ll, Value j, Value x, Value most) {
+        if (mask) {
+          Value seen = lb.create<arith::CmpIOp>(
+              ll, arith::CmpIPredicate::slt,
+              splatI32(lb, ll, lb.create<arith::AddIOp>(ll, k0, j)), ends);
+          x = lb.create<arith::SelectOp>(ll, seen, x, ninfVec);
+        }
+        return std::make_pair(x, greaterOf(lb, ll, x, most));
+      },
+      greaterOf);
+}
+
+/// 3. O = O·c + P·V, group of R queries by group, over the keys any query
+/// of a group sees; groups that see no key of the block keep O.
+Value TiledKernel::accumulateValues(OpBuilder &gb, Location gl, Value k0,
+                                    Value p, Value cT, Value o) {
+  return gb
+      .create<scf::ForOp>(
+          gl, zero, padded, index(gb, gl, rows), ValueRange{o},
+          [&](OpBuilder &rb, Location rl, Value i0, ValueRange iter) {
+            Value first = rb.create<arith::AddIOp>(rl, block.q0, i0);
+            Value groupEnd = endOf(rb, rl,
+                                   rb.create<arith::MinSIOp>(
+                                       rl,
+                                       rb.create<arith::AddIOp>(
+                                           rl, first, index(rb, rl, rows - 1)),
+                                       lastQuery));
+            Value visits = rb.create<arith::CmpIOp>(
+                rl, arith::CmpIPredicate::slt, k0, groupEnd);
+            auto visit = rb.create<scf::IfOp>(
+                rl, visits,
+                [&](OpBuilder &vb, Location vl) {
+                  accumulateGroup(vb, vl, k0, i0, groupEnd, p, cT, iter[0]);
+                },
+                [&](OpBuilder &vb, Location vl) {
+                  vb.create<scf::YieldOp>(vl, iter[0]);
+                });
+            rb.create<scf::YieldOp>(rl, visit.getResults());
+          })
+      .getResult(0);
+}
+
+/// The rows i0 .. i0 + R of O in `t`, in R x Dv/L accumulators:
+///   O[i] = O[i]·c_i + Σ_{j < groupEnd - k0} P[j, i]·V[k0 + j]
+/// Rows past the last query read the last lane computed; they are dropped.
+void TiledKernel::accumulateGroup(OpBuilder &vb, Location vl, Value k0,
+                                  Value i0, Value groupEnd, Value p, Value cT,
+                                  Value t) {
+  Value lastLane = vb.create<arith::SubIOp>(vl, width, one);
+  SmallVector<Value> rowIds, lanesOf, out;
+  for (int64_t r = 0; r < rows; ++r) {
+    rowIds.push_back(vb.create<arith::AddIOp>(vl, i0, index(vb, vl, r)));
+    lanesOf.push_back(vb.create<arith::MinSIOp>(vl, rowIds[r], lastLane));
+  }
+  // O[i]·c_i
+  for (int64_t r = 0; r < rows; ++r) {
+    Value corr = vb.create<vector::BroadcastOp>(
+        vl, vecType, vb.create<tensor::ExtractOp>(vl, cT, lanesOf[r]));
+    for (int64_t ch = 0; ch < outChunks; ++ch)
+      out.push_back(vb.create<arith::MulFOp>(
+          vl,
+          read(vb, vl, t, {rowIds[r], index(vb, vl, ch * lanes)},
+               (ch + 1) * lanes <= dv),
+          corr));
+  }
+  Value keys = vb.create<arith::MinSIOp>(
+      vl, index(vb, vl, keyBlock), vb.create<arith::SubIOp>(vl, groupEnd, k0));
+  SmallVector<Value> sums = addValueProducts(vb, vl, k0, keys, p, lanesOf, out);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t ch = 0; ch < outChunks; ++ch)
+      t = write(vb, vl, sums[r * outChunks + ch], t,
+                {rowIds[r], index(vb, vl, ch * lanes)}, (ch + 1) * lanes <= dv);
+  vb.create<scf::YieldOp>(vl, t);
+}
+
+/// out[r] += Σ_{j < keys} P[j, lane_r]·V[k0 + j]: per key, Dv/L loads of V
+/// and R broadcasts of P.
+SmallVector<Value> TiledKernel::addValueProducts(OpBuilder &vb, Location vl,
+                                                 Value k0, Value keys, Value p,
+                                                 ArrayRef<Value> lanesOf,
+                                                 ValueRange out) {
+  auto values = vb.create<scf::ForOp>(
+      vl, zero, keys, one, out,
+      [&](OpBuilder &ob, Location ol, Value j, ValueRange acc) {
+        Value key = ob.create<arith::AddIOp>(ol, k0, j);
+        SmallVector<Value> vv, next(acc);
+        for (int64_t ch = 0; ch < outChunks; ++ch)
+          vv.push_back(read(ob, ol, v,
+                            ValueRange{key, index(ob, ol, ch * lanes)},
+                            (ch + 1) * lanes <= dv));
+        for (int64_t r = 0; r < rows; ++r) {
+          Value pb = ob.create<vector::BroadcastOp>(
+              ol, vecType,
+              ob.create<tensor::ExtractOp>(ol, p, ValueRange{j, lanesOf[r]}));
+          for (int64_t ch = 0; ch < outChunks; ++ch)
+            next[r * outChunks + ch] = ob.create<vector::FMAOp>(
+                ol, pb, vv[ch], next[r * outChunks + ch]);
+        }
+        ob.create<scf::YieldOp>(ol, next);
+      });
+  return SmallVector<Value>(values.getResults());
+}
+
+/// tile[i] = O[i] / l_i
+Value TiledKernel::normalize(Value o, Value sums) {
+  return b
+      .create<scf::ForOp>(
+          loc, zero, block.qs, one, ValueRange{block.tile},
           [&](OpBuilder &nb, Location nl, Value i, ValueRange iter) {
             Value inv = nb.create<vector::BroadcastOp>(
                 nl, vecType,
@@ -886,30 +1009,286 @@ static Value tiledQueryBlock(OpBuilder &b, Location loc, Value q, Value k,
             Value t = iter[0];
             for (int64_t ch = 0; ch < outChunks; ++ch) {
               bool whole = (ch + 1) * lanes <= dv;
-              t = write(nb, nl,
-                        nb.create<arith::MulFOp>(
-                            nl,
-                            read(nb, nl, o, {i, c(nb, nl, ch * lanes)}, whole),
-                            inv),
-                        t, {i, c(nb, nl, ch * lanes)}, whole);
+              t = write(
+                  nb, nl,
+                  nb.create<arith::MulFOp>(
+                      nl,
+                      read(nb, nl, o, {i, index(nb, nl, ch * lanes)}, whole),
+                      inv),
+                  t, {i, index(nb, nl, ch * lanes)}, whole);
             }
             nb.create<scf::YieldOp>(nl, t);
           })
       .getResult(0);
 }
 
-/// FlashAttention on [N, Sq, D] x [N, Sk, D] x [N, Sk, Dv]: for each batch
-/// row n and block of queries, visit key blocks [k0, k0 + bk) in turn:
+//===----------------------------------------------------------------------===//
+// The loop nest
+//===----------------------------------------------------------------------===//
+
+/// Query and key blocks of the linalg kernel, and floats per vector of the
+/// target.
+struct AttentionTiling {
+  int64_t queryBlock, keyBlock, lanes;
+};
+
+/// FlashAttention on [N, Sq, D] x [N, Sk, D] x [N, Sk, Dv] (the leading
+/// dimensions collapsed into N): a forall over batch rows n and blocks of
+/// queries, each block one of the kernels. The linalg kernel visits key
+/// blocks [k0, k0 + bk) in turn:
 ///   S = scale · Q_blk·K_blkᵀ (causal: -inf where k0 + j > q0 + i + Sk - Sq)
 ///   m' = max(m, rowmax S);  P = exp(S - m');  c = exp(m - m')
 ///   l' = l·c + rowsum P;    O' = O·c + P·V_blk
 /// and finally O / l. Key padding ends the key loop at lengths[b]; causal
 /// attention ends it after the block's last visible key.
+class AttentionKernelBuilder {
+public:
+  AttentionKernelBuilder(OpBuilder &b, AttentionOp op, Value query, Value key,
+                         Value value, Value lengths, AttentionTiling tiling);
+
+  /// The attention, of the op's shape up to static sizes.
+  Value build();
+
+private:
+  Value idx(OpFoldResult r) const {
+    return getValueOrCreateConstantIndexOp(b, loc, r);
+  }
+  SmallVector<Value> leadingIndices(Value row);
+  Value keyEndOf(Value batch);
+  Value vectorBlock(Value output, Value row, ArrayRef<Value> lead, Value q0,
+                    Value qs, Value kEnd);
+  Value linalgBlock(Value row, Value q0, Value qs, Value kEnd);
+  Value linalgScores(OpBuilder &kb, Location kl, Value qTile, Value kTile,
+                     Value q0, Value k0, Value qs, Value ks);
+  SmallVector<Value> linalgSoftmaxAndValues(OpBuilder &kb, Location kl, Value s,
+                                            Value vTile, ValueRange iter);
+  Value expandResult(Value flat);
+
+  OpBuilder &b;
+  AttentionOp op;
+  Location loc;
+  RankedTensorType type;
+  Type elt;
+  int64_t rank;
+  /// The operands as the op has them, and with the leading dimensions
+  /// collapsed ([N, S, D]).
+  Value query, key, value, q, k, v, lengths;
+  bool causal;
+  double scale;
+  AttentionTiling tiling;
+  Value n, sq, sk, shift, bq, bk, zero, queryBlocks;
+  OpFoldResult d, dv;
+  /// Static head sizes take the vector kernels; others the linalg tiles.
+  bool vectorized;
+};
+
+AttentionKernelBuilder::AttentionKernelBuilder(OpBuilder &b, AttentionOp op,
+                                               Value query, Value key,
+                                               Value value, Value lengths,
+                                               AttentionTiling tiling)
+    : b(b), op(op), loc(op.getLoc()), type(op.getType()),
+      elt(type.getElementType()), rank(type.getRank()), query(query), key(key),
+      value(value), lengths(lengths), causal(op.getCausal()),
+      scale(op.getScale().convertToDouble()), tiling(tiling) {
+  q = collapseLeading(b, loc, query, 2);
+  k = collapseLeading(b, loc, key, 2);
+  v = collapseLeading(b, loc, value, 2);
+  n = idx(dimOf(b, loc, q, 0));
+  sq = idx(dimOf(b, loc, q, 1));
+  sk = idx(dimOf(b, loc, k, 1));
+  d = dimOf(b, loc, q, 2);
+  dv = dimOf(b, loc, v, 2);
+  shift = b.create<arith::SubIOp>(loc, sk, sq);
+  bq = indexConstant(b, loc, tiling.queryBlock);
+  bk = indexConstant(b, loc, tiling.keyBlock);
+  zero = indexConstant(b, loc, 0);
+  queryBlocks = b.create<arith::CeilDivUIOp>(loc, sq, bq);
+  vectorized = tiling.lanes > 1 && hasVectorAttentionKernel(op);
+}
+
+Value AttentionKernelBuilder::build() {
+  Value out = emptyTensor(b, loc, {n, sq, dv}, elt);
+  auto forall =
+      b.create<scf::ForallOp>(loc, ArrayRef<OpFoldResult>{n, queryBlocks},
+                              ValueRange{out}, std::nullopt);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block *body = forall.getBody();
+    b.setInsertionPointToStart(body);
+    Value row = body->getArgument(0), qb = body->getArgument(1);
+    Value output = body->getArguments().back();
+    // Queries [q0, q0 + qs) of batch row `row`.
+    Value q0 = b.create<arith::MulIOp>(loc, qb, bq);
+    Value qs =
+        b.create<arith::MinUIOp>(loc, bq, b.create<arith::SubIOp>(loc, sq, q0));
+    SmallVector<Value> lead = leadingIndices(row);
+    Value kEnd = keyEndOf(lead[0]);
+    Value tile = vectorized ? vectorBlock(output, row, lead, q0, qs, kEnd)
+                            : linalgBlock(row, q0, qs, kEnd);
+    b.setInsertionPointToStart(forall.getTerminator().getBody());
+    b.create<tensor::ParallelInsertSliceOp>(
+        loc, tile, output, ArrayRef<OpFoldResult>{row, q0, b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), qs, dv}, unitStrides(b, 3));
+  }
+  return expandResult(forall.getResult(0));
+}
+
+/// The flattened row's leading indices (batch, head, ..):
+/// row = Σ lead[i]·Π_{j>i} size_j
+SmallVector<Value> AttentionKernelBuilder::leadingIndices(Value row) {
+  SmallVector<Value> lead(rank - 2);
+  Value rest = row;
+  for (int64_t dim = rank - 3; dim > 0; --dim) {
+    Value size = idx(dimOf(b, loc, query, dim));
+    lead[dim] = b.create<arith::RemUIOp>(loc, rest, size);
+    rest = b.create<arith::DivUIOp>(loc, rest, size);
+  }
+  lead[0] = rest;
+  return lead;
+}
+
+/// The key loop's end: len = min(Sk, lengths[batch]); padding hides the
+/// keys past it.
+Value AttentionKernelBuilder::keyEndOf(Value batch) {
+  if (!lengths)
+    return sk;
+  Value len = b.create<arith::IndexCastOp>(
+      loc, b.getIndexType(),
+      b.create<tensor::ExtractOp>(loc, lengths, ValueRange{batch}));
+  return b.create<arith::MinUIOp>(loc, sk, len);
+}
+
+/// A block on vectors, written in place into the rows of the shared output:
+/// blocks of many queries take the register-tiled kernel; decoder steps
+/// (one query) and other small blocks the one-query kernel.
+Value AttentionKernelBuilder::vectorBlock(Value output, Value row,
+                                          ArrayRef<Value> lead, Value q0,
+                                          Value qs, Value kEnd) {
+  Value init = rowTile(b, loc, output, row, q0, qs, dv);
+  QueryBlock block = {query,  key,   value, SmallVector<Value>(lead),
+                      q0,     qs,    kEnd,  shift,
+                      causal, scale, init};
+  auto oneQueryAtATime = [&](OpBuilder &ob, Location ol) {
+    return OneQueryKernel(ob, ol, block, tiling.lanes).build();
+  };
+  int64_t staticQueries = type.getDimSize(rank - 2);
+  if (!ShapedType::isDynamic(staticQueries) && staticQueries < kTiledMinQueries)
+    return oneQueryAtATime(b, loc);
+  Value many = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::uge, qs,
+                                       indexConstant(b, loc, kTiledMinQueries));
+  return b
+      .create<scf::IfOp>(
+          loc, many,
+          [&](OpBuilder &tb, Location tl) {
+            tb.create<scf::YieldOp>(tl, TiledKernel(tb, tl, block, tiling.lanes)
+                                            .build(tiling.queryBlock));
+          },
+          [&](OpBuilder &ob, Location ol) {
+            ob.create<scf::YieldOp>(ol, oneQueryAtATime(ob, ol));
+          })
+      .getResult(0);
+}
+
+/// A block on linalg tiles: the key loop with O, m and l of the block's
+/// queries as [qs, Dv] and [qs] tensors; O / l at the end.
+Value AttentionKernelBuilder::linalgBlock(Value row, Value q0, Value qs,
+                                          Value kEnd) {
+  if (causal) {
+    // last query of the block sees keys up to q0 + qs - 1 + Sk - Sq
+    Value lastVisible = b.create<arith::AddIOp>(
+        loc, b.create<arith::AddIOp>(loc, q0, qs), shift);
+    kEnd = b.create<arith::MinUIOp>(loc, kEnd, lastVisible);
+  }
+  Value qTile = rowTile(b, loc, q, row, q0, qs, d);
+  Value m0 = filled(b, loc, {qs}, elt, -INFINITY);
+  Value l0 = filled(b, loc, {qs}, elt, 0.0);
+  Value acc0 = filled(b, loc, {qs, dv}, elt, 0.0);
+  auto loop = b.create<scf::ForOp>(
+      loc, zero, kEnd, bk, ValueRange{m0, l0, acc0},
+      [&](OpBuilder &kb, Location kl, Value k0, ValueRange iter) {
+        Value ks = kb.create<arith::MinUIOp>(
+            kl, bk, kb.create<arith::SubIOp>(kl, kEnd, k0));
+        Value kTile = rowTile(kb, kl, k, row, k0, ks, d);
+        Value vTile = rowTile(kb, kl, v, row, k0, ks, dv);
+        Value s = linalgScores(kb, kl, qTile, kTile, q0, k0, qs, ks);
+        kb.create<scf::YieldOp>(kl,
+                                linalgSoftmaxAndValues(kb, kl, s, vTile, iter));
+      });
+  // O / l
+  return withRowValue(b, loc, loop.getResult(2), loop.getResult(1), quotient);
+}
+
+/// S = scale · Q_blk·K_blkᵀ, -inf where causality hides key k0 + j from
+/// query q0 + i: k0 + j > q0 + i + Sk - Sq.
+Value AttentionKernelBuilder::linalgScores(OpBuilder &kb, Location kl,
+                                           Value qTile, Value kTile, Value q0,
+                                           Value k0, Value qs, Value ks) {
+  Value s0 = filled(kb, kl, {qs, ks}, elt, 0.0);
+  Value s = kb.create<linalg::MatmulTransposeBOp>(kl, ValueRange{qTile, kTile},
+                                                  ValueRange{s0})
+                .getResult(0);
+  Value scaleV = floatConstant(kb, kl, elt, scale);
+  Value ninf = floatConstant(kb, kl, elt, -INFINITY);
+  return elementwise(
+      kb, kl, cast<RankedTensorType>(s.getType()), ValueRange{s},
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value x = nb.create<arith::MulFOp>(nl, args[0], scaleV);
+        if (!causal)
+          return x;
+        Value i =
+            nb.create<arith::AddIOp>(nl, q0, nb.create<linalg::IndexOp>(nl, 0));
+        Value j =
+            nb.create<arith::AddIOp>(nl, k0, nb.create<linalg::IndexOp>(nl, 1));
+        Value hidden =
+            nb.create<arith::CmpIOp>(nl, arith::CmpIPredicate::sgt, j,
+                                     nb.create<arith::AddIOp>(nl, i, shift));
+        return nb.create<arith::SelectOp>(nl, hidden, ninf, x).getResult();
+      });
+}
+
+/// The online softmax and P·V of one key block, `iter` {m, l, O}:
+///   m' = max(m, rowmax S);  P = exp(S - m');  c = exp(m - m')
+///   l' = l·c + rowsum P;    O' = O·c + P·V_blk
+SmallVector<Value> AttentionKernelBuilder::linalgSoftmaxAndValues(
+    OpBuilder &kb, Location kl, Value s, Value vTile, ValueRange iter) {
+  Value m = iter[0], lsum = iter[1], acc = iter[2];
+  auto rowType = cast<RankedTensorType>(m.getType());
+  // m' = max(m, rowmax S)
+  Value rowMax = reduceLastAxis(kb, kl, s, -INFINITY, maxCombine);
+  Value mNew = elementwise(kb, kl, rowType, ValueRange{m, rowMax}, maxCombine);
+  // P = exp(S - m')
+  Value p = withRowValue(kb, kl, s, mNew, expOfDifference);
+  // c = exp(m - m');  l' = l·c + rowsum P
+  Value corr =
+      elementwise(kb, kl, rowType, ValueRange{m, mNew}, expOfDifference);
+  Value rowSum = reduceLastAxis(kb, kl, p, 0.0, addCombine);
+  Value lNew = elementwise(
+      kb, kl, rowType, ValueRange{lsum, corr, rowSum},
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        return nb.create<arith::AddFOp>(
+            nl, nb.create<arith::MulFOp>(nl, args[0], args[1]), args[2]);
+      });
+  // O' = O·c + P·V
+  Value scaled = withRowValue(kb, kl, acc, corr, product);
+  Value accNew =
+      kb.create<linalg::MatmulOp>(kl, ValueRange{p, vTile}, ValueRange{scaled})
+          .getResult(0);
+  return {mNew, lNew, accNew};
+}
+
+/// [N, Sq, Dv] back to the op's leading dimensions.
+Value AttentionKernelBuilder::expandResult(Value flat) {
+  SmallVector<int64_t> shape(type.getShape().drop_back(2));
+  shape.push_back(ShapedType::kDynamic);
+  shape.push_back(tensorTypeOf(v).getDimSize(2));
+  return expandLeading(b, loc, flat, RankedTensorType::get(shape, elt), query);
+}
+
+/// tfm.attention without a mask as AttentionKernelBuilder's loop nest; with
+/// one, decomposed.
 struct AttentionLowering : public OpConversionPattern<AttentionOp> {
-  AttentionLowering(MLIRContext *ctx, int64_t queryBlock, int64_t keyBlock,
-                    int64_t lanes)
-      : OpConversionPattern(ctx), queryBlock(queryBlock), keyBlock(keyBlock),
-        lanes(lanes) {}
+  AttentionLowering(MLIRContext *ctx, AttentionTiling tiling)
+      : OpConversionPattern(ctx), tiling(tiling) {}
 
   LogicalResult
   matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
@@ -925,198 +1304,15 @@ struct AttentionLowering : public OpConversionPattern<AttentionOp> {
       rewriter.replaceOp(op, *values);
       return success();
     }
-    Location loc = op.getLoc();
-    RankedTensorType type = op.getType();
-    Type elt = type.getElementType();
-    int64_t rank = type.getRank();
-    Value q = collapseLeading(rewriter, loc, adaptor.getQuery(), 2);
-    Value k = collapseLeading(rewriter, loc, adaptor.getKey(), 2);
-    Value v = collapseLeading(rewriter, loc, adaptor.getValue(), 2);
-    Value lengths = adaptor.getKeyLengths();
-    bool causal = op.getCausal();
-    double scale = op.getScale().convertToDouble();
-
-    auto idx = [&](OpFoldResult r) {
-      return getValueOrCreateConstantIndexOp(rewriter, loc, r);
-    };
-    Value n = idx(dimOf(rewriter, loc, q, 0));
-    Value sq = idx(dimOf(rewriter, loc, q, 1));
-    Value sk = idx(dimOf(rewriter, loc, k, 1));
-    OpFoldResult d = dimOf(rewriter, loc, q, 2);
-    OpFoldResult dv = dimOf(rewriter, loc, v, 2);
-    Value shift = rewriter.create<arith::SubIOp>(loc, sk, sq);
-    Value bq = indexConstant(rewriter, loc, queryBlock);
-    Value bk = indexConstant(rewriter, loc, keyBlock);
-    Value zero = indexConstant(rewriter, loc, 0);
-    Value queryBlocks = rewriter.create<arith::CeilDivUIOp>(loc, sq, bq);
-    // Static head sizes take the vector kernel; others the linalg tiles.
-    bool vectorized = lanes > 1 && hasVectorAttentionKernel(op);
-
-    Value out = emptyTensor(rewriter, loc,
-                            {n, sq, dv}, elt);
-    auto forall = rewriter.create<scf::ForallOp>(
-        loc, ArrayRef<OpFoldResult>{n, queryBlocks}, ValueRange{out},
-        std::nullopt);
-    {
-      OpBuilder::InsertionGuard guard(rewriter);
-      Block *body = forall.getBody();
-      rewriter.setInsertionPointToStart(body);
-      Value row = body->getArgument(0), qb = body->getArgument(1);
-      Value q0 = rewriter.create<arith::MulIOp>(loc, qb, bq);
-      Value qs = rewriter.create<arith::MinUIOp>(
-          loc, bq, rewriter.create<arith::SubIOp>(loc, sq, q0));
-      // The key loop's end: padding and causality hide keys past it.
-      // The flattened row's leading indices (batch, head, ..):
-      // row = Σ lead[i]·Π_{j>i} size_j
-      SmallVector<Value> lead(rank - 2);
-      Value rest = row;
-      for (int64_t dim = rank - 3; dim > 0; --dim) {
-        Value size = idx(dimOf(rewriter, loc, adaptor.getQuery(), dim));
-        lead[dim] = rewriter.create<arith::RemUIOp>(loc, rest, size);
-        rest = rewriter.create<arith::DivUIOp>(loc, rest, size);
-      }
-      lead[0] = rest;
-      Value kEnd = sk;
-      if (lengths) {
-        Value len = rewriter.create<arith::IndexCastOp>(
-            loc, rewriter.getIndexType(),
-            rewriter.create<tensor::ExtractOp>(loc, lengths,
-                                               ValueRange{lead[0]}));
-        kEnd = rewriter.create<arith::MinUIOp>(loc, kEnd, len);
-      }
-      Value tile;
-      if (vectorized) {
-        // Written in place: the rows of the shared output.
-        Value init = rowTile(rewriter, loc, body->getArguments().back(), row,
-                             q0, qs, dv);
-        auto oneQueryAtATime = [&](OpBuilder &ob, Location ol) {
-          return vectorQueryBlock(ob, ol, adaptor.getQuery(), adaptor.getKey(),
-                                  adaptor.getValue(), lead, q0, qs, kEnd, shift,
-                                  causal, scale, lanes, init);
-        };
-        // Blocks of many queries take the register-tiled kernel; decoder
-        // steps (one query) and other small blocks the one-query kernel.
-        int64_t staticQueries = type.getDimSize(rank - 2);
-        if (!ShapedType::isDynamic(staticQueries) &&
-            staticQueries < kTiledMinQueries) {
-          tile = oneQueryAtATime(rewriter, loc);
-        } else {
-          Value many = rewriter.create<arith::CmpIOp>(
-              loc, arith::CmpIPredicate::uge, qs,
-              indexConstant(rewriter, loc, kTiledMinQueries));
-          tile = rewriter
-                     .create<scf::IfOp>(
-                         loc, many,
-                         [&](OpBuilder &tb, Location tl) {
-                           tb.create<scf::YieldOp>(
-                               tl, tiledQueryBlock(tb, tl, adaptor.getQuery(),
-                                                   adaptor.getKey(),
-                                                   adaptor.getValue(), lead, q0,
-                                                   qs, queryBlock, kEnd, shift,
-                                                   causal, scale, lanes, init));
-                         },
-                         [&](OpBuilder &ob, Location ol) {
-                           ob.create<scf::YieldOp>(ol, oneQueryAtATime(ob, ol));
-                         })
-                     .getResult(0);
-        }
-      } else {
-        if (causal) {
-          // last query of the block sees keys up to q0 + qs - 1 + Sk - Sq
-          Value lastVisible = rewriter.create<arith::AddIOp>(
-              loc, rewriter.create<arith::AddIOp>(loc, q0, qs), shift);
-          kEnd = rewriter.create<arith::MinUIOp>(loc, kEnd, lastVisible);
-        }
-        Value qTile = rowTile(rewriter, loc, q, row, q0, qs, d);
-        Value m0 = filled(rewriter, loc, {qs}, elt, -INFINITY);
-        Value l0 = filled(rewriter, loc, {qs}, elt, 0.0);
-        Value acc0 = filled(rewriter, loc, {qs, dv}, elt, 0.0);
-        auto loop = rewriter.create<scf::ForOp>(
-            loc, zero, kEnd, bk, ValueRange{m0, l0, acc0},
-            [&](OpBuilder &b, Location l, Value k0, ValueRange iter) {
-              Value ks = b.create<arith::MinUIOp>(
-                  l, bk, b.create<arith::SubIOp>(l, kEnd, k0));
-              Value kTile = rowTile(b, l, k, row, k0, ks, d);
-              Value vTile = rowTile(b, l, v, row, k0, ks, dv);
-              // S = Q·Kᵀ, then scale and the causal mask
-              Value s0 = filled(b, l, {qs, ks}, elt, 0.0);
-              Value s = b.create<linalg::MatmulTransposeBOp>(
-                             l, ValueRange{qTile, kTile}, ValueRange{s0})
-                            .getResult(0);
-              Value scaleV = floatConstant(b, l, elt, scale);
-              Value ninf = floatConstant(b, l, elt, -INFINITY);
-              s = elementwise(
-                  b, l, cast<RankedTensorType>(s.getType()), ValueRange{s},
-                  [&](OpBuilder &nb, Location nl, ValueRange args) {
-                    Value x = nb.create<arith::MulFOp>(nl, args[0], scaleV);
-                    if (!causal)
-                      return x;
-                    Value i = nb.create<arith::AddIOp>(
-                        nl, q0, nb.create<linalg::IndexOp>(nl, 0));
-                    Value j = nb.create<arith::AddIOp>(
-                        nl, k0, nb.create<linalg::IndexOp>(nl, 1));
-                    Value hidden = nb.create<arith::CmpIOp>(
-                        nl, arith::CmpIPredicate::sgt, j,
-                        nb.create<arith::AddIOp>(nl, i, shift));
-                    return nb.create<arith::SelectOp>(nl, hidden, ninf, x)
-                        .getResult();
-                  });
-              // m' = max(m, rowmax S)
-              Value m = iter[0], lsum = iter[1], acc = iter[2];
-              auto vecType = cast<RankedTensorType>(m.getType());
-              Value rowMax = reduceLastAxis(b, l, s, -INFINITY, maxCombine);
-              Value mNew = elementwise(b, l, vecType, ValueRange{m, rowMax},
-                                       maxCombine);
-              // P = exp(S - m')
-              Value p = withRowValue(b, l, s, mNew, expOfDifference);
-              // c = exp(m - m');  l' = l·c + rowsum P
-              Value corr =
-                  elementwise(b, l, vecType, ValueRange{m, mNew}, expOfDifference);
-              Value rowSum = reduceLastAxis(b, l, p, 0.0, addCombine);
-              Value lNew = elementwise(
-                  b, l, vecType, ValueRange{lsum, corr, rowSum},
-                  [&](OpBuilder &nb, Location nl, ValueRange args) {
-                    return nb.create<arith::AddFOp>(
-                        nl, nb.create<arith::MulFOp>(nl, args[0], args[1]),
-                        args[2]);
-                  });
-              // O' = O·c + P·V
-              Value scaled = withRowValue(b, l, acc, corr, product);
-              Value accNew = b.create<linalg::MatmulOp>(
-                                  l, ValueRange{p, vTile}, ValueRange{scaled})
-                                 .getResult(0);
-              b.create<scf::YieldOp>(l, ValueRange{mNew, lNew, accNew});
-            });
-        // O / l
-        tile = withRowValue(rewriter, loc, loop.getResult(2),
-                                  loop.getResult(1), quotient);
-      }
-      rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
-      rewriter.create<tensor::ParallelInsertSliceOp>(
-          loc, tile, body->getArguments().back(),
-          ArrayRef<OpFoldResult>{row, q0, rewriter.getIndexAttr(0)},
-          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1), qs, dv},
-          unitStrides(rewriter, 3));
-    }
-    Value result = expandLeading(rewriter, loc, forall.getResult(0),
-                                 RankedTensorType::get(
-                                     [&] {
-                                       SmallVector<int64_t> s(
-                                           type.getShape().drop_back(2));
-                                       s.push_back(ShapedType::kDynamic);
-                                       s.push_back(
-                                           tensorTypeOf(v).getDimSize(2));
-                                       return s;
-                                     }(),
-                                     elt),
-                                 adaptor.getQuery());
-    rewriter.replaceOpWithNewOp<tensor::CastOp>(op, type, result);
+    AttentionKernelBuilder builder(rewriter, op, adaptor.getQuery(),
+                                   adaptor.getKey(), adaptor.getValue(),
+                                   adaptor.getKeyLengths(), tiling);
+    rewriter.replaceOpWithNewOp<tensor::CastOp>(op, op.getType(),
+                                                builder.build());
     return success();
   }
 
-  int64_t queryBlock, keyBlock;
-  // Floats per vector of the target.
-  int64_t lanes;
+  AttentionTiling tiling;
 };
 
 } // namespace
@@ -1124,8 +1320,9 @@ struct AttentionLowering : public OpConversionPattern<AttentionOp> {
 void mlir::tfm::lowering::populateAttentionLoweringPatterns(
     RewritePatternSet &patterns, int64_t queryBlock, int64_t keyBlock,
     int64_t vectorWidth) {
-  patterns.add<AttentionLowering>(patterns.getContext(), queryBlock,
-                                  keyBlock, vectorWidth);
+  patterns.add<AttentionLowering>(
+      patterns.getContext(),
+      AttentionTiling{queryBlock, keyBlock, vectorWidth});
 }
 
 bool mlir::tfm::hasVectorAttentionKernel(AttentionOp op) {

@@ -1,5 +1,4 @@
-//===- Common.cpp - Shared helpers of the tfm to linalg lowering --*- C++
-//-*-===//
+//===- Common.cpp - Helpers of the tfm to linalg lowering -------*- C++ -*-===//
 
 #include "passes/Conversion/TfmToLinalg/Common.h"
 
@@ -287,20 +286,6 @@ Value greaterOf(OpBuilder &b, Location loc, Value a, Value other) {
   Value keep =
       b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UGT, a, other);
   return b.create<arith::SelectOp>(loc, keep, a, other);
-}
-
-Value greatestLane(OpBuilder &b, Location loc, Value v) {
-  for (int64_t width = cast<VectorType>(v.getType()).getNumElements();
-       width > 1; width /= 2) {
-    SmallVector<int64_t> low, high;
-    for (int64_t i = 0; i < width / 2; ++i) {
-      low.push_back(i);
-      high.push_back(width / 2 + i);
-    }
-    v = greaterOf(b, loc, b.create<vector::ShuffleOp>(loc, v, v, low),
-                  b.create<vector::ShuffleOp>(loc, v, v, high));
-  }
-  return b.create<vector::ExtractOp>(loc, v, ArrayRef<int64_t>{0});
 }
 
 Value addCombine(OpBuilder &b, Location l, ValueRange args) {

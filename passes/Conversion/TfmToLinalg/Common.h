@@ -106,10 +106,6 @@ Value maxCombine(OpBuilder &b, Location l, ValueRange args);
 /// -0 < +0) take a compare, an unordered compare, a mask or and a blend.
 Value greaterOf(OpBuilder &b, Location loc, Value a, Value other);
 
-/// The largest lane of a vector (as greaterOf): halves compared log2(L)
-/// times, then the first lane.
-Value greatestLane(OpBuilder &b, Location loc, Value v);
-
 Value addCombine(OpBuilder &b, Location l, ValueRange args);
 
 /// The size of the last axis of `v`, as a float of `elt`.
