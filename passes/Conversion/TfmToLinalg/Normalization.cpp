@@ -230,14 +230,11 @@ Value GenericLayerNorm::normalized(Value s1, Value s2) {
 constexpr int64_t kLayerNormRowBlock = 8;
 /// The most elements (rows x C) normalized on the calling thread: forking
 /// and joining the threads costs more than normalizing fewer takes
-/// (`tfm-bench`, 2 threads, rows x 512 with a residual, on the calling
-/// thread / through the forall: 1 row 0.3 / 3.6 us, 64 rows 4.7 / 5.9 us,
-/// 128 rows 10.0 / 8.6 us).
+/// (measurements: docs/Design/Lowering.md).
 constexpr int64_t kLayerNormSerialElements = 64 * 512;
 /// Vectors per iteration of the loops over a row, each summed into its own
-/// accumulator so that the adds of a sum do not wait on each other
-/// (`tfm-bench`, 1 thread, AVX2, loaded machine, best of 2: 1024 x 512 at
-/// 13, 16, 19 and 16 GB/s with 1, 2, 4 and 8; 32 x 512 at 15, 20, 22, 21).
+/// accumulator so that the adds of a sum do not wait on each other (more
+/// than 4 gained nothing: docs/Design/Lowering.md).
 constexpr int64_t kLayerNormUnroll = 4;
 
 /// Layer norm of x[M, C] (+ residual) for a static C, on vectors of `lanes`
