@@ -26,10 +26,6 @@ namespace tfm {
 void populateFuseAttentionPatterns(RewritePatternSet &patterns);
 void populateFuseLayerNormPatterns(RewritePatternSet &patterns);
 void populateFuseLinearEpiloguePatterns(RewritePatternSet &patterns);
-void populateTfmToLinalgPatterns(RewritePatternSet &patterns,
-                                 int64_t queryBlock, int64_t keyBlock,
-                                 int64_t vectorWidth, bool bf16Dot,
-                                 bool int8Dot);
 
 /// On a tfm.weight that linears read: the weights file holds the matrix
 /// [N, K] as panels [ceil(N / P), K, P] of P output features with K
@@ -47,17 +43,6 @@ constexpr llvm::StringLiteral kBf16ProductsAttr = "tfm.bf16_products";
 
 /// The attribute tfm-select-backend sets on ops: "llvm" or "onednn".
 constexpr llvm::StringLiteral kBackendAttr = "tfm.backend";
-
-/// Whether convert-tfm-to-linalg lowers `op` to its vector FlashAttention
-/// kernel: f32, static head sizes, no additive mask.
-bool hasVectorAttentionKernel(AttentionOp op);
-
-/// Whether convert-tfm-to-linalg lowers `op` to its vector layer norm
-/// kernel: f32, a static last axis, rank 2 or more.
-bool hasVectorLayerNormKernel(LayerNormOp op);
-
-/// Whether oneDNN can run `op` (convert-tfm-to-onednn lowers it).
-bool isOneDnnCandidate(Operation *op);
 
 /// Registers every tfm pass and the `tfm-fusion-pipeline` and
 /// `tfm-lower-to-llvm` pipelines.

@@ -2,6 +2,9 @@
 
 #include "passes/Passes.h"
 
+#include "passes/Conversion/TfmToLinalg/TfmToLinalg.h"
+#include "passes/Conversion/TfmToOneDnn/TfmToOneDnn.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/PatternMatch.h"

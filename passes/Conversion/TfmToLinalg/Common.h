@@ -9,6 +9,7 @@
 #ifndef TFM_PASSES_CONVERSION_TFMTOLINALG_COMMON_H
 #define TFM_PASSES_CONVERSION_TFMTOLINALG_COMMON_H
 
+#include "passes/Conversion/TfmToLinalg/TfmToLinalg.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

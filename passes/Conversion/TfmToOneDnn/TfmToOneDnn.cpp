@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/Conversion/TfmToOneDnn/TfmToOneDnn.h"
 #include "passes/Passes.h"
 #include "tfm/abi/OneDnnAbi.h"
 

@@ -1,0 +1,34 @@
+//===- TfmToLinalg.h - convert-tfm-to-linalg's API --------------*- C++ -*-===//
+//
+// What the conversion to linalg, tensor, scf and vector offers beyond its
+// pass: its patterns, and which ops it lowers to its vector kernels (which
+// tfm-select-backend asks when it chooses).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_PASSES_CONVERSION_TFMTOLINALG_TFMTOLINALG_H
+#define TFM_PASSES_CONVERSION_TFMTOLINALG_TFMTOLINALG_H
+
+#include "dialects/Tfm/IR/TfmOps.h"
+
+namespace mlir {
+class RewritePatternSet;
+namespace tfm {
+
+void populateTfmToLinalgPatterns(RewritePatternSet &patterns,
+                                 int64_t queryBlock, int64_t keyBlock,
+                                 int64_t vectorWidth, bool bf16Dot,
+                                 bool int8Dot);
+
+/// Whether convert-tfm-to-linalg lowers `op` to its vector FlashAttention
+/// kernel: f32, static head sizes, no additive mask.
+bool hasVectorAttentionKernel(AttentionOp op);
+
+/// Whether convert-tfm-to-linalg lowers `op` to its vector layer norm
+/// kernel: f32, a static last axis, rank 2 or more.
+bool hasVectorLayerNormKernel(LayerNormOp op);
+
+} // namespace tfm
+} // namespace mlir
+
+#endif // TFM_PASSES_CONVERSION_TFMTOLINALG_TFMTOLINALG_H
