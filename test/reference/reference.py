@@ -11,7 +11,7 @@
 The model of a Hugging Face MarianMT-style checkpoint, written directly in
 PyTorch from "Attention is all you need" and independently of the compiler,
 with greedy and beam search defined exactly as the runtime's (see
-runtime/src/Runtime.cpp). Reads token-id lines like the translator and
+runtime/src/Translator.cpp). Reads token-id lines like the translator and
 writes the same output format, in padded batches; with a SentencePiece
 tokenizer in MODEL_DIR it reads and writes text (text_io.py). Run it with
 /usr/bin/python3 (Debian's python3-torch, python3-numpy and python3-yaml).
@@ -389,7 +389,7 @@ def top_candidates(cand, count):
 
 def translate(model, sources, opts):
     """Beam search (greedy for beam 1) over a padded batch of sentences, as
-    runtime/src/Runtime.cpp defines it. Returns per sentence the hypotheses
+    runtime/src/Translator.cpp defines it. Returns per sentence the hypotheses
     sorted best first, (tokens, normalized score), and the first step's
     logits."""
     c = model.c

@@ -1,8 +1,8 @@
 //===- OneDnnAbi.h - Calls from compiled code into oneDNN -------*- C++ -*-===//
 //
 // The contract between convert-tfm-to-onednn (which emits the calls) and
-// OneDnnKernels.cpp (which implements them). Every tensor crosses as an
-// unranked memref descriptor (`memref<*xf32>`, MLIR's C interface:
+// runtime/src/onednn/ (EntryPoints.cpp implements them). Every tensor
+// crosses as an unranked memref descriptor (`memref<*xf32>`, MLIR's C interface:
 // `_mlir_ciface_<name>(UnrankedMemRefType<float> *, ...)`); scalars by value.
 //
 //   tfm_onednn_linear(x[.., K], w[N, K], bias[N], residual[.., N],
