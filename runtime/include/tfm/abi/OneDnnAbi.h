@@ -2,8 +2,9 @@
 //
 // The contract between convert-tfm-to-onednn (which emits the calls) and
 // runtime/src/onednn/ (EntryPoints.cpp implements them). Every tensor
-// crosses as an unranked memref descriptor (`memref<*xf32>`, MLIR's C interface:
-// `_mlir_ciface_<name>(UnrankedMemRefType<float> *, ...)`); scalars by value.
+// crosses as an unranked memref descriptor (`memref<*xf32>`, MLIR's C
+// interface: `_mlir_ciface_<name>(UnrankedMemRefType<float> *, ...)`);
+// scalars by value.
 //
 //   tfm_onednn_linear(x[.., K], w[N, K], bias[N], residual[.., N],
 //                     out[.., N], i64 code)
