@@ -108,9 +108,8 @@ struct Session {
   }
 };
 
-/// Opens the weights (checked unless told not to) and, where text is in
-/// or out, the tokenizer.
-void openSession(Options &o, Session &s) {
+/// Opens the weights, checked unless told not to.
+void openModel(Options &o, Session &s) {
   if (tfm_status status = tfm_set_num_threads(o.threads))
     die(tfm_status_message(status));
   if (o.weights.empty())
@@ -120,6 +119,10 @@ void openSession(Options &o, Session &s) {
   if (tfm_status status = open(o.weights.c_str(), &s.model))
     die(tfm_status_message(status));
   tfm_model_get_config(s.model, &s.cfg);
+}
+
+/// Opens the tokenizer where text is in or out, and settles the formats.
+void openTokenizer(const Options &o, Session &s) {
   if (o.inputFormat != Format::Ids || o.outputFormat != Format::Ids)
     if (tfm_status status =
             tfm_tokenizer_open(o.weights.c_str(), &s.cfg, &s.tokenizer))
@@ -395,9 +398,10 @@ int main(int argc, char **argv) {
   LineReader reader(o.inputs);
   reader.checkReadable();
   Session s;
-  openSession(o, s);
+  openModel(o, s);
   if (o.verifyWeights)
     return verifyWeights(o, s);
+  openTokenizer(o, s);
   checkMaxLength(o, s.cfg);
   double loadSeconds = secondsSince(started);
 
