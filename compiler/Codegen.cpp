@@ -80,8 +80,10 @@ static LogicalResult addModelInfo(llvm::Module &llvmModule, ModuleOp module) {
     fields.push_back(value.getInt());
   }
   // The generation keys are optional in the IR: absent means none.
-  auto forcedEos = model.getAs<IntegerAttr>("forced_eos_token_id");
-  fields.push_back(forcedEos ? forcedEos.getInt() : -1);
+  for (StringRef key : {"forced_eos_token_id", "forced_bos_token_id"}) {
+    auto forced = model.getAs<IntegerAttr>(key);
+    fields.push_back(forced ? forced.getInt() : -1);
+  }
   fields.push_back(size.getInt());
   fields.push_back(precisionCode(module));
   llvm::Constant *init = llvm::ConstantDataArray::get(ctx, fields);

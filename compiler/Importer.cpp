@@ -64,7 +64,8 @@ private:
   Value rowsBySentence(Value x, Value sentences, Value width);
   Value rowsByBeam(Value x, Value like, Value width);
   Value embed(Value ids, Value offset, StringRef table, int64_t vocab,
-              StringRef positions);
+              StringRef stack);
+  Value positionEncoding(Value ids, Value offset, StringRef table);
   /// x + sublayer(x), normalized after (post-norm) or before the sublayer
   /// (pre-norm): post: LN(x + f(x)); pre: x + f(LN(x)).
   Value residual(Value x, StringRef normPrefix,
@@ -237,26 +238,43 @@ Value ModelImporter::attention(Value query, Value keys, Value values,
   return builder.create<MergeHeadsOp>(loc, context);
 }
 
-Value ModelImporter::embed(Value ids, Value offset, StringRef table,
-                           int64_t vocab, StringRef positions) {
+/// The encodings of positions firstPosition + offset + j: rows of the
+/// checkpoint's `table`, or the config's sinusoids.
+Value ModelImporter::positionEncoding(Value ids, Value offset,
+                                      StringRef table) {
   int64_t d = config.dModel;
-  // x = E[ids] * sqrt(d_model) + PE(offset + j)
+  SmallVector<int64_t> shape(cast<RankedTensorType>(ids.getType()).getShape());
+  shape.push_back(d);
+  if (config.firstPosition)
+    offset = builder.create<arith::AddIOp>(
+        loc, offset,
+        builder.create<arith::ConstantIndexOp>(loc, config.firstPosition));
+  bool learned = config.positions == ModelConfig::Positions::table ||
+                 (config.positions == ModelConfig::Positions::tableIfPresent &&
+                  hasTensor(table));
+  if (!learned)
+    return builder.create<PositionEncodingOp>(
+        loc, tensor(shape), config.sinusoidKind, ids, offset, Value());
+  int64_t rows = config.maxPositions + config.firstPosition;
+  return builder.create<PositionEncodingOp>(loc, tensor(shape),
+                                            PositionKind::learned, ids, offset,
+                                            weight(table, {rows, d}));
+}
+
+Value ModelImporter::embed(Value ids, Value offset, StringRef table,
+                           int64_t vocab, StringRef stack) {
+  int64_t d = config.dModel;
+  // x = E[ids] * sqrt(d_model) + PE(offset + j), then BART's LayerNorm
   Value x = builder.create<EmbeddingOp>(loc, weight(table, {vocab, d}), ids);
   if (config.scaleEmbedding)
     x = builder.create<ScaleOp>(loc, x,
                                 builder.getF64FloatAttr(std::sqrt(double(d))));
-  SmallVector<int64_t> peShape(cast<RankedTensorType>(ids.getType()).getShape());
-  peShape.push_back(d);
-  Value pe;
-  if (hasTensor(positions))
-    pe = builder.create<PositionEncodingOp>(
-        loc, tensor(peShape), PositionKind::learned, ids, offset,
-        weight(positions, {config.maxPositions, d}));
-  else
-    pe = builder.create<PositionEncodingOp>(loc, tensor(peShape),
-                                            config.sinusoidKind, ids, offset,
-                                            Value());
-  return builder.create<AddOp>(loc, x, pe);
+  Value pe =
+      positionEncoding(ids, offset, (stack + ".embed_positions.weight").str());
+  x = builder.create<AddOp>(loc, x, pe);
+  if (config.normalizeEmbedding)
+    x = layerNorm(x, (stack + ".layernorm_embedding").str());
+  return x;
 }
 
 Value ModelImporter::residual(Value x, StringRef normPrefix,
@@ -291,8 +309,7 @@ void ModelImporter::buildEncode(ModuleOp module) {
   Value zero = builder.create<arith::ConstantIndexOp>(loc, 0);
   StringRef table = config.shareEmbeddings ? "model.shared.weight"
                                            : "model.encoder.embed_tokens.weight";
-  Value x = embed(srcIds, zero, table, config.vocabSize,
-                  "model.encoder.embed_positions.weight");
+  Value x = embed(srcIds, zero, table, config.vocabSize, "model.encoder");
 
   for (int64_t i = 0; i < config.encoderLayers; ++i) {
     std::string p = llvm::formatv("model.encoder.layers.{0}", i);
@@ -374,8 +391,7 @@ void ModelImporter::buildDecodeStep(ModuleOp module) {
   Value seen = builder.create<arith::AddIOp>(loc, step, newTokens);
   StringRef table = config.shareEmbeddings ? "model.shared.weight"
                                            : "model.decoder.embed_tokens.weight";
-  Value x = embed(tokens, step, table, vocab,
-                  "model.decoder.embed_positions.weight");
+  Value x = embed(tokens, step, table, vocab, "model.decoder");
 
   SmallVector<Value> caches;
   for (int64_t i = 0; i < config.decoderLayers; ++i) {
@@ -438,9 +454,14 @@ void ModelImporter::buildDecodeStep(ModuleOp module) {
 }
 
 /// Tensors that Hugging Face's classes save but do not read back: the
-/// encoder's and decoder's copies of the shared embedding table, and the
-/// output projection tied to it.
+/// encoder's and decoder's copies of the shared embedding table, the
+/// output projection tied to it, and the sinusoid buffers that fairseq's
+/// M2M-100 checkpoints carry (recomputed from the config).
 bool ModelImporter::ignoredAsHuggingFaceDoes(StringRef name) const {
+  if (config.positions == ModelConfig::Positions::sinusoids &&
+      (name.ends_with(".embed_positions.weights") ||
+       name.ends_with(".embed_positions._float_tensor")))
+    return true;
   if (config.shareEmbeddings && (name == "model.encoder.embed_tokens.weight" ||
                                  name == "model.decoder.embed_tokens.weight"))
     return true;
@@ -492,8 +513,10 @@ DictionaryAttr ModelImporter::configAttr() {
       builder.getNamedAttr("pad_token_id", i64(config.padTokenId)),
       builder.getNamedAttr("decoder_start_token_id",
                            i64(config.decoderStartTokenId)),
-      builder.getNamedAttr("forced_eos_token_id",
-                           i64(config.forcedEosTokenId)),
+      builder.getNamedAttr("forced_eos_token_id", i64(config.forcedEosTokenId)),
+      builder.getNamedAttr("forced_bos_token_id", i64(config.forcedBosTokenId)),
+      builder.getNamedAttr("model_type",
+                           builder.getStringAttr(modelTypeName(config.family))),
   };
   SmallVector<Attribute> badWords;
   for (const std::vector<int64_t> &ids : config.badWordsIds)

@@ -147,6 +147,7 @@ static void readGenerationKeys(ConfigReader &r, const llvm::json::Object &obj,
   r.integer("decoder_start_token_id", c.decoderStartTokenId, 0,
             c.decoderStartTokenId);
   r.integer("forced_eos_token_id", c.forcedEosTokenId, 0, c.forcedEosTokenId);
+  r.integer("forced_bos_token_id", c.forcedBosTokenId, 0, c.forcedBosTokenId);
   if (obj.get("bad_words_ids")) {
     c.badWordsIds.clear();
     r.integerLists("bad_words_ids", c.badWordsIds);
@@ -157,11 +158,12 @@ static void readGenerationKeys(ConfigReader &r, const llvm::json::Object &obj,
 /// them.
 static llvm::Error checkGenerationKeys(llvm::StringRef path,
                                        const ModelConfig &c) {
-  for (auto [key, id] : {std::pair<const char *, int64_t>{"eos_token_id",
-                                                          c.eosTokenId},
-                         {"pad_token_id", c.padTokenId},
-                         {"decoder_start_token_id", c.decoderStartTokenId},
-                         {"forced_eos_token_id", c.forcedEosTokenId}})
+  for (auto [key, id] :
+       {std::pair<const char *, int64_t>{"eos_token_id", c.eosTokenId},
+        {"pad_token_id", c.padTokenId},
+        {"decoder_start_token_id", c.decoderStartTokenId},
+        {"forced_eos_token_id", c.forcedEosTokenId},
+        {"forced_bos_token_id", c.forcedBosTokenId}})
     if (id >= c.targetVocabSize)
       return fileError(path, llvm::formatv("{0} {1} is outside the target "
                                            "vocabulary of {2} tokens",
@@ -176,6 +178,112 @@ static llvm::Error checkGenerationKeys(llvm::StringRef path,
   return llvm::Error::success();
 }
 
+llvm::StringRef mlir::tfm::modelTypeName(ModelFamily family) {
+  switch (family) {
+  case ModelFamily::marian:
+    return "marian";
+  case ModelFamily::bart:
+    return "bart";
+  case ModelFamily::mbart:
+    return "mbart";
+  case ModelFamily::m2m100:
+    return "m2m_100";
+  }
+  return "";
+}
+
+/// The family of `model_type` (Marian when absent), with what its Hugging
+/// Face class hard-codes: BART normalizes after each sub-layer, mBART and
+/// M2M-100 before it and after each stack (their configs' leftover
+/// `normalize_before` keys are ignored, as the classes ignore them);
+/// fairseq's positions start at 2; M2M-100 computes fairseq's sinusoids.
+static void readFamily(ConfigReader &r, ModelConfig &c) {
+  std::optional<std::string> type = r.string("model_type");
+  if (!type || *type == "marian") {
+    r.boolean("normalize_before", c.normalizeBefore, false);
+    r.boolean("scale_embedding", c.scaleEmbedding, false);
+    return;
+  }
+  bool known = false;
+  for (ModelFamily f :
+       {ModelFamily::bart, ModelFamily::mbart, ModelFamily::m2m100})
+    if (*type == modelTypeName(f)) {
+      c.family = f;
+      known = true;
+    }
+  if (!known)
+    return r.fail(llvm::formatv("unsupported model_type '{0}' (supported: "
+                                "marian, bart, mbart, m2m_100)",
+                                *type));
+  c.normalizeBefore = c.family != ModelFamily::bart;
+  c.normalizeEmbedding = c.family != ModelFamily::m2m100;
+  c.firstPosition = 2;
+  c.positions = ModelConfig::Positions::table;
+  if (c.family == ModelFamily::m2m100) {
+    c.positions = ModelConfig::Positions::sinusoids;
+    c.sinusoidKind = PositionKind::sinusoidal_concat_half_minus_one;
+  }
+  // M2M100Config's default is true, BartConfig's and MBartConfig's false.
+  r.boolean("scale_embedding", c.scaleEmbedding,
+            c.family == ModelFamily::m2m100);
+}
+
+/// `activation_function`, Hugging Face's names.
+static void readActivation(ConfigReader &r, ModelConfig &c) {
+  std::optional<std::string> act = r.string("activation_function");
+  if (!act)
+    return r.fail("missing key 'activation_function'");
+  if (*act == "relu")
+    c.activation = Activation::relu;
+  else if (*act == "gelu")
+    c.activation = Activation::gelu;
+  else if (*act == "swish" || *act == "silu")
+    c.activation = Activation::silu;
+  else
+    r.fail(llvm::formatv("unsupported activation_function '{0}' (supported: "
+                         "relu, gelu, swish, silu)",
+                         *act));
+}
+
+/// Not a Hugging Face key: lets a Marian checkpoint without position tables
+/// ask for the paper's interleaved sinusoids, or the frequencies of Marian's
+/// own sinusoids, instead of Hugging Face's sin|cos halves.
+static void readPositionEncoding(ConfigReader &r, ModelConfig &c) {
+  std::optional<std::string> pos = r.string("position_encoding");
+  if (!pos)
+    return;
+  if (c.family != ModelFamily::marian)
+    return r.fail(llvm::formatv("key 'position_encoding' is tfmc's for "
+                                "marian models; model_type '{0}' fixes its "
+                                "positions",
+                                modelTypeName(c.family)));
+  if (*pos == "sinusoidal_interleaved")
+    c.sinusoidKind = PositionKind::sinusoidal_interleaved;
+  else if (*pos == "sinusoidal_concat_half_minus_one")
+    c.sinusoidKind = PositionKind::sinusoidal_concat_half_minus_one;
+  else if (*pos != "sinusoidal_concat")
+    r.fail(llvm::formatv("unsupported position_encoding '{0}' (supported: "
+                         "sinusoidal_concat, sinusoidal_interleaved, "
+                         "sinusoidal_concat_half_minus_one)",
+                         *pos));
+}
+
+/// Keys that ask for what tfmc does not compute: refused, never ignored.
+static void refuseUnsupported(ConfigReader &r, const llvm::json::Object &obj) {
+  for (llvm::StringRef key : {"num_experts", "moe_token_dropout",
+                              "encoder_sparse_step", "decoder_sparse_step"})
+    if (const llvm::json::Value *v = obj.get(key))
+      if (v->kind() != llvm::json::Value::Null)
+        return r.fail(llvm::formatv("key '{0}' ({1}) asks for a mixture of "
+                                    "experts; tfmc compiles dense models",
+                                    key, *v));
+  if (const llvm::json::Value *v = obj.get("position_embedding_type"))
+    if (v->getAsString() != std::optional<llvm::StringRef>("absolute"))
+      r.fail(llvm::formatv("unsupported position_embedding_type {0} "
+                           "(supported: absolute)",
+                           *v));
+}
+
 llvm::Expected<ModelConfig> ModelConfig::load(llvm::StringRef path) {
   auto fail = [&](const llvm::Twine &message) {
     return fileError(path, message);
@@ -187,11 +295,8 @@ llvm::Expected<ModelConfig> ModelConfig::load(llvm::StringRef path) {
 
   ModelConfig c;
   ConfigReader r(path, *obj);
-  if (std::optional<std::string> type = r.string("model_type"))
-    if (*type != "marian")
-      r.fail(llvm::formatv("unsupported model_type '{0}': tfmc compiles "
-                           "'marian' encoder-decoder models",
-                           *type));
+  readFamily(r, c);
+  refuseUnsupported(r, *obj);
   r.integer("d_model", c.dModel, 1);
   r.integer("encoder_layers", c.encoderLayers, 1);
   r.integer("decoder_layers", c.decoderLayers, 1);
@@ -205,40 +310,12 @@ llvm::Expected<ModelConfig> ModelConfig::load(llvm::StringRef path) {
   r.integer("pad_token_id", c.padTokenId, 0);
   r.integer("decoder_start_token_id", c.decoderStartTokenId, 0);
   readGenerationKeys(r, *obj, c);
-  r.boolean("normalize_before", c.normalizeBefore, false);
-  r.boolean("scale_embedding", c.scaleEmbedding, false);
-  r.boolean("share_encoder_decoder_embeddings", c.shareEmbeddings, true);
+  if (c.family == ModelFamily::marian)
+    r.boolean("share_encoder_decoder_embeddings", c.shareEmbeddings, true);
   r.boolean("tie_word_embeddings", c.tieWordEmbeddings, true);
   r.integer("decoder_vocab_size", c.targetVocabSize, 1, c.vocabSize);
-
-  if (std::optional<std::string> act = r.string("activation_function")) {
-    if (*act == "relu")
-      c.activation = Activation::relu;
-    else if (*act == "gelu")
-      c.activation = Activation::gelu;
-    else if (*act == "swish" || *act == "silu")
-      c.activation = Activation::silu;
-    else
-      r.fail(llvm::formatv("unsupported activation_function '{0}' (supported: "
-                           "relu, gelu, swish, silu)",
-                           *act));
-  } else {
-    r.fail("missing key 'activation_function'");
-  }
-  // Not a Hugging Face key: lets a checkpoint without position tables ask for
-  // the paper's interleaved sinusoids, or the frequencies of Marian's own
-  // sinusoids, instead of Hugging Face's sin|cos halves.
-  if (std::optional<std::string> pos = r.string("position_encoding")) {
-    if (*pos == "sinusoidal_interleaved")
-      c.sinusoidKind = PositionKind::sinusoidal_interleaved;
-    else if (*pos == "sinusoidal_concat_half_minus_one")
-      c.sinusoidKind = PositionKind::sinusoidal_concat_half_minus_one;
-    else if (*pos != "sinusoidal_concat")
-      r.fail(llvm::formatv("unsupported position_encoding '{0}' (supported: "
-                           "sinusoidal_concat, sinusoidal_interleaved, "
-                           "sinusoidal_concat_half_minus_one)",
-                           *pos));
-  }
+  readActivation(r, c);
+  readPositionEncoding(r, c);
   if (llvm::Error e = r.takeError())
     return std::move(e);
 

@@ -1,7 +1,10 @@
 //===- ModelConfig.h - A checkpoint's config.json ---------------*- C++ -*-===//
 //
-// The architecture of a Hugging Face MarianMT-style checkpoint: sizes, layer
-// counts, activation, norm placement, embedding options and special tokens.
+// The architecture of a Hugging Face encoder-decoder checkpoint (MarianMT,
+// BART, mBART, M2M-100 / NLLB): sizes, layer counts, activation, norm
+// placement, embedding options and special tokens. The family (config.json's
+// `model_type`) fixes what its Hugging Face class hard-codes; the rest is
+// read from the keys.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,7 +22,14 @@
 namespace mlir {
 namespace tfm {
 
+/// The Hugging Face model classes tfmc reads (`model_type`).
+enum class ModelFamily { marian, bart, mbart, m2m100 };
+
+/// `model_type`'s spelling of `family`.
+llvm::StringRef modelTypeName(ModelFamily family);
+
 struct ModelConfig {
+  ModelFamily family = ModelFamily::marian;
   int64_t dModel = 0;
   int64_t encoderLayers = 0, decoderLayers = 0;
   int64_t encoderHeads = 0, decoderHeads = 0;
@@ -33,6 +43,10 @@ struct ModelConfig {
   /// token forced as the last one when a sentence reaches its length limit
   /// (-1: none), and token sequences never generated (`bad_words_ids`).
   int64_t forcedEosTokenId = -1;
+  /// The token forced as the first one generated (-1: none), as Hugging
+  /// Face's ForcedBOSTokenLogitsProcessor forces it; a target prefix given
+  /// with a request replaces it.
+  int64_t forcedBosTokenId = -1;
   std::vector<std::vector<int64_t>> badWordsIds;
   Activation activation = Activation::relu;
   /// Pre-norm (LayerNorm before each sub-layer) instead of the paper's
@@ -40,6 +54,18 @@ struct ModelConfig {
   bool normalizeBefore = false;
   /// Multiply token embeddings by sqrt(d_model).
   bool scaleEmbedding = false;
+  /// A LayerNorm over token embeddings + positions (BART's and mBART's
+  /// `layernorm_embedding`).
+  bool normalizeEmbedding = false;
+  /// The position of a sequence's first token: fairseq's models (BART,
+  /// mBART, M2M-100) start at padding_idx + 1 = 2, their learned tables
+  /// holding max_position_embeddings + 2 rows.
+  int64_t firstPosition = 0;
+  /// Positions come from the checkpoint's tables (BART, mBART), are
+  /// computed (M2M-100: `sinusoidKind`), or whichever the checkpoint has
+  /// (Marian).
+  enum class Positions { tableIfPresent, table, sinusoids };
+  Positions positions = Positions::tableIfPresent;
   /// One embedding table for source and target (`model.shared.weight`).
   bool shareEmbeddings = true;
   /// The output projection is the target embedding table.

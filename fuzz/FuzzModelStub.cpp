@@ -16,11 +16,20 @@ extern "C" {
 const tfm_model_info tfm_model_info_data = {
     /*abiVersion=*/int64_t(tfm_runtime::kAbiVersion),
     /*fingerprint=*/0x5eed5eed,
-    /*dModel=*/16, /*encoderLayers=*/1, /*decoderLayers=*/1,
-    /*encoderHeads=*/2, /*decoderHeads=*/2,
-    /*sourceVocabSize=*/64, /*targetVocabSize=*/64, /*maxPositions=*/32,
-    /*eosTokenId=*/0, /*padTokenId=*/63, /*decoderStartTokenId=*/63,
-    /*forcedEosTokenId=*/-1, /*weightsSize=*/256,
+    /*dModel=*/16,
+    /*encoderLayers=*/1,
+    /*decoderLayers=*/1,
+    /*encoderHeads=*/2,
+    /*decoderHeads=*/2,
+    /*sourceVocabSize=*/64,
+    /*targetVocabSize=*/64,
+    /*maxPositions=*/32,
+    /*eosTokenId=*/0,
+    /*padTokenId=*/63,
+    /*decoderStartTokenId=*/63,
+    /*forcedEosTokenId=*/-1,
+    /*forcedBosTokenId=*/-1,
+    /*weightsSize=*/256,
     /*precision=*/int64_t(tfm_runtime::kPrecisionFp32)};
 const int64_t tfm_model_bad_words[] = {0};
 const char tfm_model_backends[] = "";

@@ -53,7 +53,7 @@ struct RuntimeApi {
   TFM_API(tfm_model_get_config)                                                \
   TFM_API(tfm_search_options_default)                                          \
   TFM_API(tfm_set_num_threads)                                                 \
-  TFM_API(tfm_translate)                                                       \
+  TFM_API(tfm_translate_prefixed)                                              \
   TFM_API(tfm_results_count)                                                   \
   TFM_API(tfm_results_tokens)                                                  \
   TFM_API(tfm_results_score)                                                   \
@@ -62,6 +62,7 @@ struct RuntimeApi {
   TFM_API(tfm_tokenizer_close)                                                 \
   TFM_API(tfm_tokenizer_encode)                                                \
   TFM_API(tfm_tokenizer_decode)                                                \
+  TFM_API(tfm_tokenizer_piece_id)                                              \
   TFM_API(tfm_free)
   TFM_API_LIST
 #undef TFM_API
@@ -301,7 +302,8 @@ public:
   translateBatch(py::handle source, py::handle beamSizeArg, py::handle nBestArg,
                  py::handle maxLengthArg, py::handle maxLengthRatioArg,
                  py::handle minLengthArg, py::handle lengthPenaltyArg,
-                 py::handle maxBatchSizeArg, py::handle returnScoresArg) {
+                 py::handle maxBatchSizeArg, py::handle returnScoresArg,
+                 py::handle targetPrefixArg) {
     tfm_search_options opts;
     api.tfm_search_options_default(&opts);
     // A beam wider than the target vocabulary finds nothing more at its
@@ -397,6 +399,8 @@ public:
       }
     }
 
+    std::vector<std::vector<int32_t>> prefixes =
+        targetPrefixes(targetPrefixArg, sentences.size());
     std::vector<TranslationResult> results(sentences.size());
     std::vector<size_t> pending;
     for (size_t i = 0; i < ids.size(); ++i) {
@@ -413,18 +417,22 @@ public:
     }
     for (size_t start = 0; start < pending.size(); start += maxBatchSize) {
       size_t count = std::min(pending.size() - start, maxBatchSize);
-      std::vector<const int32_t *> batch;
-      std::vector<int32_t> lengths;
+      std::vector<const int32_t *> batch, batchPrefixes;
+      std::vector<int32_t> lengths, prefixLengths;
       for (size_t k = 0; k < count; ++k) {
-        batch.push_back(ids[pending[start + k]].data());
-        lengths.push_back(int32_t(ids[pending[start + k]].size()));
+        size_t i = pending[start + k];
+        batch.push_back(ids[i].data());
+        lengths.push_back(int32_t(ids[i].size()));
+        batchPrefixes.push_back(prefixes[i].data());
+        prefixLengths.push_back(int32_t(prefixes[i].size()));
       }
       tfm_results *out = nullptr;
       tfm_status status;
       {
         py::gil_scoped_release unlocked;
-        status = api.tfm_translate(model, &opts, batch.data(), lengths.data(),
-                                   int32_t(count), &out);
+        status = api.tfm_translate_prefixed(
+            model, &opts, batch.data(), lengths.data(), batchPrefixes.data(),
+            prefixLengths.data(), int32_t(count), &out);
       }
       if (status) {
         std::string message = api.tfm_status_message(status);
@@ -499,6 +507,87 @@ private:
     if (!out.empty() && out.back() != config.eos_token_id)
       out.push_back(int32_t(config.eos_token_id));
     return out;
+  }
+
+  /// The target prefix of each of `count` sentences: `arg` is None, or a
+  /// list holding for each sentence None or a sequence of target token ids
+  /// or of vocabulary pieces (str).
+  std::vector<std::vector<int32_t>> targetPrefixes(py::handle arg,
+                                                   size_t count) {
+    std::vector<std::vector<int32_t>> out(count);
+    if (arg.is_none())
+      return out;
+    auto list = py::reinterpret_steal<py::list>(
+        PyUnicode_Check(arg.ptr()) ? nullptr : PySequence_List(arg.ptr()));
+    if (!list) {
+      PyErr_Clear();
+      throw py::type_error("target_prefix must be a list with a prefix (or "
+                           "None) per sentence, found " +
+                           describe(arg));
+    }
+    if (list.size() != count)
+      throw py::value_error("target_prefix has " + std::to_string(list.size()) +
+                            " entries for " + std::to_string(count) +
+                            " sentences");
+    for (size_t i = 0; i < count; ++i)
+      if (!list[i].is_none())
+        out[i] = prefixIds(list[i], "target_prefix " + std::to_string(i));
+    return out;
+  }
+
+  /// One target prefix: target token ids, or vocabulary pieces.
+  std::vector<int32_t> prefixIds(py::handle item, const std::string &where) {
+    auto list = py::reinterpret_steal<py::list>(
+        PyUnicode_Check(item.ptr()) ? nullptr : PySequence_List(item.ptr()));
+    if (!list) {
+      PyErr_Clear();
+      throw py::type_error(where +
+                           ": expected a list of target token ids or "
+                           "pieces, found " +
+                           describe(item));
+    }
+    std::vector<int32_t> out;
+    for (size_t k = 0; k < list.size(); ++k) {
+      py::handle token = list[k];
+      if (PyUnicode_Check(token.ptr()))
+        out.push_back(pieceId(token.cast<std::string>(), where));
+      else
+        out.push_back(targetId(token, where + ": token " + std::to_string(k)));
+    }
+    return out;
+  }
+
+  int32_t targetId(py::handle token, const std::string &where) {
+    if (PyBool_Check(token.ptr()) || !PyIndex_Check(token.ptr()))
+      throw py::type_error(where + " is " + describe(token) +
+                           "; expected a token id or a piece");
+    auto index = py::reinterpret_steal<py::object>(PyNumber_Index(token.ptr()));
+    if (!index)
+      throwPythonError();
+    int overflow = 0;
+    long long id = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+    if (id == -1 && PyErr_Occurred())
+      throwPythonError();
+    if (overflow || id < 0 || id >= config.target_vocab_size)
+      throw py::value_error(where + ": token id " + reprText(token) +
+                            " is outside the target vocabulary [0, " +
+                            std::to_string(config.target_vocab_size) + ")");
+    return int32_t(id);
+  }
+
+  int32_t pieceId(const std::string &piece, const std::string &where) {
+    if (!tokenizer)
+      throw std::invalid_argument(where + ": this model has no tokenizer: "
+                                          "give target token ids");
+    int32_t id = 0;
+    tfm_status status =
+        api.tfm_tokenizer_piece_id(tokenizer, piece.data(), piece.size(), &id);
+    if (status) {
+      std::string message = api.tfm_status_message(status);
+      api.tfm_status_free(status);
+      throw std::invalid_argument(where + ": " + message);
+    }
+    return id;
   }
 
   /// Source ids of a text, or none when it is blank.
@@ -600,9 +689,10 @@ PYBIND11_MODULE(tfmc, m) {
            py::arg("max_length") = 256, py::arg("max_length_ratio") = 3.0,
            py::arg("min_length") = 0, py::arg("length_penalty") = 1.0,
            py::arg("max_batch_size") = 32, py::arg("return_scores") = false,
+           py::arg("target_prefix") = py::none(),
            "translate_batch(source, *, beam_size=1, n_best=1, max_length=256, "
            "max_length_ratio=3.0, min_length=0, length_penalty=1.0, "
-           "max_batch_size=32, return_scores=False) -> "
+           "max_batch_size=32, return_scores=False, target_prefix=None) -> "
            "list[TranslationResult]\n\n"
            "Translates a list (any iterable) of sentences, each a str (the "
            "model's tokenizer cuts it) or a sequence of source token ids "
@@ -614,7 +704,10 @@ PYBIND11_MODULE(tfmc, m) {
            "(translator --help): 1 <= n_best <= beam_size <= the target "
            "vocabulary's size, max_length >= 1, max_length_ratio >= 0 (0: "
            "off), min_length >= 0, length_penalty finite, max_batch_size >= "
-           "1. A bad argument raises TypeError or ValueError naming it and "
+           "1. target_prefix, if given, holds for each sentence None or the "
+           "target token ids (or vocabulary pieces) its translations start "
+           "with, forced as the translator's --target-prefix forces them. "
+           "A bad argument raises TypeError or ValueError naming it and "
            "the sentence (its index in `source`); the GIL is released while "
            "translating.");
 }

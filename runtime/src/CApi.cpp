@@ -80,7 +80,18 @@ extern "C" tfm_status tfm_translate(tfm_model *model,
                                     const int32_t *const *sources,
                                     const int32_t *source_lengths,
                                     int32_t count, tfm_results **out_results) {
-  return translate(*model, *options, sources, source_lengths, count,
+  return translate(*model, *options,
+                   {sources, source_lengths, nullptr, nullptr, count},
+                   out_results);
+}
+
+extern "C" tfm_status tfm_translate_prefixed(
+    tfm_model *model, const tfm_search_options *options,
+    const int32_t *const *sources, const int32_t *source_lengths,
+    const int32_t *const *prefixes, const int32_t *prefix_lengths,
+    int32_t count, tfm_results **out_results) {
+  return translate(*model, *options,
+                   {sources, source_lengths, prefixes, prefix_lengths, count},
                    out_results);
 }
 
@@ -126,6 +137,12 @@ extern "C" tfm_status tfm_tokenizer_open(const char *model_path,
 
 extern "C" void tfm_tokenizer_close(tfm_tokenizer *tokenizer) {
   closeTokenizer(tokenizer);
+}
+
+extern "C" tfm_status tfm_tokenizer_piece_id(const tfm_tokenizer *tokenizer,
+                                             const char *piece, size_t length,
+                                             int32_t *out_id) {
+  return pieceId(*tokenizer, piece, length, out_id);
 }
 
 extern "C" tfm_status tfm_tokenizer_encode(const tfm_tokenizer *tokenizer,

@@ -137,7 +137,8 @@ tfm_status readModelInfo(tfm_model_t &model) {
       info.dModel,          info.encoderLayers,       info.decoderLayers,
       info.encoderHeads,    info.decoderHeads,        info.sourceVocabSize,
       info.targetVocabSize, info.maxPositions,        info.eosTokenId,
-      info.padTokenId,      info.decoderStartTokenId, info.forcedEosTokenId};
+      info.padTokenId,      info.decoderStartTokenId, info.forcedEosTokenId,
+      info.forcedBosTokenId};
   for (int64_t i = 0, at = 1; i < tfm_model_bad_words[0]; ++i) {
     int64_t length = tfm_model_bad_words[at++];
     model.badWords.emplace_back(tfm_model_bad_words + at,
@@ -151,10 +152,13 @@ tfm_status readModelInfo(tfm_model_t &model) {
                          "outside the target vocabulary",
                          i, token);
   }
-  if (info.forcedEosTokenId >= info.targetVocabSize)
-    return makeError("this translator's forced EOS token {} is outside the "
-                     "target vocabulary",
-                     info.forcedEosTokenId);
+  for (auto [which, token] :
+       {std::pair<const char *, int64_t>{"EOS", info.forcedEosTokenId},
+        {"BOS", info.forcedBosTokenId}})
+    if (token >= info.targetVocabSize)
+      return makeError("this translator's forced {} token {} is outside the "
+                       "target vocabulary",
+                       which, token);
   return nullptr;
 }
 

@@ -513,6 +513,18 @@ tfm_status tfm_runtime::encodeText(const tfm_tokenizer &tok, const char *text,
   });
 }
 
+tfm_status tfm_runtime::pieceId(const tfm_tokenizer &tok, const char *piece,
+                                size_t length, int32_t *out_id) {
+  return guarded("looking up a piece", [&]() -> tfm_status {
+    auto it = tok.ids.find(std::string(piece, length));
+    if (it == tok.ids.end())
+      return makeError("\"{}\" is not a piece of the vocabulary",
+                       std::string(piece, length));
+    *out_id = it->second;
+    return nullptr;
+  });
+}
+
 tfm_status tfm_runtime::decodeIds(const tfm_tokenizer &tok, const int32_t *ids,
                                   int32_t length, char **out_text,
                                   size_t *out_length) {

@@ -20,6 +20,8 @@ tfm_status openTokenizer(const char *model_path, const tfm_model_config &config,
 void closeTokenizer(tfm_tokenizer *tokenizer);
 tfm_status encodeText(const tfm_tokenizer &tokenizer, const char *text,
                       size_t length, int32_t **out_ids, int32_t *out_length);
+tfm_status pieceId(const tfm_tokenizer &tokenizer, const char *piece,
+                   size_t length, int32_t *out_id);
 tfm_status decodeIds(const tfm_tokenizer &tokenizer, const int32_t *ids,
                      int32_t length, char **out_text, size_t *out_length);
 

@@ -91,8 +91,7 @@ public:
         vocab(cfg.target_vocab_size), heads(cfg.decoder_heads),
         headDim(cfg.d_model / heads), kv(heads, headDim) {}
 
-  void run(const int32_t *const *sources, const int32_t *lengths, int32_t count,
-           tfm_results &results);
+  void run(const Batch &input, tfm_results &results);
 
 private:
   /// The hypotheses of the rows, in row order.
@@ -102,9 +101,10 @@ private:
   };
 
   // Before the search.
-  void setSources(const int32_t *const *sources, const int32_t *lengths,
-                  int32_t count);
+  void setSources(const Batch &input);
   void setLengthLimits(const int32_t *lengths);
+  /// The token the row's hypothesis must take at `step`, or -1.
+  int32_t forcedToken(int64_t row, int64_t step) const;
   void startSearch();
   // The compiled model.
   void encode();
@@ -142,6 +142,8 @@ private:
   // liveLengths: the source lengths of the sentences still decoded.
   std::vector<int32_t> srcIds, srcLengths, liveLengths;
   std::vector<int64_t> maxLen; // per sentence of the batch
+  // Per sentence of the batch: the tokens every hypothesis starts with.
+  std::vector<std::vector<int32_t>> forcedPrefixes;
   Buffer encoderOut, logits;
   KvCaches kv;
 
@@ -161,21 +163,29 @@ private:
 // Before the search
 //===----------------------------------------------------------------------===//
 
-void Translator::setSources(const int32_t *const *sources,
-                            const int32_t *lengths, int32_t count) {
+void Translator::setSources(const Batch &input) {
   const int32_t pad = int32_t(cfg.pad_token_id);
-  batch = count;
+  const int32_t *lengths = input.lengths;
+  batch = input.count;
   rows = batch * beam;
   // Pad the sources to the longest.
-  srcLen = *std::max_element(lengths, lengths + count);
+  srcLen = *std::max_element(lengths, lengths + batch);
   srcIds.assign(batch * srcLen, pad);
-  srcLengths.assign(lengths, lengths + count);
+  srcLengths.assign(lengths, lengths + batch);
   for (int64_t b = 0; b < batch; ++b)
-    std::copy(sources[b], sources[b] + lengths[b], &srcIds[b * srcLen]);
+    std::copy(input.sources[b], input.sources[b] + lengths[b],
+              &srcIds[b * srcLen]);
   liveLengths = srcLengths;
+  forcedPrefixes.assign(batch, {});
+  for (int32_t b = 0; b < input.count; ++b) {
+    forcedPrefixes[b] = input.prefix(b);
+    if (forcedPrefixes[b].empty() && cfg.forced_bos_token_id >= 0)
+      forcedPrefixes[b] = {int32_t(cfg.forced_bos_token_id)};
+  }
 }
 
-/// Length limits per sentence; the positions table bounds them all.
+/// Length limits per sentence, each room for its forced prefix and one
+/// token more; the positions table bounds them all.
 void Translator::setLengthLimits(const int32_t *lengths) {
   maxLen.assign(batch, 0);
   for (int64_t b = 0; b < batch; ++b) {
@@ -183,6 +193,7 @@ void Translator::setLengthLimits(const int32_t *lengths) {
     if (opts.max_length_ratio > 0 && !opts.suppress_eos)
       limit = int64_t(std::min<double>(
           double(limit), double(opts.max_length_ratio) * lengths[b] + 5));
+    limit = std::max<int64_t>(limit, forcedPrefixes[b].size() + 1);
     maxLen[b] = std::max<int64_t>(1, std::min(limit, cfg.max_positions));
   }
   capacity = *std::max_element(maxLen.begin(), maxLen.end());
@@ -260,24 +271,34 @@ void Translator::search(int64_t step, tfm_results &results) {
   selectBeams(step);
 }
 
-/// Each live row's best 2k extensions, rows in parallel: a row's
-/// log-softmax normalizer sums the exponentials of all its logits.
-/// A sentence at its length limit ends with the forced EOS (if the
+/// A hypothesis shorter than its sentence's prefix takes the prefix's next
+/// token. A sentence at its length limit ends with the forced EOS (if the
 /// checkpoint names one), as Hugging Face's ForcedEOSTokenLogitsProcessor
 /// ends it; it overrides --min-length, and --suppress-eos turns it off.
+int32_t Translator::forcedToken(int64_t row, int64_t step) const {
+  int64_t b = live[row / beam];
+  const std::vector<int32_t> &prefix = forcedPrefixes[b];
+  if (size_t(step) < prefix.size())
+    return prefix[step];
+  bool forceEos = cfg.forced_eos_token_id >= 0 && !opts.suppress_eos;
+  if (forceEos && step + 1 >= maxLen[b])
+    return int32_t(cfg.forced_eos_token_id);
+  return -1;
+}
+
+/// Each live row's best 2k extensions, rows in parallel: a row's
+/// log-softmax normalizer sums the exponentials of all its logits.
 void Translator::scanRows(int64_t step, std::vector<char> &nonFinite) {
   bool eosAllowed = !opts.suppress_eos && step + 1 > opts.min_length;
-  bool forceEos = cfg.forced_eos_token_id >= 0 && !opts.suppress_eos;
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
     rowBest[r].clear();
     if (beams.scores[r] == kNegInf)
       continue;
-    bool forced = forceEos && step + 1 >= maxLen[live[r / beam]];
     std::optional<std::vector<Candidate>> best = bestExtensions(
         logits.data + r * vocab, vocab, beams.scores[r], (r % beam) * vocab,
         2 * beam, bannedTokens(beams.prefixes[r], eosAllowed),
-        forced ? int32_t(cfg.forced_eos_token_id) : -1);
+        forcedToken(r, step));
     if (best)
       rowBest[r] = std::move(*best);
     else
@@ -464,12 +485,11 @@ void Translator::collectResults(tfm_results &results) {
   }
 }
 
-void Translator::run(const int32_t *const *sources, const int32_t *lengths,
-                     int32_t count, tfm_results &results) {
+void Translator::run(const Batch &input, tfm_results &results) {
   tfm_translate_timing &timing = results.timing;
   timing = {};
-  setSources(sources, lengths, count);
-  setLengthLimits(lengths);
+  setSources(input);
+  setLengthLimits(input.lengths);
   {
     ScopedTimer timer(timing.encode);
     encode();
@@ -496,11 +516,34 @@ void Translator::run(const int32_t *const *sources, const int32_t *lengths,
   collectResults(results);
 }
 
+/// Why sentence `i`'s target prefix is refused, or null.
+tfm_status checkPrefix(const tfm_model_config &cfg, const Batch &batch,
+                       int32_t i) {
+  std::vector<int32_t> prefix = batch.prefix(i);
+  if (int64_t(prefix.size()) >= cfg.max_positions)
+    return makeError("sentence {}: a target prefix of {} tokens leaves no "
+                     "room in the model's {} positions",
+                     i + 1, prefix.size(), cfg.max_positions);
+  for (int32_t token : prefix) {
+    if (token < 0 || token >= cfg.target_vocab_size)
+      return makeError("sentence {}: target prefix token {} is outside the "
+                       "target vocabulary of {}",
+                       i + 1, token, cfg.target_vocab_size);
+    if (token == cfg.eos_token_id || token == cfg.pad_token_id)
+      return makeError("sentence {}: the target prefix holds token {}, the "
+                       "model's {}",
+                       i + 1, token,
+                       token == cfg.eos_token_id ? "EOS" : "padding");
+  }
+  return nullptr;
+}
+
 /// Why tfm_translate refuses a batch, or null.
 tfm_status checkRequest(const tfm_model_config &cfg,
-                        const tfm_search_options &options,
-                        const int32_t *const *sources, const int32_t *lengths,
-                        int32_t count) {
+                        const tfm_search_options &options, const Batch &batch) {
+  const int32_t *const *sources = batch.sources;
+  const int32_t *lengths = batch.lengths;
+  int32_t count = batch.count;
   if (count <= 0)
     return makeError("no sentences to translate");
   if (options.beam_size < 1 || options.n_best < 1 ||
@@ -526,6 +569,8 @@ tfm_status checkRequest(const tfm_model_config &cfg,
         return makeError(
             "sentence {}: token id {} is outside the vocabulary of {}", i + 1,
             sources[i][t], cfg.source_vocab_size);
+    if (tfm_status s = checkPrefix(cfg, batch, i))
+      return s;
   }
   return nullptr;
 }
@@ -548,22 +593,20 @@ tfm_search_options tfm_runtime::defaultSearchOptions() {
 
 tfm_status tfm_runtime::translate(tfm_model &model,
                                   const tfm_search_options &options,
-                                  const int32_t *const *sources,
-                                  const int32_t *lengths, int32_t count,
+                                  const Batch &batch,
                                   tfm_results **out_results) {
   *out_results = nullptr;
-  if (tfm_status s =
-          checkRequest(model.config, options, sources, lengths, count))
+  if (tfm_status s = checkRequest(model.config, options, batch))
     return s;
   try {
     auto results = std::make_unique<tfm_results_t>();
-    Translator(model, options).run(sources, lengths, count, *results);
+    Translator(model, options).run(batch, *results);
     *out_results = results.release();
     return nullptr;
   } catch (const SearchError &e) {
     return makeError(e.what());
   } catch (const std::bad_alloc &) {
     return makeError("out of memory translating a batch of {} sentences",
-                     count);
+                     batch.count);
   }
 }

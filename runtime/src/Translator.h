@@ -34,12 +34,26 @@ namespace tfm_runtime {
 /// tfm_search_options_default's options.
 tfm_search_options defaultSearchOptions();
 
-/// Checks `count` sentences and the options against the model, then
-/// translates the sentences as one batch (tfm_translate). No exception
-/// leaves it.
+/// A batch to translate: `count` sentences, and optionally a target
+/// prefix for each (tfm_translate_prefixed).
+struct Batch {
+  const int32_t *const *sources;
+  const int32_t *lengths;
+  const int32_t *const *prefixes; // may be null
+  const int32_t *prefixLengths;   // null when prefixes is
+  int32_t count;
+  /// Sentence i's prefix, empty when it has none.
+  std::vector<int32_t> prefix(int32_t i) const {
+    if (!prefixes || !prefixes[i] || prefixLengths[i] <= 0)
+      return {};
+    return {prefixes[i], prefixes[i] + prefixLengths[i]};
+  }
+};
+
+/// Checks the batch and the options against the model, then translates
+/// the sentences as one batch (tfm_translate). No exception leaves it.
 tfm_status translate(tfm_model &model, const tfm_search_options &options,
-                     const int32_t *const *sources, const int32_t *lengths,
-                     int32_t count, tfm_results **out_results);
+                     const Batch &batch, tfm_results **out_results);
 
 } // namespace tfm_runtime
 

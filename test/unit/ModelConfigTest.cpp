@@ -81,6 +81,57 @@ TEST(ModelConfig, RejectsUnsupportedModelType) {
   EXPECT_NE(err.find("unsupported model_type 't5'"), std::string::npos) << err;
 }
 
+// Each family's Hugging Face class fixes norm placement and positions; a
+// leftover normalize_before key does not change them.
+TEST(ModelConfig, FamiliesFixWhatTheirClassesHardCode) {
+  struct Expected {
+    const char *type;
+    bool preNorm, normalizeEmbedding, scaleByDefault;
+    ModelConfig::Positions positions;
+  };
+  for (Expected e :
+       {Expected{"bart", false, true, false, ModelConfig::Positions::table},
+        Expected{"mbart", true, true, false, ModelConfig::Positions::table},
+        Expected{"m2m_100", true, false, true,
+                 ModelConfig::Positions::sinusoids}}) {
+    std::string json = edited(R"("marian")", std::string("\"") + e.type + "\"");
+    size_t at = json.find(R"("scale_embedding": true,)");
+    json.erase(at, std::string(R"("scale_embedding": true,)").size());
+    at = json.find(R"("normalize_before": true)");
+    json.replace(at, 24,
+                 e.preNorm ? R"("normalize_before": false)"
+                           : R"("normalize_before": true )");
+    TempFile file("config.json", json);
+    auto c = ModelConfig::load(file.path);
+    ASSERT_TRUE(bool(c)) << e.type << ": " << llvm::toString(c.takeError());
+    EXPECT_EQ(modelTypeName(c->family), e.type);
+    EXPECT_EQ(c->normalizeBefore, e.preNorm) << e.type;
+    EXPECT_EQ(c->normalizeEmbedding, e.normalizeEmbedding) << e.type;
+    EXPECT_EQ(c->scaleEmbedding, e.scaleByDefault) << e.type;
+    EXPECT_EQ(c->positions, e.positions) << e.type;
+    EXPECT_EQ(c->firstPosition, 2) << e.type;
+  }
+}
+
+TEST(ModelConfig, ReadsTheForcedFirstToken) {
+  TempFile file("config.json", edited(R"("eos_token_id": 0,)",
+                                      R"("eos_token_id": 0,
+                                          "forced_bos_token_id": 7,)"));
+  auto c = ModelConfig::load(file.path);
+  ASSERT_TRUE(bool(c)) << llvm::toString(c.takeError());
+  EXPECT_EQ(c->forcedBosTokenId, 7);
+  TempFile none("config.json", kTiny);
+  EXPECT_EQ(ModelConfig::load(none.path)->forcedBosTokenId, -1);
+}
+
+TEST(ModelConfig, RefusesMixturesOfExperts) {
+  std::string err = errorOf(edited(R"("marian")", R"("m2m_100",
+                                                      "num_experts": 128)"));
+  EXPECT_NE(err.find("key 'num_experts' (128) asks for a mixture of experts"),
+            std::string::npos)
+      << err;
+}
+
 TEST(ModelConfig, RejectsHeadsThatDoNotDivide) {
   std::string err = errorOf(edited(R"("decoder_attention_heads": 8)",
                                    R"("decoder_attention_heads": 6)"));

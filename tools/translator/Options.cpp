@@ -33,8 +33,15 @@ EOS and is valid ids input.
 
 Generation follows the checkpoint's config.json as Hugging Face's generate
 reads it: a sentence that reaches its length limit ends with the
-forced_eos_token_id if one is set (so it keeps at most N - 1 tokens), and
-the bad_words_ids are never generated; --model-info shows both.
+forced_eos_token_id if one is set (so it keeps at most N - 1 tokens), a
+sentence without a target prefix starts with the forced_bos_token_id if
+one is set, and the bad_words_ids are never generated; --model-info shows
+them.
+
+Target prefixes are forced: each of their tokens adds log p = 0 to the
+score (as Hugging Face forces a first token), they are part of the output
+and of its length (the length limit grows to hold them and one more
+token), and they may not hold EOS or padding.
 
 Weights are checked against tfmc's checksums at every load (about 50 ms
 per GB on 2 threads; --no-verify-weights skips it). An output file is
@@ -52,10 +59,11 @@ void printModelInfo() {
              m.dModel, m.encoderLayers, m.decoderLayers, m.encoderHeads,
              m.sourceVocabSize, m.targetVocabSize, m.maxPositions);
   fmt::print("precision: {}\n", tfm_runtime::precisionName(m.precision));
-  if (m.forcedEosTokenId >= 0)
-    fmt::print("forced EOS at the length limit: {}\n", m.forcedEosTokenId);
-  else
-    fmt::print("forced EOS at the length limit: none\n");
+  auto token = [](int64_t id) {
+    return id >= 0 ? std::to_string(id) : std::string("none");
+  };
+  fmt::print("forced EOS at the length limit: {}\n", token(m.forcedEosTokenId));
+  fmt::print("forced first token: {}\n", token(m.forcedBosTokenId));
   fmt::print("bad words:");
   if (tfm_model_bad_words[0] == 0)
     fmt::print(" none");
@@ -192,6 +200,17 @@ void addSearchOptions(CLI::App &app, Options &o) {
   app.add_flag("--suppress-eos", s.suppress_eos,
                "never end a sentence: decode exactly --max-length tokens "
                "(benchmarks)");
+  auto *prefix =
+      app.add_option("--target-prefix", o.targetPrefix,
+                     "start every translation with these space-separated "
+                     "target tokens (ids with --output-format ids, else "
+                     "vocabulary pieces), then decode freely")
+          ->type_name("TOKENS");
+  app.add_option("--target-prefix-file", o.targetPrefixFile,
+                 "a target prefix per input line, in the same order (a "
+                 "blank line: none)")
+      ->type_name("FILE")
+      ->excludes(prefix);
 }
 
 void addInputOutputOptions(CLI::App &app, Options &o) {

@@ -24,6 +24,8 @@ struct Options {
   int threads = 2;
   std::vector<std::string> inputs;
   std::string output, weights, logitsPath;
+  /// --target-prefix TOKENS, or --target-prefix-file FILE: one per line.
+  std::string targetPrefix, targetPrefixFile;
   Format inputFormat = Format::Default, outputFormat = Format::Default;
   bool timing = false, quiet = false;
   /// --verify-weights: check every tensor, report, and exit.

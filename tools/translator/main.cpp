@@ -28,6 +28,7 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -86,7 +87,8 @@ void checkMaxLength(const Options &o, const tfm_model_config &cfg) {
 /// One input line on its way through.
 struct Sentence {
   Location where;
-  std::vector<int32_t> ids; // empty: a blank line, not translated
+  std::vector<int32_t> ids;    // empty: a blank line, not translated
+  std::vector<int32_t> prefix; // forced start of the translation
   struct Hypothesis {
     std::vector<int32_t> tokens;
     float score;
@@ -151,11 +153,82 @@ int verifyWeights(const Options &o, const Session &s) {
   return 0;
 }
 
+/// The target prefix of each input line: --target-prefix for all, or the
+/// lines of --target-prefix-file in step with the input's.
+class TargetPrefixes {
+public:
+  TargetPrefixes(const Options &o, const Session &s)
+      : s(s), fileName(o.targetPrefixFile) {
+    if (!o.targetPrefixFile.empty()) {
+      file.emplace(std::vector<std::string>{o.targetPrefixFile});
+      file->checkReadable();
+    } else if (!o.targetPrefix.empty()) {
+      fixed = parse(o.targetPrefix, "--target-prefix");
+    }
+  }
+
+  /// The prefix for the input line at `where`.
+  std::vector<int32_t> next(const Location &where) {
+    if (!file)
+      return fixed;
+    std::string line;
+    Location at{};
+    if (!file->next(line, at))
+      die(fmt::format("{}: no target prefix for this line: {} has fewer "
+                      "lines than the input",
+                      where.str(), fileName));
+    return parse(line, at.str());
+  }
+
+  /// Fails when the prefix file has lines left over.
+  void checkAllUsed() {
+    std::string line;
+    Location at{};
+    if (file && file->next(line, at))
+      die(fmt::format("{}: a target prefix beyond the input's last line",
+                      at.str()));
+  }
+
+private:
+  /// Space-separated target ids (ids output) or vocabulary pieces.
+  std::vector<int32_t> parse(const std::string &text,
+                             const std::string &where) const {
+    std::vector<int32_t> ids;
+    std::istringstream words(text);
+    for (std::string word; words >> word;)
+      ids.push_back(s.outputFormat == Format::Ids ? parseId(word, where)
+                                                  : pieceId(word, where));
+    return ids;
+  }
+  int32_t parseId(const std::string &word, const std::string &where) const {
+    char *stop = nullptr;
+    errno = 0;
+    long id = std::strtol(word.c_str(), &stop, 10);
+    if (errno || *stop || id < 0 || id >= s.cfg.target_vocab_size)
+      die(fmt::format("{}: '{}' is not a target token id in [0, {})", where,
+                      word, s.cfg.target_vocab_size));
+    return int32_t(id);
+  }
+  int32_t pieceId(const std::string &word, const std::string &where) const {
+    int32_t id = 0;
+    if (tfm_status status =
+            tfm_tokenizer_piece_id(s.tokenizer, word.data(), word.size(), &id))
+      die(fmt::format("{}: {}", where, tfm_status_message(status)));
+    return id;
+  }
+
+  const Session &s;
+  std::string fileName;
+  std::optional<LineReader> file;
+  std::vector<int32_t> fixed;
+};
+
 /// Translates the input window by window and writes it.
 class Run {
 public:
   Run(const Options &o, Session &s, LineReader &reader)
-      : o(o), s(s), reader(reader), warnings(o.quiet, progress) {}
+      : o(o), s(s), reader(reader), prefixes(o, s),
+        warnings(o.quiet, progress) {}
 
   void translateAll(Output &out, Output *logits);
   void printTiming(double loadSeconds) const;
@@ -177,6 +250,7 @@ private:
   const Options &o;
   Session &s;
   LineReader &reader;
+  TargetPrefixes prefixes;
   Progress progress;
   Warnings warnings;
   size_t sentencesDone = 0, tokensOut = 0;
@@ -196,7 +270,8 @@ void Run::translateAll(Output &out, Output *logits) {
     sentences.clear();
     uint64_t windowStart = reader.bytesRead;
     while (sentences.size() < window && reader.next(line, where))
-      sentences.push_back({where, sourceIds(line, where), {}, {}});
+      sentences.push_back(
+          {where, sourceIds(line, where), prefixes.next(where), {}, {}});
     if (sentences.empty())
       break;
     translateWindow(sentences, windowStart);
@@ -208,6 +283,7 @@ void Run::translateAll(Output &out, Output *logits) {
                       sentence.firstLogits.size() * sizeof(float));
     progress.update(reader.bytesRead, sentencesDone, tokensOut, false);
   }
+  prefixes.checkAllUsed();
   progress.update(reader.bytesRead, sentencesDone, tokensOut, true);
   warnings.summarize();
 }
@@ -292,17 +368,20 @@ void Run::translateWindow(std::vector<Sentence> &sentences, uint64_t start) {
 
 void Run::translateBatch(std::vector<Sentence> &sentences,
                          const std::vector<size_t> &batch) {
-  std::vector<const int32_t *> sources;
-  std::vector<int32_t> lengths;
+  std::vector<const int32_t *> sources, prefixes;
+  std::vector<int32_t> lengths, prefixLengths;
   for (size_t index : batch) {
-    sources.push_back(sentences[index].ids.data());
-    lengths.push_back(int32_t(sentences[index].ids.size()));
+    const Sentence &sentence = sentences[index];
+    sources.push_back(sentence.ids.data());
+    lengths.push_back(int32_t(sentence.ids.size()));
+    prefixes.push_back(sentence.prefix.data());
+    prefixLengths.push_back(int32_t(sentence.prefix.size()));
   }
   tfm_results *results = nullptr;
   auto start = Clock::now();
-  if (tfm_status status =
-          tfm_translate(s.model, &o.search, sources.data(), lengths.data(),
-                        int32_t(sources.size()), &results))
+  if (tfm_status status = tfm_translate_prefixed(
+          s.model, &o.search, sources.data(), lengths.data(), prefixes.data(),
+          prefixLengths.data(), int32_t(sources.size()), &results))
     die(fmt::format("{} (in a batch of {}): {}",
                     sentences[batch.front()].where.str(), sources.size(),
                     tfm_status_message(status)));
@@ -409,6 +488,8 @@ int main(int argc, char **argv) {
   std::vector<std::string> readPaths =
       o.inputs.empty() ? std::vector<std::string>{"-"} : o.inputs;
   readPaths.push_back(o.weights);
+  if (!o.targetPrefixFile.empty())
+    readPaths.push_back(o.targetPrefixFile);
   std::vector<InputFile> readFiles = regularFiles(readPaths);
   Output out(o.output, readFiles);
   std::optional<Output> logits;

@@ -34,6 +34,9 @@ typedef struct tfm_model_config {
   /* The token that ends a sentence at its length limit (the checkpoint's
    * forced_eos_token_id), or -1. */
   int64_t forced_eos_token_id;
+  /* The token forced as the first one generated when a sentence has no
+   * target prefix (the checkpoint's forced_bos_token_id), or -1. */
+  int64_t forced_bos_token_id;
 } tfm_model_config;
 
 /* Maps a weights file that tfmc wrote for this translator; the path may
@@ -77,6 +80,22 @@ tfm_status tfm_translate(tfm_model *model, const tfm_search_options *options,
                          const int32_t *const *sources,
                          const int32_t *source_lengths, int32_t count,
                          tfm_results **out_results);
+
+/* tfm_translate with a target prefix per sentence: the prefix_lengths[i]
+ * tokens at prefixes[i] start every hypothesis of sentence i, each forced
+ * with log-probability 0 (as Hugging Face forces a first token), then the
+ * search goes on freely. A sentence without a prefix (prefixes or
+ * prefixes[i] NULL, or length 0) starts with the model's forced BOS token
+ * if it has one. Prefix tokens are part of the hypotheses and of their
+ * lengths; a sentence's length limit is raised to hold its prefix and one
+ * more token. A prefix may not hold EOS or padding. */
+tfm_status tfm_translate_prefixed(tfm_model *model,
+                                  const tfm_search_options *options,
+                                  const int32_t *const *sources,
+                                  const int32_t *source_lengths,
+                                  const int32_t *const *prefixes,
+                                  const int32_t *prefix_lengths, int32_t count,
+                                  tfm_results **out_results);
 
 /* Hypothesis `rank` (0 = best) of sentence `index`: its tokens (without EOS)
  * and its normalized score. */
@@ -126,6 +145,12 @@ void tfm_tokenizer_close(tfm_tokenizer *tokenizer);
 tfm_status tfm_tokenizer_encode(const tfm_tokenizer *tokenizer,
                                 const char *text, size_t length,
                                 int32_t **out_ids, int32_t *out_length);
+
+/* The id of one vocabulary piece (such as "▁Haus" or a language code); an
+ * error when the vocabulary has no such piece. */
+tfm_status tfm_tokenizer_piece_id(const tfm_tokenizer *tokenizer,
+                                  const char *piece, size_t length,
+                                  int32_t *out_id);
 
 /* Output ids (EOS and padding are skipped) -> text, NUL-terminated.
  * *out_text is allocated; free it with tfm_free. */

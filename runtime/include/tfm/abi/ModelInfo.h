@@ -22,8 +22,8 @@ namespace tfm_runtime {
 /// bf16 panels pair K (tfm/abi/Panels.h); decode_step's cross-attention
 /// keys, values and source lengths once per sentence, not per beam. 7:
 /// int8 panels. 8: regions checksummed in blocks (regionChecksum), so that
-/// every load can check them in parallel.
-constexpr uint64_t kAbiVersion = 8;
+/// every load can check them in parallel. 9: the forced BOS token.
+constexpr uint64_t kAbiVersion = 9;
 
 /// The arithmetic of the linears (tfmc compile --precision): f32 weights;
 /// or bf16 weights (panels of bf16) times activations rounded to bf16,
@@ -190,6 +190,7 @@ struct tfm_model_info {
       sourceVocabSize, targetVocabSize, maxPositions, eosTokenId, padTokenId,
       decoderStartTokenId;
   int64_t forcedEosTokenId; // -1: none
+  int64_t forcedBosTokenId; // -1: none
   int64_t weightsSize;
   int64_t precision; // kPrecisionFp32, kPrecisionBf16 or kPrecisionInt8
 };
