@@ -7,14 +7,25 @@
                [--dump-first-logits FILE]
                [--input-format text|ids] [--output-format text|ids]
                [--encode-only] [--precision fp32|bf16|int8]
+               [--target-prefix TOKENS | --target-prefix-file FILE]
 
-The model of a Hugging Face MarianMT-style checkpoint, written directly in
-PyTorch from "Attention is all you need" and independently of the compiler,
-with greedy and beam search defined exactly as the runtime's (see
+The model of a Hugging Face checkpoint of the family config.json's
+`model_type` names (marian, the default; bart; mbart; m2m_100, which NLLB
+shares), written directly in PyTorch from "Attention is all you need" and
+the families' published definitions (families.py), independently of the
+compiler, with greedy and beam search defined exactly as the runtime's (see
 runtime/src/Translator.cpp). Reads token-id lines like the translator and
 writes the same output format, in padded batches; with a SentencePiece
 tokenizer in MODEL_DIR it reads and writes text (text_io.py). Run it with
 /usr/bin/python3 (Debian's python3-torch, python3-numpy and python3-yaml).
+
+Generation follows config.json and generation_config.json (which
+overrides it) as Hugging Face's generate does: decoder start, EOS,
+padding, the forced first token (forced_bos_token_id), the forced EOS at
+the length limit and the bad words. A target prefix (--target-prefix for
+every line, or a line of --target-prefix-file per input line; ids with
+ids output, else vocabulary pieces) replaces the forced first token; see
+translate() for what forcing means.
 
 A MODEL_DIR without Hugging Face's weight files but with one Marian .npz
 release is that model as Marian computes it (load_marian): its own
@@ -31,6 +42,8 @@ import time
 
 import numpy as np
 import torch
+
+import families
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
 import safetensors_io  # noqa: E402
@@ -206,17 +219,38 @@ class Model:
             with open(generation) as f:
                 g = json.load(f)
             for key in ("eos_token_id", "pad_token_id", "decoder_start_token_id",
-                        "forced_eos_token_id", "bad_words_ids"):
+                        "forced_bos_token_id", "forced_eos_token_id", "bad_words_ids"):
                 if g.get(key) is not None:
                     c[key] = g[key]
         self.c = c
+        try:
+            self.family = families.FAMILIES["marian"] if npz else families.family_of(c)
+        except ValueError as e:
+            sys.exit(f"{model_dir}: {e}")
         self.d = c["d_model"]
         self.eps = c.get("layer_norm_eps", 1e-5)
-        self.pre_norm = c.get("normalize_before", False)
-        self.embed_scale = math.sqrt(self.d) if c.get("scale_embedding", False) else 1.0
-        shared = c.get("share_encoder_decoder_embeddings", True)
-        self.src_embed = self.w["model.shared.weight" if shared else "model.encoder.embed_tokens.weight"]
-        self.tgt_embed = self.w["model.shared.weight" if shared else "model.decoder.embed_tokens.weight"]
+        if self.family.pre_norm is None:
+            self.pre_norm = c.get("normalize_before", False)
+        else:
+            self.pre_norm = self.family.pre_norm
+        # Pre-norm stacks end with a norm (Marian's pre-norm, mBART, M2M-100).
+        self.final_norm = self.pre_norm
+        self.embedding_norm = self.family.embedding_norm
+        scale = c.get("scale_embedding", self.family.scale_embedding)
+        self.embed_scale = math.sqrt(self.d) if scale else 1.0
+        if self.family.name == "marian":
+            shared = c.get("share_encoder_decoder_embeddings", True)
+            self.src_embed = self.w["model.shared.weight" if shared else "model.encoder.embed_tokens.weight"]
+            self.tgt_embed = self.w["model.shared.weight" if shared else "model.decoder.embed_tokens.weight"]
+        else:
+            # One vocabulary: model.shared, of which Hugging Face saves the
+            # encoder's and decoder's embed_tokens as tied copies (any may be
+            # the one left when the others are dropped as aliases).
+            name = next((n for n in ("model.shared.weight", "model.encoder.embed_tokens.weight",
+                                     "model.decoder.embed_tokens.weight") if n in self.w), None)
+            if name is None:
+                sys.exit(f"{model_dir}: no model.shared.weight")
+            self.src_embed = self.tgt_embed = self.w[name]
         self.lm_head = self.tgt_embed if c.get("tie_word_embeddings", True) else self.w["lm_head.weight"]
         self.logits_bias = self.w.get("final_logits_bias")
         # --precision bf16: every linear (and the output projection) takes
@@ -234,14 +268,23 @@ class Model:
         self.int8 = precision == "int8"
         self.quantized = {}  # weight name -> (integers, scales)
         act = c["activation_function"]
+        # Hugging Face's ACT2FN: "gelu" is the exact (erf) GELU.
         self.act = {"relu": torch.relu, "gelu": torch.nn.functional.gelu,
                     "swish": torch.nn.functional.silu, "silu": torch.nn.functional.silu}[act]
         self.positions = {}
         for side in ("encoder", "decoder"):
             name = f"model.{side}.embed_positions.weight"
-            self.positions[side] = self.w[name] if name in self.w else self.sinusoids(
-                c["max_position_embeddings"], self.d,
-                c.get("position_encoding", "sinusoidal_concat"))
+            if self.family.positions == "fairseq":
+                # Rows up to the last position, max_position_embeddings + 1.
+                self.positions[side] = families.fairseq_sinusoids(
+                    c["max_position_embeddings"] + families.LEARNED_OFFSET, self.d,
+                    c["pad_token_id"])
+            elif self.family.positions == "learned":
+                self.positions[side] = self.w[name]
+            else:
+                self.positions[side] = self.w[name] if name in self.w else self.sinusoids(
+                    c["max_position_embeddings"], self.d,
+                    c.get("position_encoding", "sinusoidal_concat"))
 
     @staticmethod
     def sinusoids(n_pos, dim, kind):
@@ -285,6 +328,23 @@ class Model:
     def linear(self, x, name):
         return self.product(x, self.w[name + ".weight"], name) + self.w[name + ".bias"]
 
+    def embed(self, side, ids, past):
+        """The embedding of ids [B, S] whose first token is at position
+        `past` (0 in the encoder, the step in the decoder): [B, S, D]."""
+        table = self.src_embed if side == "encoder" else self.tgt_embed
+        n = ids.shape[1]
+        kind = self.family.positions
+        if kind == "fairseq":
+            rows = families.fairseq_positions(ids, self.c["pad_token_id"], past)
+            positions = self.positions[side][rows]
+        else:
+            first = past + (families.LEARNED_OFFSET if kind == "learned" else 0)
+            positions = self.positions[side][first: first + n]
+        x = table[ids] * self.embed_scale + positions
+        if self.embedding_norm:
+            x = self.layer_norm(x, f"model.{side}.layernorm_embedding")
+        return x
+
     def layer_norm(self, x, name):
         return torch.nn.functional.layer_norm(
             x, (self.d,), self.w[name + ".weight"], self.w[name + ".bias"], eps=self.eps)
@@ -319,7 +379,7 @@ class Model:
         """ids: [B, S], key_mask: [B, S] True at padding -> encoder output
         [B, S, D] and per decoder layer the cross-attention keys and values."""
         c, n = self.c, self.c["encoder_attention_heads"]
-        x = self.src_embed[ids] * self.embed_scale + self.positions["encoder"][: ids.shape[1]]
+        x = self.embed("encoder", ids, 0)
         for i in range(c["encoder_layers"]):
             p = f"model.encoder.layers.{i}"
 
@@ -331,7 +391,7 @@ class Model:
                 return self.linear(a, p + ".self_attn.out_proj")
             x = self.sublayer(x, p + ".self_attn_layer_norm", self_attn)
             x = self.sublayer(x, p + ".final_layer_norm", lambda h: self.ffn(h, p))
-        if self.pre_norm:
+        if self.final_norm:
             x = self.layer_norm(x, "model.encoder.layer_norm")
         nd = c["decoder_attention_heads"]
         cross = []
@@ -346,7 +406,7 @@ class Model:
         previous steps ([R, H, step, Dh]), extended in place; key_mask: [R, S]
         True at source padding. -> logits [R, V]."""
         c, n = self.c, self.c["decoder_attention_heads"]
-        x = self.tgt_embed[tokens] * self.embed_scale + self.positions["decoder"][step]
+        x = self.embed("decoder", tokens, step)
         for i in range(c["decoder_layers"]):
             p = f"model.decoder.layers.{i}"
 
@@ -366,7 +426,7 @@ class Model:
             x = self.sublayer(x, p + ".self_attn_layer_norm", self_attn)
             x = self.sublayer(x, p + ".encoder_attn_layer_norm", cross_attn)
             x = self.sublayer(x, p + ".final_layer_norm", lambda h: self.ffn(h, p))
-        if self.pre_norm:
+        if self.final_norm:
             x = self.layer_norm(x, "model.decoder.layer_norm")
         logits = self.product(x[:, -1], self.lm_head, "lm_head")
         if self.logits_bias is not None:
@@ -387,11 +447,51 @@ def top_candidates(cand, count):
     return order[:count].tolist()
 
 
-def translate(model, sources, opts):
+def forced_prefixes(model, user_prefixes):
+    """Each sentence's forced start of the output: its user prefix if it has
+    one, else the checkpoint's forced_bos_token_id (Hugging Face's
+    ForcedBOSTokenLogitsProcessor) if set (>= 0), else nothing."""
+    bos = model.c.get("forced_bos_token_id")
+    default = [bos] if bos is not None and bos >= 0 else []
+    return [list(p) if p else list(default) for p in user_prefixes]
+
+
+def check_prefix(model, tokens, where):
+    """Exits naming `where` (a sentence or option) and the token unless
+    `tokens` can be forced: ids of the target vocabulary, no EOS or padding,
+    shorter than the positions (one is left for a generated token)."""
+    c = model.c
+    vocab = model.lm_head.shape[0]
+    for t in tokens:
+        if not 0 <= t < vocab:
+            sys.exit(f"{where}: token {t} is outside the target vocabulary of {vocab} tokens")
+        if t == c["eos_token_id"]:
+            sys.exit(f"{where}: token {t} is the end of sentence (eos_token_id), "
+                     "which a target prefix cannot hold")
+        if t == c["pad_token_id"]:
+            sys.exit(f"{where}: token {t} is the padding (pad_token_id), "
+                     "which a target prefix cannot hold")
+    if len(tokens) >= c["max_position_embeddings"]:
+        sys.exit(f"{where}: the target prefix of {len(tokens)} tokens leaves no position "
+                 f"of the model's {c['max_position_embeddings']} to generate in")
+
+
+def translate(model, sources, opts, user_prefixes=None):
     """Beam search (greedy for beam 1) over a padded batch of sentences, as
     runtime/src/Translator.cpp defines it. Returns per sentence the hypotheses
     sorted best first, (tokens, normalized score), and the first step's
-    logits."""
+    logits.
+
+    user_prefixes: per sentence the tokens its output must start with (or
+    an empty list). A sentence's forced prefix is that, or the checkpoint's
+    forced first token (forced_prefixes); while a hypothesis is shorter
+    than it, its one extension is the next prefix token with log p = 0
+    (every other token -inf, whatever the bans, the minimum length and the
+    bad words), so a beam search stays with one live beam through the
+    prefix. The forced tokens are part of the hypothesis: printed, counted
+    in the length penalty's length and the context of the bad words. The
+    sentence's length limit is at least the prefix's length + 1, within
+    the positions."""
     c = model.c
     eos, pad, start = c["eos_token_id"], c["pad_token_id"], c["decoder_start_token_id"]
     # Hugging Face's generation semantics of the checkpoint: the forced EOS
@@ -402,12 +502,14 @@ def translate(model, sources, opts):
     k, B = opts.beam_size, len(sources)
     R = B * k
     penalty = np.float32(opts.length_penalty)
+    forced = forced_prefixes(model, user_prefixes or [[] for _ in sources])
     max_len = []
-    for src in sources:
+    for src, f in zip(sources, forced):
         limit = opts.max_length
         if opts.max_length_ratio > 0 and not opts.suppress_eos:
             limit = min(limit, int(np.float32(opts.max_length_ratio) * len(src)) + 5)
-        max_len.append(max(1, min(limit, c["max_position_embeddings"])))
+        limit = max(1, min(limit, c["max_position_embeddings"]))
+        max_len.append(min(max(limit, len(f) + 1), c["max_position_embeddings"]))
 
     S = max(len(src) for src in sources)
     ids = torch.full((B, S), pad, dtype=torch.long)
@@ -444,6 +546,10 @@ def translate(model, sources, opts):
             if forced_eos is not None and not opts.suppress_eos and step + 1 >= max_len[r // k]:
                 logp[r] = float("-inf")  # only the forced EOS, with log p = 0
                 logp[r, forced_eos] = 0.0
+            f = forced[r // k]
+            if len(prefixes[r]) < len(f):  # the next prefix token, with log p = 0
+                logp[r] = float("-inf")
+                logp[r, f[len(prefixes[r])]] = 0.0
         parents = list(range(R))
         next_prefixes, next_scores = list(prefixes), scores.clone()
         for b in range(B):
@@ -505,6 +611,34 @@ def set_threads(n):
         torch.set_num_threads(n)
 
 
+def read_prefixes(model, opts, count, vocab=None):
+    """Per input line, the token ids of its --target-prefix(-file), checked:
+    space-separated ids, or with `vocab` (text output) vocabulary pieces."""
+    def parse(text, where):
+        if vocab is not None:
+            unknown = [t for t in text.split() if t not in vocab]
+            if unknown:
+                sys.exit(f"{where}: {unknown[0]!r} is not a piece of the vocabulary")
+            tokens = [vocab[t] for t in text.split()]
+        else:
+            try:
+                tokens = [int(t) for t in text.split()]
+            except ValueError:
+                sys.exit(f"{where}: {text.strip()!r} is not a line of token ids")
+        check_prefix(model, tokens, where)
+        return tokens
+    if opts.target_prefix is not None:
+        return [parse(opts.target_prefix, "--target-prefix")] * count
+    if not opts.target_prefix_file:
+        return [[] for _ in range(count)]
+    with open(opts.target_prefix_file, "rb") as f:
+        lines = text_io.read_lines(f.read())
+    if len(lines) != count:
+        sys.exit(f"{opts.target_prefix_file}: {len(lines)} lines for {count} input lines")
+    return [parse(line.decode("utf-8", errors="replace"), f"{opts.target_prefix_file} line {n}")
+            for n, line in enumerate(lines, 1)]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -531,7 +665,15 @@ def main():
                     help="default: text if MODEL_DIR has a tokenizer, else ids")
     ap.add_argument("--encode-only", action="store_true",
                     help="print each line's source ids (EOS last, truncated) and stop")
+    ap.add_argument("--target-prefix", metavar="TOKENS",
+                    help="tokens every output starts with (forced, log p = 0): ids with "
+                         "--output-format ids, else vocabulary pieces")
+    ap.add_argument("--target-prefix-file", metavar="FILE",
+                    help="a target prefix per input line, that line's output start "
+                         "(a blank line: none)")
     opts = ap.parse_args()
+    if opts.target_prefix is not None and opts.target_prefix_file:
+        ap.error("--target-prefix and --target-prefix-file exclude each other")
     default_format = "text" if text_io.has_tokenizer(opts.model) else "ids"
     input_format = opts.input_format or default_format
     output_format = opts.output_format or default_format
@@ -545,6 +687,9 @@ def main():
     loaded = time.perf_counter()
     data = open(opts.input, "rb").read() if opts.input else sys.stdin.buffer.read()
     lines = text_io.read_lines(data)
+    user_prefixes = read_prefixes(model, opts, len(lines),
+                                  tokenizer.vocab if output_format == "text" else None)
+    check_prefix(model, forced_prefixes(model, [[]])[0], "forced_bos_token_id")
 
     def source_ids(line):
         if input_format == "text":
@@ -566,7 +711,8 @@ def main():
         batch = [(i, source_ids(lines[i]))
                  for i in range(begin, min(begin + opts.batch_size, len(lines)))]
         nonempty = [(i, src) for i, src in batch if src]
-        hyps, first = translate(model, [src for _, src in nonempty], opts) if nonempty else ([], None)
+        hyps, first = translate(model, [src for _, src in nonempty], opts,
+                                [user_prefixes[i] for i, _ in nonempty]) if nonempty else ([], None)
         found = {i: n for n, (i, _) in enumerate(nonempty)}
         for index, src in batch:
             if index not in found:

@@ -1,0 +1,371 @@
+#!/usr/bin/env python3
+"""Writes a deterministic random-weight checkpoint of a Hugging Face model
+family in exactly that family's layout.
+
+  make_family_model.py bart|mbart|m2m_100 OUT_DIR [--size micro|tiny|small|base]
+                       [--seed S] [--dtype F32|F16|BF16] [--sentences N]
+                       [--activation relu|gelu|swish|silu]
+                       [--scale-embedding true|false|absent]
+                       [--forced-bos-token-id ID] [--eos-bias B]
+                       [--no-tied-copies] [--max-positions N]
+
+OUT_DIR gets config.json (the keys and values the family's config class
+writes, with its token ids: <s> 0, <pad> 1, </s> 2, <unk> 3, the decoder
+starting from </s>), generation_config.json (the generation keys, as
+GenerationConfig.from_model_config writes them), model.safetensors (Hugging
+Face's tensor names, with the tied copies save_pretrained keeps:
+model.encoder.embed_tokens.weight and model.decoder.embed_tokens.weight equal
+to model.shared.weight; no lm_head.weight) and source.ids (token ids, one
+sentence a line, as the family's tokenizer frames them: BART <s> X </s>,
+mBART-50 and M2M-100 a language token, X, </s>). Weights are random but
+seeded: the same options always give the same bytes. Needs only numpy.
+
+  family   config class defaults written      vocabulary layout (V = vocab_size)
+  bart     gelu, post-norm, no scale,         specials 0-3, words, <mask> = V - 1
+           forced_bos 0, forced_eos 2
+  mbart    gelu, pre-norm, scale (mBART-50),  specials 0-3, words, 52 mBART-50
+           forced_eos 2                       language codes, <mask> = V - 1
+  m2m_100  relu, pre-norm, scale              specials 0-3, words (vocab.json),
+                                              100 language tokens, 8 madeup words
+
+--size base is BART-base's shape for bart and mbart (d_model 768, 12 heads,
+FFN 3072, 6 + 6 layers, vocabulary 50265) and M2M-100-418M's for m2m_100
+(1024, 16 heads, 4096, 12 + 12 layers, vocabulary 128112).
+
+--scale-embedding absent leaves the key out (the config class's default
+applies: true for m2m_100, false otherwise). --forced-bos-token-id -1 writes
+none; its default is the family's (bart 0, none for the others, whose
+callers pass the target language). --eos-bias adds B to EOS's logit (via
+final_logits_bias, or for m2m_100, which has none, via the decoder's last
+norm's bias and EOS's embedding row) so sentences end at varied lengths.
+"""
+import argparse
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import safetensors_io  # noqa: E402
+
+FAMILIES = ("bart", "mbart", "m2m_100")
+ARCHITECTURES = {"bart": "BartForConditionalGeneration",
+                 "mbart": "MBartForConditionalGeneration",
+                 "m2m_100": "M2M100ForConditionalGeneration"}
+TRANSFORMERS_VERSION = "4.46.3"
+
+BOS, PAD, EOS, UNK = 0, 1, 2, 3
+
+# fairseq's language lists, in the order the tokenizers number them.
+MBART50_CODES = [
+    "ar_AR", "cs_CZ", "de_DE", "en_XX", "es_XX", "et_EE", "fi_FI", "fr_XX", "gu_IN",
+    "hi_IN", "it_IT", "ja_XX", "kk_KZ", "ko_KR", "lt_LT", "lv_LV", "my_MM", "ne_NP",
+    "nl_XX", "ro_RO", "ru_RU", "si_LK", "tr_TR", "vi_VN", "zh_CN", "af_ZA", "az_AZ",
+    "bn_IN", "fa_IR", "he_IL", "hr_HR", "id_ID", "ka_GE", "km_KH", "mk_MK", "ml_IN",
+    "mn_MN", "mr_IN", "pl_PL", "ps_AF", "pt_XX", "sv_SE", "sw_KE", "ta_IN", "te_IN",
+    "th_TH", "tl_XX", "uk_UA", "ur_PK", "xh_ZA", "gl_ES", "sl_SI"]
+M2M100_CODES = [
+    "af", "am", "ar", "ast", "az", "ba", "be", "bg", "bn", "br", "bs", "ca", "ceb", "cs",
+    "cy", "da", "de", "el", "en", "es", "et", "fa", "ff", "fi", "fr", "fy", "ga", "gd",
+    "gl", "gu", "ha", "he", "hi", "hr", "ht", "hu", "hy", "id", "ig", "ilo", "is", "it",
+    "ja", "jv", "ka", "kk", "km", "kn", "ko", "lb", "lg", "ln", "lo", "lt", "lv", "mg",
+    "mk", "ml", "mn", "mr", "ms", "my", "ne", "nl", "no", "ns", "oc", "or", "pa", "pl",
+    "ps", "pt", "ro", "ru", "sd", "si", "sk", "sl", "so", "sq", "sr", "ss", "su", "sv",
+    "sw", "ta", "th", "tl", "tn", "tr", "uk", "ur", "uz", "vi", "wo", "xh", "yi", "yo",
+    "zh", "zu"]
+M2M100_MADEUP_WORDS = 8
+
+# d_model, heads, ffn, encoder layers, decoder layers, vocabulary, positions
+SIZES = {
+    "micro": (16, 2, 32, 1, 1, 160, 64),
+    "tiny": (64, 4, 256, 2, 2, 1000, 256),
+    "small": (256, 4, 1024, 3, 3, 8000, 512),
+    "base": (768, 12, 3072, 6, 6, 50265, 1024),
+}
+M2M100_BASE = (1024, 16, 4096, 12, 12, 128112, 1024)
+
+
+class Vocabulary:
+    """Where a family's vocabulary of `size` ids puts its tokens: the
+    specials 0-3, then the words (ids words_begin .. words_end - 1), then
+    the language tokens (languages: code -> id), then the family's extras."""
+
+    def __init__(self, family, size):
+        self.family, self.size = family, size
+        if family == "bart":
+            codes, after = [], 1  # <mask>
+        elif family == "mbart":
+            codes, after = MBART50_CODES, 1  # <mask>
+        else:
+            codes, after = M2M100_CODES, M2M100_MADEUP_WORDS
+        self.words_begin = 4
+        self.words_end = size - len(codes) - after
+        if self.words_end <= self.words_begin:
+            raise ValueError(f"a {family} vocabulary of {size} ids has no room for words")
+        self.languages = {code: self.words_end + i for i, code in enumerate(codes)}
+
+    def language(self, code):
+        """The id of a language code (de, en, fr: mBART-50's de_DE, en_XX, fr_XX)."""
+        if self.family == "mbart":
+            code = next(c for c in MBART50_CODES if c.split("_")[0] == code)
+        return self.languages[code]
+
+    def frame_source(self, words, language="en"):
+        """A source as the family's tokenizer frames it."""
+        if self.family == "bart":
+            return [BOS] + list(words) + [EOS]
+        return [self.language(language)] + list(words) + [EOS]
+
+    def m2m100_vocab_json(self, pieces=None):
+        """M2M-100's vocab.json: the specials and the words (the language
+        tokens follow it, numbered by the tokenizer from len(vocab.json))."""
+        assert self.family == "m2m_100"
+        vocab = {"<s>": BOS, "<pad>": PAD, "</s>": EOS, "<unk>": UNK}
+        for i in range(self.words_begin, self.words_end):
+            vocab[pieces[i - self.words_begin] if pieces else f"\u2581w{i}"] = i
+        return vocab
+
+
+def config_json(family, d, heads, ffn, n_enc, n_dec, vocab, positions,
+                activation=None, scale_embedding="family", forced_bos=None, dtype="F32"):
+    """config.json as the family's config class writes it (save_pretrained,
+    the keys of the published checkpoints). scale_embedding: "family" (the
+    published checkpoints' value: mBART-50 and M2M-100 true, BART false),
+    True, False, or "absent"."""
+    act = activation or ("relu" if family == "m2m_100" else "gelu")
+    c = {
+        "activation_dropout": 0.0, "activation_function": act,
+        "architectures": [ARCHITECTURES[family]], "attention_dropout": 0.0,
+        "bos_token_id": BOS, "d_model": d,
+        "decoder_attention_heads": heads, "decoder_ffn_dim": ffn,
+        "decoder_layerdrop": 0.0, "decoder_layers": n_dec,
+        "decoder_start_token_id": EOS, "dropout": 0.1,
+        "encoder_attention_heads": heads, "encoder_ffn_dim": ffn,
+        "encoder_layerdrop": 0.0, "encoder_layers": n_enc,
+        "eos_token_id": EOS, "init_std": 0.02, "is_encoder_decoder": True,
+        "max_position_embeddings": positions, "model_type": family,
+        "num_hidden_layers": n_enc, "pad_token_id": PAD,
+        "scale_embedding": family != "bart",
+        "tie_word_embeddings": True,
+        "torch_dtype": {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[dtype],
+        "transformers_version": TRANSFORMERS_VERSION, "use_cache": True,
+        "vocab_size": vocab,
+    }
+    if family in ("bart", "mbart"):
+        c["forced_eos_token_id"] = EOS
+        c["classifier_dropout"] = 0.0
+        # Leftovers of the fairseq conversion that the published BART and
+        # mBART configs still carry and the classes ignore.
+        c.update({"add_bias_logits": False, "add_final_layer_norm": family == "mbart",
+                  "normalize_before": family == "mbart", "normalize_embedding": True,
+                  "static_position_embeddings": False})
+    if family == "bart":
+        c.update({"id2label": {"0": "LABEL_0", "1": "LABEL_1", "2": "LABEL_2"},
+                  "label2id": {"LABEL_0": 0, "LABEL_1": 1, "LABEL_2": 2},
+                  "extra_pos_embeddings": 2})
+    if family == "m2m_100":
+        c["gradient_checkpointing"] = False
+    if scale_embedding == "absent":
+        del c["scale_embedding"]
+    elif scale_embedding != "family":
+        c["scale_embedding"] = bool(scale_embedding)
+    if forced_bos is None and family == "bart":
+        forced_bos = BOS
+    if forced_bos is not None and forced_bos >= 0:
+        c["forced_bos_token_id"] = forced_bos
+    return dict(sorted(c.items()))
+
+
+def generation_json(config):
+    """generation_config.json as GenerationConfig.from_model_config writes
+    it: the config's generation keys."""
+    g = {"_from_model_config": True}
+    for key in ("bos_token_id", "decoder_start_token_id", "eos_token_id",
+                "forced_bos_token_id", "forced_eos_token_id", "pad_token_id"):
+        if key in config:
+            g[key] = config[key]
+    g["transformers_version"] = TRANSFORMERS_VERSION
+    return g
+
+
+def tensor_shapes(family, d, ffn, n_enc, n_dec, vocab, positions):
+    """{name: shape} of the family's checkpoint, in Hugging Face's order,
+    without the tied copies of model.shared.weight."""
+    s = {"model.shared.weight": (vocab, d)}
+    if family == "bart" or family == "mbart":
+        s["final_logits_bias"] = (1, vocab)
+
+    def norm(name):
+        s[name + ".weight"], s[name + ".bias"] = (d,), (d,)
+
+    def linear(name, out_f, in_f):
+        s[name + ".weight"], s[name + ".bias"] = (out_f, in_f), (out_f,)
+
+    for side, layers in (("encoder", n_enc), ("decoder", n_dec)):
+        if family != "m2m_100":  # learned positions with fairseq's offset 2
+            s[f"model.{side}.embed_positions.weight"] = (positions + 2, d)
+        for i in range(layers):
+            p = f"model.{side}.layers.{i}"
+            attentions = ["self_attn"] + (["encoder_attn"] if side == "decoder" else [])
+            for a in attentions:
+                for proj in ("k_proj", "v_proj", "q_proj", "out_proj"):
+                    linear(f"{p}.{a}.{proj}", d, d)
+                norm(f"{p}.{a}_layer_norm")
+            linear(p + ".fc1", ffn, d)
+            linear(p + ".fc2", d, ffn)
+            norm(p + ".final_layer_norm")
+        if family != "m2m_100":
+            norm(f"model.{side}.layernorm_embedding")
+        if family != "bart":
+            norm(f"model.{side}.layer_norm")
+    return s
+
+
+def with_tied_copies(tensors):
+    """The tensors as save_pretrained writes them: model.shared.weight and
+    its copies model.{encoder,decoder}.embed_tokens.weight (lm_head.weight,
+    the third tie, dropped)."""
+    out = {}
+    for name, a in tensors.items():
+        out[name] = a
+        if name == "model.shared.weight":
+            out["model.encoder.embed_tokens.weight"] = a
+            out["model.decoder.embed_tokens.weight"] = a
+    return out
+
+
+def write_safetensors(path, tensors, dtype):
+    """safetensors_io.write's format, written a tensor at a time (the base
+    models' weights do not fit twice in memory comfortably)."""
+    header, offset = {}, 0
+    size = {"F32": 4, "F16": 2, "BF16": 2}[dtype]
+    for name, a in tensors.items():
+        n = a.size * size
+        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [offset, offset + n]}
+        offset += n
+    header["__metadata__"] = {"format": "pt"}
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for a in tensors.values():
+            f.write(safetensors_io.encode(a, dtype))
+
+
+def write_checkpoint(out, config, tensors, dtype="F32", tied_copies=True, sources=None,
+                     extra_files=None):
+    """Writes config.json, generation_config.json, model.safetensors (with
+    the tied copies unless told not to), source.ids (if given) and
+    extra_files {name: text} into `out`."""
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+        f.write("\n")
+    with open(os.path.join(out, "generation_config.json"), "w") as f:
+        json.dump(generation_json(config), f, indent=2)
+        f.write("\n")
+    write_safetensors(os.path.join(out, "model.safetensors"),
+                      with_tied_copies(tensors) if tied_copies else tensors, dtype)
+    if sources is not None:
+        with open(os.path.join(out, "source.ids"), "w") as f:
+            for s in sources:
+                f.write(" ".join(map(str, s)) + "\n")
+    for name, text in (extra_files or {}).items():
+        with open(os.path.join(out, name), "w", encoding="utf-8") as f:
+            f.write(text)
+
+
+def random_tensors(family, shapes, rng, eos_bias=0.0):
+    """Seeded random weights for `shapes`: linears ~ N(0, 2 / (in + out)),
+    biases N(0, 0.02), norms 1 + N(0, 0.05) and N(0, 0.05), embeddings and
+    learned positions N(0, 1 / d) (positions as large as the tokens', so a
+    position off by one changes the outputs), the padding row zero."""
+    t = {}
+    for name, shape in shapes.items():
+        a = rng.standard_normal(shape, dtype=np.float32)
+        if name.endswith("norm.weight") or name.endswith("layernorm_embedding.weight"):
+            a *= np.float32(0.05)
+            a += np.float32(1.0)
+        elif "norm" in name or name.endswith(".bias") or name == "final_logits_bias":
+            a *= np.float32(0.05 if "norm" in name else 0.02)
+        elif name in ("model.shared.weight",) or "embed_positions" in name:
+            a *= np.float32(shape[1] ** -0.5)
+        else:
+            a *= np.float32((2.0 / (shape[0] + shape[1])) ** 0.5)
+        t[name] = a
+    t["model.shared.weight"][PAD] = 0.0
+    if eos_bias:
+        if "final_logits_bias" in t:
+            t["final_logits_bias"][0, EOS] += np.float32(eos_bias)
+        else:
+            # h . E_eos with h = gamma * n + beta: beta gains sqrt(d) u and
+            # E_eos gains (B / sqrt(d)) u for a unit vector u, so EOS's
+            # logit rises by B (+- B / sqrt(d)) and every other logit moves
+            # by a fixed N(0, 1).
+            d = shapes["model.shared.weight"][1]
+            u = rng.standard_normal(d).astype(np.float32)
+            u /= np.linalg.norm(u)
+            t["model.decoder.layer_norm.bias"] += np.float32(d ** 0.5) * u
+            t["model.shared.weight"][EOS] += np.float32(eos_bias / d ** 0.5) * u
+    return t
+
+
+def random_sources(vocab, count, seed, max_words=22):
+    """`count` sources of 1..max_words random words, framed as the family's
+    tokenizer frames them (mBART / M2M-100: a random one of en, de, fr
+    first)."""
+    rng = np.random.default_rng(seed + 1)
+    out = []
+    for _ in range(count):
+        n = int(rng.integers(1, max_words + 1))
+        words = rng.integers(vocab.words_begin, vocab.words_end, n).tolist()
+        language = ["en", "de", "fr"][int(rng.integers(0, 3))]
+        out.append(vocab.frame_source(words, language))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("family", choices=FAMILIES)
+    ap.add_argument("out")
+    ap.add_argument("--size", default="tiny", choices=SIZES)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--dtype", default="F32", choices=["F32", "F16", "BF16"])
+    ap.add_argument("--sentences", type=int, default=16)
+    ap.add_argument("--activation", choices=["relu", "gelu", "swish", "silu"],
+                    help="default: the family's (m2m_100 relu, else gelu)")
+    ap.add_argument("--scale-embedding", choices=["true", "false", "absent"],
+                    help="default: the published checkpoints' (bart false, else true)")
+    ap.add_argument("--forced-bos-token-id", type=int,
+                    help="-1: none; default: bart 0, none for the others")
+    ap.add_argument("--eos-bias", type=float, default=0.0, help="added to EOS's logit")
+    ap.add_argument("--no-tied-copies", action="store_true",
+                    help="model.shared.weight alone, without the embed_tokens copies")
+    ap.add_argument("--max-positions", type=int,
+                    help="max_position_embeddings (default: the size's)")
+    args = ap.parse_args()
+
+    d, heads, ffn, n_enc, n_dec, vocab, positions = (
+        M2M100_BASE if args.family == "m2m_100" and args.size == "base" else SIZES[args.size])
+    if args.max_positions:
+        positions = args.max_positions
+    scale = {"true": True, "false": False, "absent": "absent", None: "family"}[args.scale_embedding]
+    config = config_json(args.family, d, heads, ffn, n_enc, n_dec, vocab, positions,
+                         activation=args.activation, scale_embedding=scale,
+                         forced_bos=args.forced_bos_token_id, dtype=args.dtype)
+    rng = np.random.default_rng(args.seed)
+    shapes = tensor_shapes(args.family, d, ffn, n_enc, n_dec, vocab, positions)
+    tensors = random_tensors(args.family, shapes, rng, args.eos_bias)
+    words = Vocabulary(args.family, vocab)
+    sources = random_sources(words, args.sentences, args.seed,
+                             max_words=min(22, positions - 2))
+    write_checkpoint(args.out, config, tensors, args.dtype,
+                     tied_copies=not args.no_tied_copies, sources=sources)
+
+
+if __name__ == "__main__":
+    main()
