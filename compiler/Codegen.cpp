@@ -86,6 +86,11 @@ static LogicalResult addModelInfo(llvm::Module &llvmModule, ModuleOp module) {
   }
   fields.push_back(size.getInt());
   fields.push_back(precisionCode(module));
+  // Absent in hand-written IR: the heads split d_model.
+  auto headDim = model.getAs<IntegerAttr>("decoder_head_dim");
+  int64_t heads = model.getAs<IntegerAttr>("decoder_heads").getInt();
+  int64_t dModel = model.getAs<IntegerAttr>("d_model").getInt();
+  fields.push_back(headDim ? headDim.getInt() : dModel / heads);
   llvm::Constant *init = llvm::ConstantDataArray::get(ctx, fields);
   new llvm::GlobalVariable(llvmModule, init->getType(), /*isConstant=*/true,
                            llvm::GlobalValue::ExternalLinkage, init,

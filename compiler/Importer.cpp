@@ -23,6 +23,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Regex.h"
 
 #include <cmath>
 #include <map>
@@ -50,16 +51,23 @@ public:
 
 private:
   // --- weights -------------------------------------------------------------
+  /// The checkpoint tensor that the model's `name` (BART's spelling, which
+  /// the importer uses for every family) stands for.
   Value weight(StringRef name, ArrayRef<int64_t> shape);
-  bool hasTensor(StringRef name) const { return weights.lookup(name); }
+  bool hasTensor(StringRef name) const {
+    return weights.lookup(checkpointName(name));
+  }
+  std::string checkpointName(StringRef name) const;
 
   // --- the paper's building blocks, in primitive ops ------------------------
   Value linear(Value x, StringRef prefix, int64_t out, int64_t in);
   Value layerNorm(Value x, StringRef prefix);
   Value feedForward(Value x, StringRef prefix, int64_t ffnDim);
   Value attention(Value query, Value keys, Value values, int64_t heads,
-                  Value keyLengths, bool causal);
+                  Value keyLengths, bool causal, Value bias = {});
   Value projectHeads(Value x, StringRef prefix, int64_t heads);
+  Value relativeBias(StringRef stack, int64_t heads, Value queries, Value keys,
+                     Value offset, bool bidirectional);
   Value reshape(Value x, Value s0, Value s1, Value width);
   Value rowsBySentence(Value x, Value sentences, Value width);
   Value rowsByBeam(Value x, Value like, Value width);
@@ -79,6 +87,12 @@ private:
 
   RankedTensorType tensor(ArrayRef<int64_t> shape, Type elt = {}) {
     return RankedTensorType::get(shape, elt ? elt : f32);
+  }
+  /// An f32 scalar tensor constant.
+  Value scalar(double value) {
+    return builder.create<arith::ConstantOp>(
+        loc,
+        DenseElementsAttr::get(tensor({}), builder.getF32FloatAttr(value)));
   }
   void setLoc(StringRef name) { loc = NameLoc::get(builder.getStringAttr(name)); }
   void fail(const Twine &message) {
@@ -103,10 +117,63 @@ private:
 
 } // namespace
 
-Value ModelImporter::weight(StringRef name, ArrayRef<int64_t> shape) {
-  auto it = weightValues.find(name);
+/// T5's names for BART's: `encoder.block.I.layer.K.X` for
+/// `model.encoder.layers.I.Y`, sub-layer K being self-attention, then (in
+/// the decoder) cross-attention, then the FFN.
+static std::string t5Name(StringRef name, bool gated) {
+  llvm::SmallVector<StringRef> m;
+  if (name == "model.shared.weight")
+    return "shared.weight";
+  static const llvm::Regex stack(
+      "^model\\.(encoder|decoder)\\.(embed_tokens|layer_norm)\\.weight$");
+  if (stack.match(name, &m))
+    return (m[1] +
+            (m[2] == "layer_norm" ? ".final_layer_norm" : ".embed_tokens") +
+            ".weight")
+        .str();
+  static const llvm::Regex layer(
+      "^model\\.(encoder|decoder)\\.layers\\.([0-9]+)\\.(.*)$");
+  if (!layer.match(name, &m))
+    return name.str();
+  StringRef side = m[1], rest = m[3];
+  std::string ffn = side == "encoder" ? "1" : "2";
+  std::string block = (side + ".block." + m[2] + ".layer.").str();
+  static const llvm::Regex attn(
+      "^(self_attn|encoder_attn)\\.(q|k|v|out)_proj\\.weight$");
+  llvm::SmallVector<StringRef> a;
+  if (attn.match(rest, &a))
+    return block +
+           (a[1] == "self_attn" ? "0.SelfAttention." : "1.EncDecAttention.") +
+           (a[2] == "out" ? "o" : a[2].str()) + ".weight";
+  std::string dense = block + ffn + ".DenseReluDense.";
+  if (rest == "self_attn.relative_attention_bias.weight")
+    return block + "0.SelfAttention.relative_attention_bias.weight";
+  if (rest == "self_attn_layer_norm.weight")
+    return block + "0.layer_norm.weight";
+  if (rest == "encoder_attn_layer_norm.weight")
+    return block + "1.layer_norm.weight";
+  if (rest == "final_layer_norm.weight")
+    return block + ffn + ".layer_norm.weight";
+  if (rest == "fc1.weight")
+    return dense + (gated ? "wi_0" : "wi") + ".weight";
+  if (rest == "fc_gate.weight")
+    return dense + "wi_1.weight";
+  if (rest == "fc2.weight")
+    return dense + "wo.weight";
+  return name.str();
+}
+
+std::string ModelImporter::checkpointName(StringRef name) const {
+  if (config.family == ModelFamily::t5)
+    return t5Name(name, config.gatedFfn);
+  return name.str();
+}
+
+Value ModelImporter::weight(StringRef canonical, ArrayRef<int64_t> shape) {
+  auto it = weightValues.find(canonical);
   if (it != weightValues.end())
     return it->second;
+  std::string name = checkpointName(canonical);
   usedTensors.insert(name);
   if (const TensorInfo *info = weights.lookup(name)) {
     if (info->dtype != DType::F32 && info->dtype != DType::F16 &&
@@ -131,14 +198,15 @@ Value ModelImporter::weight(StringRef name, ArrayRef<int64_t> shape) {
     builder.setInsertionPointToStart(builder.getInsertionBlock());
   auto w = builder.create<WeightOp>(loc, tensor(shape), name);
   lastWeight = w;
-  weightValues[name] = w;
+  weightValues[canonical] = w;
   return w;
 }
 
 Value ModelImporter::linear(Value x, StringRef prefix, int64_t out,
                             int64_t in) {
   Value w = weight((prefix + ".weight").str(), {out, in});
-  Value b = weight((prefix + ".bias").str(), {out});
+  Value b =
+      config.linearBias ? weight((prefix + ".bias").str(), {out}) : Value();
   return builder.create<LinearOp>(loc, x, w, b);
 }
 
@@ -146,6 +214,16 @@ Value ModelImporter::layerNorm(Value x, StringRef prefix) {
   int64_t d = config.dModel;
   int64_t axis = cast<RankedTensorType>(x.getType()).getRank() - 1;
   Value gamma = weight((prefix + ".weight").str(), {d});
+  if (config.rmsNorm) {
+    // result = x * rsqrt(E[x^2] + eps) * gamma
+    Value squares = builder.create<MulOp>(loc, x, x);
+    Value meanSquare = builder.create<MeanOp>(loc, squares, axis);
+    Value shifted =
+        builder.create<AddOp>(loc, meanSquare, scalar(config.layerNormEpsilon));
+    Value normalized =
+        builder.create<MulOp>(loc, x, builder.create<RsqrtOp>(loc, shifted));
+    return builder.create<MulOp>(loc, normalized, gamma);
+  }
   Value beta = weight((prefix + ".bias").str(), {d});
   // mean = E[x]; var = E[(x - mean)^2]; y = (x - mean) * rsqrt(var + eps)
   // result = y * gamma + beta
@@ -153,11 +231,8 @@ Value ModelImporter::layerNorm(Value x, StringRef prefix) {
   Value centered = builder.create<SubOp>(loc, x, mean);
   Value squared = builder.create<MulOp>(loc, centered, centered);
   Value variance = builder.create<MeanOp>(loc, squared, axis);
-  Value eps = builder.create<arith::ConstantOp>(
-      loc, DenseElementsAttr::get(tensor({}),
-                                  builder.getF32FloatAttr(
-                                      config.layerNormEpsilon)));
-  Value shifted = builder.create<AddOp>(loc, variance, eps);
+  Value shifted =
+      builder.create<AddOp>(loc, variance, scalar(config.layerNormEpsilon));
   Value invStd = builder.create<RsqrtOp>(loc, shifted);
   Value normalized = builder.create<MulOp>(loc, centered, invStd);
   Value scaled = builder.create<MulOp>(loc, normalized, gamma);
@@ -165,7 +240,7 @@ Value ModelImporter::layerNorm(Value x, StringRef prefix) {
 }
 
 Value ModelImporter::feedForward(Value x, StringRef prefix, int64_t ffnDim) {
-  // FFN(x) = W2 act(W1 x + b1) + b2
+  // FFN(x) = W2 act(W1 x + b1) + b2; gated: W2 (act(W1 x) * (W1' x))
   Value h = linear(x, (prefix + ".fc1").str(), ffnDim, config.dModel);
   switch (config.activation) {
   case Activation::relu:
@@ -177,15 +252,35 @@ Value ModelImporter::feedForward(Value x, StringRef prefix, int64_t ffnDim) {
   case Activation::silu:
     h = builder.create<SiluOp>(loc, h);
     break;
+  case Activation::gelu_tanh:
+    h = builder.create<GeluTanhOp>(loc, h);
+    break;
   case Activation::none:
     break;
   }
+  if (config.gatedFfn)
+    h = builder.create<MulOp>(
+        loc, h, linear(x, (prefix + ".fc_gate").str(), ffnDim, config.dModel));
   return linear(h, (prefix + ".fc2").str(), config.dModel, ffnDim);
 }
 
 Value ModelImporter::projectHeads(Value x, StringRef prefix, int64_t heads) {
-  Value projected = linear(x, prefix, config.dModel, config.dModel);
+  Value projected =
+      linear(x, prefix, heads * config.headWidth(heads), config.dModel);
   return builder.create<SplitHeadsOp>(loc, projected, heads);
+}
+
+/// T5's bias of the scores [1, heads, queries, keys], from the first
+/// layer's table of the stack: computed once, read by every layer.
+Value ModelImporter::relativeBias(StringRef stack, int64_t heads, Value queries,
+                                  Value keys, Value offset,
+                                  bool bidirectional) {
+  Value table = weight(
+      (stack + ".layers.0.self_attn.relative_attention_bias.weight").str(),
+      {config.relativeBuckets, heads});
+  return builder.create<RelativePositionBiasOp>(
+      loc, tensor({1, heads, kDyn, kDyn}), table, queries, keys, offset,
+      bidirectional, config.relativeMaxDistance);
 }
 
 /// x [.., .., d] as a tensor of sizes {s0, s1, d}, row-major (a reshape:
@@ -220,14 +315,19 @@ Value ModelImporter::rowsByBeam(Value x, Value like, Value width) {
 }
 
 Value ModelImporter::attention(Value query, Value keys, Value values,
-                               int64_t heads, Value keyLengths, bool causal) {
-  // softmax(Q Kᵀ / sqrt(d_k) + M) V, per head
-  int64_t headDim = config.dModel / heads;
+                               int64_t heads, Value keyLengths, bool causal,
+                               Value bias) {
+  // softmax(Q Kᵀ / sqrt(d_k) + B + M) V, per head (T5: unscaled, B its
+  // relative bias)
+  int64_t headDim = config.headWidth(heads);
   Value scores = builder.create<MatmulOp>(loc, query, keys,
                                           /*transposeLhs=*/false,
                                           /*transposeRhs=*/true);
-  scores = builder.create<ScaleOp>(
-      loc, scores, builder.getF64FloatAttr(1.0 / std::sqrt(double(headDim))));
+  if (config.scaleScores)
+    scores = builder.create<ScaleOp>(
+        loc, scores, builder.getF64FloatAttr(1.0 / std::sqrt(double(headDim))));
+  if (bias)
+    scores = builder.create<AddOp>(loc, scores, bias);
   if (keyLengths)
     scores = builder.create<KeyPaddingMaskOp>(loc, scores, keyLengths);
   if (causal)
@@ -245,6 +345,8 @@ Value ModelImporter::positionEncoding(Value ids, Value offset,
   int64_t d = config.dModel;
   SmallVector<int64_t> shape(cast<RankedTensorType>(ids.getType()).getShape());
   shape.push_back(d);
+  if (config.positions == ModelConfig::Positions::relative)
+    return {};
   if (config.firstPosition)
     offset = builder.create<arith::AddIOp>(
         loc, offset,
@@ -269,9 +371,9 @@ Value ModelImporter::embed(Value ids, Value offset, StringRef table,
   if (config.scaleEmbedding)
     x = builder.create<ScaleOp>(loc, x,
                                 builder.getF64FloatAttr(std::sqrt(double(d))));
-  Value pe =
-      positionEncoding(ids, offset, (stack + ".embed_positions.weight").str());
-  x = builder.create<AddOp>(loc, x, pe);
+  if (Value pe = positionEncoding(ids, offset,
+                                  (stack + ".embed_positions.weight").str()))
+    x = builder.create<AddOp>(loc, x, pe);
   if (config.normalizeEmbedding)
     x = layerNorm(x, (stack + ".layernorm_embedding").str());
   return x;
@@ -286,7 +388,9 @@ Value ModelImporter::residual(Value x, StringRef normPrefix,
 
 void ModelImporter::buildEncode(ModuleOp module) {
   int64_t d = config.dModel, heads = config.encoderHeads;
-  int64_t decHeads = config.decoderHeads, headDim = d / decHeads;
+  int64_t decHeads = config.decoderHeads;
+  int64_t headDim = config.headWidth(decHeads);
+  int64_t inner = heads * config.headWidth(heads);
   Type ids = tensor({kDyn, kDyn}, builder.getI32Type());
   Type lengths = tensor({kDyn}, builder.getI32Type());
   Type hidden = tensor({kDyn, kDyn, d});
@@ -310,6 +414,12 @@ void ModelImporter::buildEncode(ModuleOp module) {
   StringRef table = config.shareEmbeddings ? "model.shared.weight"
                                            : "model.encoder.embed_tokens.weight";
   Value x = embed(srcIds, zero, table, config.vocabSize, "model.encoder");
+  Value bias;
+  if (config.relativeBuckets) {
+    Value length = builder.create<tensor::DimOp>(loc, srcIds, 1);
+    bias = relativeBias("model.encoder", heads, length, length, zero,
+                        /*bidirectional=*/true);
+  }
 
   for (int64_t i = 0; i < config.encoderLayers; ++i) {
     std::string p = llvm::formatv("model.encoder.layers.{0}", i);
@@ -318,8 +428,8 @@ void ModelImporter::buildEncode(ModuleOp module) {
       Value q = projectHeads(h, p + ".self_attn.q_proj", heads);
       Value k = projectHeads(h, p + ".self_attn.k_proj", heads);
       Value v = projectHeads(h, p + ".self_attn.v_proj", heads);
-      Value o = attention(q, k, v, heads, srcLengths, /*causal=*/false);
-      return linear(o, p + ".self_attn.out_proj", d, d);
+      Value o = attention(q, k, v, heads, srcLengths, /*causal=*/false, bias);
+      return linear(o, p + ".self_attn.out_proj", d, inner);
     });
     setLoc(p + ".ffn");
     x = residual(x, p + ".final_layer_norm", [&](Value h) {
@@ -344,7 +454,8 @@ void ModelImporter::buildEncode(ModuleOp module) {
 }
 
 void ModelImporter::buildDecodeStep(ModuleOp module) {
-  int64_t d = config.dModel, heads = config.decoderHeads, headDim = d / heads;
+  int64_t d = config.dModel, heads = config.decoderHeads;
+  int64_t headDim = config.headWidth(heads), inner = heads * headDim;
   int64_t vocab = config.targetVocabSize;
   Type ids = tensor({kDyn, kDyn}, builder.getI32Type());
   Type lengths = tensor({kDyn}, builder.getI32Type());
@@ -386,12 +497,16 @@ void ModelImporter::buildDecodeStep(ModuleOp module) {
   // self-attention sees the cache up to step + T.
   Value one = builder.create<arith::ConstantIndexOp>(loc, 1);
   Value zero = builder.create<arith::ConstantIndexOp>(loc, 0);
-  Value width = builder.create<arith::ConstantIndexOp>(loc, d);
+  Value innerWidth = builder.create<arith::ConstantIndexOp>(loc, inner);
   Value newTokens = builder.create<tensor::DimOp>(loc, tokens, one);
   Value seen = builder.create<arith::AddIOp>(loc, step, newTokens);
   StringRef table = config.shareEmbeddings ? "model.shared.weight"
                                            : "model.decoder.embed_tokens.weight";
   Value x = embed(tokens, step, table, vocab, "model.decoder");
+  Value bias;
+  if (config.relativeBuckets)
+    bias = relativeBias("model.decoder", heads, newTokens, seen, step,
+                        /*bidirectional=*/false);
 
   SmallVector<Value> caches;
   for (int64_t i = 0; i < config.decoderLayers; ++i) {
@@ -412,19 +527,20 @@ void ModelImporter::buildDecodeStep(ModuleOp module) {
       caches.push_back(newV);
       Value keys = builder.create<SliceOp>(loc, kv, newK, zero, seen, 2);
       Value values = builder.create<SliceOp>(loc, kv, newV, zero, seen, 2);
-      Value o = attention(q, keys, values, heads, Value(), /*causal=*/true);
-      return linear(o, p + ".self_attn.out_proj", d, d);
+      Value o =
+          attention(q, keys, values, heads, Value(), /*causal=*/true, bias);
+      return linear(o, p + ".self_attn.out_proj", d, inner);
     });
     setLoc(p + ".encoder_attn");
     x = residual(x, p + ".encoder_attn_layer_norm", [&](Value h) {
-      Value q = linear(h, p + ".encoder_attn.q_proj", d, d);
+      Value q = linear(h, p + ".encoder_attn.q_proj", inner, d);
       Value sentences = builder.create<tensor::DimOp>(loc, crossK, zero);
       q = builder.create<SplitHeadsOp>(
-          loc, rowsBySentence(q, sentences, width), heads);
+          loc, rowsBySentence(q, sentences, innerWidth), heads);
       Value o = attention(q, crossK, crossV, heads, srcLengths,
                           /*causal=*/false);
-      return linear(rowsByBeam(o, h, width), p + ".encoder_attn.out_proj", d,
-                    d);
+      return linear(rowsByBeam(o, h, innerWidth), p + ".encoder_attn.out_proj",
+                    d, inner);
     });
     setLoc(p + ".ffn");
     x = residual(x, p + ".final_layer_norm", [&](Value h) {
@@ -441,6 +557,9 @@ void ModelImporter::buildDecodeStep(ModuleOp module) {
   // written once.
   setLoc("lm_head");
   StringRef outTable = config.tieWordEmbeddings ? table : "lm_head.weight";
+  if (config.rescaleTiedOutput)
+    x = builder.create<ScaleOp>(
+        loc, x, builder.getF64FloatAttr(1.0 / std::sqrt(double(d))));
   Value logitsBias;
   if (hasTensor("final_logits_bias"))
     logitsBias = builder.create<tensor::CollapseShapeOp>(
@@ -462,8 +581,9 @@ bool ModelImporter::ignoredAsHuggingFaceDoes(StringRef name) const {
       (name.ends_with(".embed_positions.weights") ||
        name.ends_with(".embed_positions._float_tensor")))
     return true;
-  if (config.shareEmbeddings && (name == "model.encoder.embed_tokens.weight" ||
-                                 name == "model.decoder.embed_tokens.weight"))
+  if (config.shareEmbeddings &&
+      (name == checkpointName("model.encoder.embed_tokens.weight") ||
+       name == checkpointName("model.decoder.embed_tokens.weight")))
     return true;
   return config.tieWordEmbeddings && name == "lm_head.weight";
 }
@@ -506,6 +626,8 @@ DictionaryAttr ModelImporter::configAttr() {
       builder.getNamedAttr("decoder_layers", i64(config.decoderLayers)),
       builder.getNamedAttr("encoder_heads", i64(config.encoderHeads)),
       builder.getNamedAttr("decoder_heads", i64(config.decoderHeads)),
+      builder.getNamedAttr("decoder_head_dim",
+                           i64(config.headWidth(config.decoderHeads))),
       builder.getNamedAttr("source_vocab_size", i64(config.vocabSize)),
       builder.getNamedAttr("target_vocab_size", i64(config.targetVocabSize)),
       builder.getNamedAttr("max_positions", i64(config.maxPositions)),

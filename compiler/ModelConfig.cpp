@@ -9,6 +9,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::tfm;
 
@@ -36,6 +38,22 @@ public:
       return fail(llvm::formatv("key '{0}' must be an integer >= {1}, found {2}",
                                 key, min, *v));
     out = *i;
+  }
+
+  /// A finite number > 0, or `fallback` when absent.
+  void number(llvm::StringRef key, double &out, double fallback) {
+    if (error)
+      return;
+    const llvm::json::Value *v = obj.get(key);
+    if (!v || v->kind() == llvm::json::Value::Null) {
+      out = fallback;
+      return;
+    }
+    std::optional<double> d = v->getAsNumber();
+    if (!d || !(*d > 0) || !std::isfinite(*d))
+      return fail(
+          llvm::formatv("key '{0}' must be a number > 0, found {1}", key, *v));
+    out = *d;
   }
 
   void boolean(llvm::StringRef key, bool &out, bool fallback) {
@@ -188,6 +206,8 @@ llvm::StringRef mlir::tfm::modelTypeName(ModelFamily family) {
     return "mbart";
   case ModelFamily::m2m100:
     return "m2m_100";
+  case ModelFamily::t5:
+    return "t5";
   }
   return "";
 }
@@ -199,6 +219,10 @@ llvm::StringRef mlir::tfm::modelTypeName(ModelFamily family) {
 /// fairseq's positions start at 2; M2M-100 computes fairseq's sinusoids.
 static void readFamily(ConfigReader &r, ModelConfig &c) {
   std::optional<std::string> type = r.string("model_type");
+  if (type && (*type == "t5" || *type == "mt5")) {
+    c.family = ModelFamily::t5;
+    return;
+  }
   if (!type || *type == "marian") {
     r.boolean("normalize_before", c.normalizeBefore, false);
     r.boolean("scale_embedding", c.scaleEmbedding, false);
@@ -213,7 +237,7 @@ static void readFamily(ConfigReader &r, ModelConfig &c) {
     }
   if (!known)
     return r.fail(llvm::formatv("unsupported model_type '{0}' (supported: "
-                                "marian, bart, mbart, m2m_100)",
+                                "marian, bart, mbart, m2m_100, t5, mt5)",
                                 *type));
   c.normalizeBefore = c.family != ModelFamily::bart;
   c.normalizeEmbedding = c.family != ModelFamily::m2m100;
@@ -284,19 +308,62 @@ static void refuseUnsupported(ConfigReader &r, const llvm::json::Object &obj) {
                            *v));
 }
 
-llvm::Expected<ModelConfig> ModelConfig::load(llvm::StringRef path) {
-  auto fail = [&](const llvm::Twine &message) {
-    return fileError(path, message);
-  };
-  llvm::Expected<llvm::json::Value> json = readJsonObject(path);
-  if (!json)
-    return json.takeError();
-  const llvm::json::Object *obj = json->getAsObject();
+/// T5's `feed_forward_proj`: "[gated-]ACT" as Hugging Face's T5Config
+/// reads it, "gated-gelu" meaning the tanh GELU (gelu_new).
+static void readFeedForward(ConfigReader &r, ModelConfig &c) {
+  std::string proj = r.string("feed_forward_proj").value_or("relu");
+  llvm::StringRef act = proj;
+  c.gatedFfn = act.consume_front("gated-");
+  if (proj == "gated-gelu" || act == "gelu_new")
+    c.activation = Activation::gelu_tanh;
+  else if (act == "relu")
+    c.activation = Activation::relu;
+  else if (act == "gelu")
+    c.activation = Activation::gelu;
+  else if (act == "silu" || act == "swish")
+    c.activation = Activation::silu;
+  else
+    r.fail(llvm::formatv("unsupported feed_forward_proj '{0}' (supported: "
+                         "relu, gelu, gelu_new, silu, each optionally "
+                         "gated-)",
+                         proj));
+}
 
-  ModelConfig c;
-  ConfigReader r(path, *obj);
-  readFamily(r, c);
-  refuseUnsupported(r, *obj);
+/// T5's keys and what its class fixes: RMS norms before each sub-layer and
+/// after each stack, no biases, unscaled scores, relative position buckets,
+/// decoder start = pad.
+static void readT5(ConfigReader &r, ModelConfig &c) {
+  r.integer("d_model", c.dModel, 1);
+  r.integer("d_kv", c.headDim, 1);
+  r.integer("num_layers", c.encoderLayers, 1);
+  r.integer("num_decoder_layers", c.decoderLayers, 1, c.encoderLayers);
+  r.integer("num_heads", c.encoderHeads, 1);
+  c.decoderHeads = c.encoderHeads;
+  r.integer("d_ff", c.encoderFfnDim, 1);
+  c.decoderFfnDim = c.encoderFfnDim;
+  r.integer("vocab_size", c.vocabSize, 1);
+  r.integer("relative_attention_num_buckets", c.relativeBuckets, 2, 32);
+  r.integer("relative_attention_max_distance", c.relativeMaxDistance, 1, 128);
+  // No position table bounds T5's length: `n_positions` where old configs
+  // give it, else 512, the length it was trained with.
+  r.integer("n_positions", c.maxPositions, 1, 512);
+  r.integer("pad_token_id", c.padTokenId, 0, 0);
+  r.integer("eos_token_id", c.eosTokenId, 0, 1);
+  r.integer("decoder_start_token_id", c.decoderStartTokenId, 0, c.padTokenId);
+  r.number("layer_norm_epsilon", c.layerNormEpsilon, 1e-6);
+  readFeedForward(r, c);
+  c.normalizeBefore = true;
+  c.rmsNorm = true;
+  c.linearBias = false;
+  c.scaleScores = false;
+  c.positions = ModelConfig::Positions::relative;
+  r.boolean("tie_word_embeddings", c.tieWordEmbeddings, true);
+  c.rescaleTiedOutput = c.tieWordEmbeddings;
+  c.targetVocabSize = c.vocabSize;
+}
+
+/// The keys of Marian's, BART's and fairseq's configs.
+static void readBartStyle(ConfigReader &r, ModelConfig &c) {
   r.integer("d_model", c.dModel, 1);
   r.integer("encoder_layers", c.encoderLayers, 1);
   r.integer("decoder_layers", c.decoderLayers, 1);
@@ -309,36 +376,68 @@ llvm::Expected<ModelConfig> ModelConfig::load(llvm::StringRef path) {
   r.integer("eos_token_id", c.eosTokenId, 0);
   r.integer("pad_token_id", c.padTokenId, 0);
   r.integer("decoder_start_token_id", c.decoderStartTokenId, 0);
-  readGenerationKeys(r, *obj, c);
   if (c.family == ModelFamily::marian)
     r.boolean("share_encoder_decoder_embeddings", c.shareEmbeddings, true);
   r.boolean("tie_word_embeddings", c.tieWordEmbeddings, true);
   r.integer("decoder_vocab_size", c.targetVocabSize, 1, c.vocabSize);
   readActivation(r, c);
   readPositionEncoding(r, c);
+}
+
+/// Sizes the model's arithmetic needs: heads that divide d_model (unless
+/// their width is given), an even d_model for sinusoids.
+static llvm::Error checkSizes(llvm::StringRef path, const ModelConfig &c) {
+  if (!c.headDim)
+    for (auto [key, heads] : {std::pair<const char *, int64_t>{
+                                  "encoder_attention_heads", c.encoderHeads},
+                              {"decoder_attention_heads", c.decoderHeads}})
+      if (c.dModel % heads != 0)
+        return fileError(path,
+                         llvm::formatv("d_model {0} is not a multiple of {1} "
+                                       "{2}",
+                                       c.dModel, key, heads));
+  bool sinusoids = c.positions == ModelConfig::Positions::sinusoids ||
+                   c.positions == ModelConfig::Positions::tableIfPresent;
+  if (sinusoids && c.dModel % 2 != 0)
+    return fileError(path, llvm::formatv("d_model {0} must be even for "
+                                         "sinusoidal positions",
+                                         c.dModel));
+  if (sinusoids &&
+      c.sinusoidKind == PositionKind::sinusoidal_concat_half_minus_one &&
+      c.dModel < 4)
+    return fileError(path, llvm::formatv("d_model {0} must be at least 4 for "
+                                         "sinusoidal_concat_half_minus_one "
+                                         "positions",
+                                         c.dModel));
+  if (c.shareEmbeddings && c.targetVocabSize != c.vocabSize)
+    return fileError(path,
+                     llvm::formatv("decoder_vocab_size {0} differs from "
+                                   "vocab_size {1}, but "
+                                   "share_encoder_decoder_embeddings is true",
+                                   c.targetVocabSize, c.vocabSize));
+  return llvm::Error::success();
+}
+
+llvm::Expected<ModelConfig> ModelConfig::load(llvm::StringRef path) {
+  llvm::Expected<llvm::json::Value> json = readJsonObject(path);
+  if (!json)
+    return json.takeError();
+  const llvm::json::Object *obj = json->getAsObject();
+
+  ModelConfig c;
+  ConfigReader r(path, *obj);
+  readFamily(r, c);
+  refuseUnsupported(r, *obj);
+  if (c.family == ModelFamily::t5)
+    readT5(r, c);
+  else
+    readBartStyle(r, c);
+  readGenerationKeys(r, *obj, c);
   if (llvm::Error e = r.takeError())
     return std::move(e);
 
-  for (auto [key, heads] : {std::pair<const char *, int64_t>{
-                                "encoder_attention_heads", c.encoderHeads},
-                            {"decoder_attention_heads", c.decoderHeads}})
-    if (c.dModel % heads != 0)
-      return fail(llvm::formatv("d_model {0} is not a multiple of {1} {2}",
-                                c.dModel, key, heads));
-  if (c.dModel % 2 != 0)
-    return fail(llvm::formatv("d_model {0} must be even for sinusoidal "
-                              "positions",
-                              c.dModel));
-  if (c.sinusoidKind == PositionKind::sinusoidal_concat_half_minus_one &&
-      c.dModel < 4)
-    return fail(llvm::formatv("d_model {0} must be at least 4 for "
-                              "sinusoidal_concat_half_minus_one positions",
-                              c.dModel));
-  if (c.shareEmbeddings && c.targetVocabSize != c.vocabSize)
-    return fail(llvm::formatv("decoder_vocab_size {0} differs from vocab_size "
-                              "{1}, but share_encoder_decoder_embeddings is "
-                              "true",
-                              c.targetVocabSize, c.vocabSize));
+  if (llvm::Error e = checkSizes(path, c))
+    return std::move(e);
   if (llvm::Error e = checkGenerationKeys(path, c))
     return std::move(e);
 

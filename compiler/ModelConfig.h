@@ -23,7 +23,7 @@ namespace mlir {
 namespace tfm {
 
 /// The Hugging Face model classes tfmc reads (`model_type`).
-enum class ModelFamily { marian, bart, mbart, m2m100 };
+enum class ModelFamily { marian, bart, mbart, m2m100, t5 };
 
 /// `model_type`'s spelling of `family`.
 llvm::StringRef modelTypeName(ModelFamily family);
@@ -34,6 +34,9 @@ struct ModelConfig {
   int64_t encoderLayers = 0, decoderLayers = 0;
   int64_t encoderHeads = 0, decoderHeads = 0;
   int64_t encoderFfnDim = 0, decoderFfnDim = 0;
+  /// Width of an attention head; 0: d_model / heads. T5's d_kv may differ,
+  /// the projections then being [heads · d_kv, d_model].
+  int64_t headDim = 0;
   /// Source vocabulary; the target one differs only when embeddings are not
   /// shared (`decoder_vocab_size`).
   int64_t vocabSize = 0, targetVocabSize = 0;
@@ -62,10 +65,30 @@ struct ModelConfig {
   /// holding max_position_embeddings + 2 rows.
   int64_t firstPosition = 0;
   /// Positions come from the checkpoint's tables (BART, mBART), are
-  /// computed (M2M-100: `sinusoidKind`), or whichever the checkpoint has
-  /// (Marian).
-  enum class Positions { tableIfPresent, table, sinusoids };
+  /// computed (M2M-100: `sinusoidKind`), whichever the checkpoint has
+  /// (Marian), or are relative (T5: none added to the embeddings).
+  enum class Positions { tableIfPresent, table, sinusoids, relative };
   Positions positions = Positions::tableIfPresent;
+
+  // T5's differences, each the paper's choice when unset.
+  /// Buckets of relative positions (T5): a bias [buckets, heads] of the
+  /// first layer's self-attention, shared by its stack, instead of
+  /// positions added to the embeddings; 0: none.
+  int64_t relativeBuckets = 0, relativeMaxDistance = 0;
+  /// RMS norm (no mean, no bias) instead of LayerNorm.
+  bool rmsNorm = false;
+  /// Linears have biases.
+  bool linearBias = true;
+  /// FFN(x) = W2 (act(W1 x) * (W1' x)) (`gated-*`).
+  bool gatedFfn = false;
+  /// Scores divided by sqrt(head width).
+  bool scaleScores = true;
+  /// A tied output projection of T5: x · d_model^-0.5 · Eᵀ.
+  bool rescaleTiedOutput = false;
+
+  int64_t headWidth(int64_t heads) const {
+    return headDim ? headDim : dModel / heads;
+  }
   /// One embedding table for source and target (`model.shared.weight`).
   bool shareEmbeddings = true;
   /// The output projection is the target embedding table.

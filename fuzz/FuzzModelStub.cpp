@@ -30,7 +30,8 @@ const tfm_model_info tfm_model_info_data = {
     /*forcedEosTokenId=*/-1,
     /*forcedBosTokenId=*/-1,
     /*weightsSize=*/256,
-    /*precision=*/int64_t(tfm_runtime::kPrecisionFp32)};
+    /*precision=*/int64_t(tfm_runtime::kPrecisionFp32),
+    /*decoderHeadDim=*/8};
 const int64_t tfm_model_bad_words[] = {0};
 const char tfm_model_backends[] = "";
 

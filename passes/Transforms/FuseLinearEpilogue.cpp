@@ -32,6 +32,8 @@ static std::optional<Activation> activationOf(Operation *op) {
     return Activation::gelu;
   if (isa<SiluOp>(op))
     return Activation::silu;
+  if (isa<GeluTanhOp>(op))
+    return Activation::gelu_tanh;
   return std::nullopt;
 }
 

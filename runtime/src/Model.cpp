@@ -134,11 +134,11 @@ tfm_status readRegionTable(const std::string &name, const char *table,
 tfm_status readModelInfo(tfm_model_t &model) {
   const tfm_model_info &info = tfm_model_info_data;
   model.config = {
-      info.dModel,          info.encoderLayers,       info.decoderLayers,
-      info.encoderHeads,    info.decoderHeads,        info.sourceVocabSize,
-      info.targetVocabSize, info.maxPositions,        info.eosTokenId,
-      info.padTokenId,      info.decoderStartTokenId, info.forcedEosTokenId,
-      info.forcedBosTokenId};
+      info.dModel,           info.encoderLayers,       info.decoderLayers,
+      info.encoderHeads,     info.decoderHeads,        info.sourceVocabSize,
+      info.targetVocabSize,  info.maxPositions,        info.eosTokenId,
+      info.padTokenId,       info.decoderStartTokenId, info.forcedEosTokenId,
+      info.forcedBosTokenId, info.decoderHeadDim};
   for (int64_t i = 0, at = 1; i < tfm_model_bad_words[0]; ++i) {
     int64_t length = tfm_model_bad_words[at++];
     model.badWords.emplace_back(tfm_model_bad_words + at,

@@ -89,7 +89,7 @@ public:
       : model(model), cfg(model.config), opts(options),
         beam(std::max<int64_t>(1, options.beam_size)),
         vocab(cfg.target_vocab_size), heads(cfg.decoder_heads),
-        headDim(cfg.d_model / heads), kv(heads, headDim) {}
+        headDim(cfg.decoder_head_dim), kv(heads, headDim) {}
 
   void run(const Batch &input, tfm_results &results);
 

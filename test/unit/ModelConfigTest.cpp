@@ -77,8 +77,9 @@ TEST(ModelConfig, RejectsUnsupportedActivation) {
 }
 
 TEST(ModelConfig, RejectsUnsupportedModelType) {
-  std::string err = errorOf(edited(R"("marian")", R"("t5")"));
-  EXPECT_NE(err.find("unsupported model_type 't5'"), std::string::npos) << err;
+  std::string err = errorOf(edited(R"("marian")", R"("umt5")"));
+  EXPECT_NE(err.find("unsupported model_type 'umt5'"), std::string::npos)
+      << err;
 }
 
 // Each family's Hugging Face class fixes norm placement and positions; a
@@ -128,6 +129,44 @@ TEST(ModelConfig, RefusesMixturesOfExperts) {
   std::string err = errorOf(edited(R"("marian")", R"("m2m_100",
                                                       "num_experts": 128)"));
   EXPECT_NE(err.find("key 'num_experts' (128) asks for a mixture of experts"),
+            std::string::npos)
+      << err;
+}
+
+static const char *kT5 = R"({
+  "model_type": "mt5", "d_model": 512, "d_kv": 64, "d_ff": 1024,
+  "num_layers": 8, "num_heads": 6, "vocab_size": 250112,
+  "feed_forward_proj": "gated-gelu", "tie_word_embeddings": false
+})";
+
+// T5's keys and its class's fixed choices; heads of d_kv need not divide
+// d_model (mT5-small: 6 x 64 over 512).
+TEST(ModelConfig, ReadsT5) {
+  TempFile file("config.json", kT5);
+  auto c = ModelConfig::load(file.path);
+  ASSERT_TRUE(bool(c)) << llvm::toString(c.takeError());
+  EXPECT_EQ(c->family, ModelFamily::t5);
+  EXPECT_EQ(c->headWidth(c->decoderHeads), 64);
+  EXPECT_EQ(c->decoderLayers, 8); // num_decoder_layers defaults to num_layers
+  EXPECT_EQ(c->decoderFfnDim, 1024);
+  EXPECT_EQ(c->activation, Activation::gelu_tanh);
+  EXPECT_TRUE(c->gatedFfn && c->rmsNorm && c->normalizeBefore);
+  EXPECT_FALSE(c->linearBias || c->scaleScores || c->rescaleTiedOutput);
+  EXPECT_EQ(c->relativeBuckets, 32);
+  EXPECT_EQ(c->relativeMaxDistance, 128);
+  EXPECT_EQ(c->positions, ModelConfig::Positions::relative);
+  EXPECT_EQ(c->maxPositions, 512);
+  EXPECT_EQ(c->padTokenId, 0);
+  EXPECT_EQ(c->eosTokenId, 1);
+  EXPECT_EQ(c->decoderStartTokenId, 0);
+  EXPECT_DOUBLE_EQ(c->layerNormEpsilon, 1e-6);
+}
+
+TEST(ModelConfig, RefusesUnknownT5FeedForward) {
+  std::string json = kT5;
+  json.replace(json.find("gated-gelu"), 10, "gated-tanh");
+  std::string err = errorOf(json);
+  EXPECT_NE(err.find("unsupported feed_forward_proj 'gated-tanh'"),
             std::string::npos)
       << err;
 }

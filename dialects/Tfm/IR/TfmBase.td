@@ -49,6 +49,8 @@ def Tfm_Activation : I32EnumAttr<"Activation",
       I32EnumAttrCase<"relu", 1>,
       I32EnumAttrCase<"gelu", 2>,
       I32EnumAttrCase<"silu", 3>,
+      // x/2 · (1 + tanh(sqrt(2/π) · (x + 0.044715 x³))), T5's gated-gelu
+      I32EnumAttrCase<"gelu_tanh", 4>,
     ]> {
   let cppNamespace = "::mlir::tfm";
 }

@@ -35,6 +35,8 @@ static Value applyActivation(OpBuilder &b, Location loc, Activation act,
     return b.create<GeluOp>(loc, x);
   case Activation::silu:
     return b.create<SiluOp>(loc, x);
+  case Activation::gelu_tanh:
+    return b.create<GeluTanhOp>(loc, x);
   }
   llvm_unreachable("unknown activation");
 }

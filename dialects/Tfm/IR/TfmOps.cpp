@@ -307,6 +307,56 @@ LogicalResult PositionEncodingOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// RelativePositionBiasOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RelativePositionBiasOp::verify() {
+  if (failed(verifyOneElementType(*this)))
+    return failure();
+  ArrayRef<int64_t> table = getTable().getType().getShape();
+  if (table.size() != 2 || ShapedType::isDynamic(table[0]) ||
+      ShapedType::isDynamic(table[1]))
+    return emitOpError() << "expected a static table of shape [buckets, "
+                            "heads], found "
+                         << formatShape(table);
+  if (failed(verifyShape(*this, "result", getType(),
+                         {1, table[1], kDynamic, kDynamic},
+                         "[1, heads, queries, keys]")))
+    return failure();
+  // Each half needs exact buckets (n/2 >= 1) below the logarithmic ones.
+  int64_t buckets = getBidirectional() ? table[0] / 2 : table[0];
+  int64_t exact = buckets / 2;
+  if (exact < 1)
+    return emitOpError() << "expected at least " << (getBidirectional() ? 4 : 2)
+                         << " buckets, found " << table[0];
+  if (int64_t(getMaxDistance()) <= exact)
+    return emitOpError() << "expected max_distance above " << exact
+                         << " (half the buckets), found " << getMaxDistance();
+  return success();
+}
+
+SmallVector<int32_t> RelativePositionBiasOp::getDistanceBuckets() {
+  int64_t rows = getTable().getType().getShape()[0];
+  int64_t buckets = getBidirectional() ? rows / 2 : rows;
+  int64_t exact = buckets / 2, maxDistance = int64_t(getMaxDistance());
+  // As Hugging Face's T5 computes it: the quotient of logs in f32, the
+  // constant log(max_distance / exact) in f64 rounded to f32, truncated.
+  float logRange = float(std::log(double(maxDistance) / double(exact)));
+  SmallVector<int32_t> out;
+  for (int64_t r = 0; r <= maxDistance; ++r) {
+    if (r < exact) {
+      out.push_back(int32_t(r));
+      continue;
+    }
+    float scaled =
+        std::log(float(r) / float(exact)) / logRange * float(buckets - exact);
+    out.push_back(
+        int32_t(std::min<int64_t>(exact + int64_t(scaled), buckets - 1)));
+  }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
 // MatmulOp
 //===----------------------------------------------------------------------===//
 

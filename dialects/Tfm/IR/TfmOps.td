@@ -133,6 +133,42 @@ def Tfm_PositionEncodingOp : Tfm_Op<"position_encoding"> {
   let hasVerifier = 1;
 }
 
+def Tfm_RelativePositionBiasOp : Tfm_Op<"relative_position_bias"> {
+  let summary = "attention scores' bias from bucketed relative positions (T5)";
+  let description = [{
+    `result[0, h, i, j] = table[bucket(j - (query_offset + i)), h]` for
+    `queries` query positions starting at `query_offset` and `keys` key
+    positions starting at 0: an additive bias for the scores of every
+    batch row (T5's relative attention bias, shared by all layers of a
+    stack). With n = the table's rows, halved when `bidirectional` (the
+    upper half for keys after the query), a relative distance r >= 0 (|rel|
+    when bidirectional, max(-rel, 0) otherwise: a causal decoder sees only
+    the past) falls in bucket r when r < n/2, else in
+    `min(n/2 + trunc(log(r / (n/2)) / log(max_distance / (n/2)) · (n - n/2)),
+    n - 1)`, in f32 as Hugging Face's T5 computes it.
+
+    ```mlir
+    %bias = tfm.relative_position_bias %table, %sq, %sk, %c0 bidirectional
+        max_distance 128 : tensor<32x8xf32> -> tensor<1x8x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$table, Index:$queries, Index:$keys,
+                       Index:$query_offset, UnitAttr:$bidirectional,
+                       I64Attr:$max_distance);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `,` $queries `,` $keys `,` $query_offset
+    (`bidirectional` $bidirectional^)? `max_distance` $max_distance attr-dict
+    `:` type($table) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The bucket of each distance r in [0, max_distance] (larger ones take
+    /// the last), before the upper half's offset.
+    ::llvm::SmallVector<int32_t> getDistanceBuckets();
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Matrix products
 //===----------------------------------------------------------------------===//
@@ -293,6 +329,19 @@ def Tfm_GeluOp : Tfm_UnaryOp<"gelu"> {
 
     ```mlir
     %y = tfm.gelu %x : tensor<?x?x2048xf32>
+    ```
+  }];
+}
+
+def Tfm_GeluTanhOp : Tfm_UnaryOp<"gelu_tanh"> {
+  let summary = "elementwise x/2 * (1 + tanh(sqrt(2/π) (x + 0.044715 x³)))";
+  let description = [{
+    GELU's tanh approximation, as Hugging Face's `gelu_new` (T5's
+    `feed_forward_proj = "gated-gelu"`) and PyTorch's
+    `gelu(approximate="tanh")` compute it.
+
+    ```mlir
+    %y = tfm.gelu_tanh %x : tensor<?x?x2048xf32>
     ```
   }];
 }

@@ -267,6 +267,21 @@ Value applyActivation(OpBuilder &b, Location loc, Activation act, Value x) {
     Value half = b.create<arith::MulFOp>(loc, x, floatConstant(b, loc, t, 0.5));
     return b.create<arith::MulFOp>(loc, half, onePlus);
   }
+  case Activation::gelu_tanh: {
+    // x/2 · (1 + tanh(sqrt(2/π) · (x + 0.044715 x³)))
+    Value cube =
+        b.create<arith::MulFOp>(loc, b.create<arith::MulFOp>(loc, x, x), x);
+    Value inner = b.create<arith::AddFOp>(
+        loc, x,
+        b.create<arith::MulFOp>(loc, cube, floatConstant(b, loc, t, 0.044715)));
+    Value tanh = b.create<math::TanhOp>(
+        loc, b.create<arith::MulFOp>(
+                 loc, inner, floatConstant(b, loc, t, std::sqrt(2.0 / M_PI))));
+    Value onePlus =
+        b.create<arith::AddFOp>(loc, tanh, floatConstant(b, loc, t, 1.0));
+    Value half = b.create<arith::MulFOp>(loc, x, floatConstant(b, loc, t, 0.5));
+    return b.create<arith::MulFOp>(loc, half, onePlus);
+  }
   case Activation::silu: {
     // x · sigmoid(x) = x / (1 + exp(-x))
     Value negExp = b.create<math::ExpOp>(loc, b.create<arith::NegFOp>(loc, x));

@@ -150,6 +150,71 @@ struct PositionEncodingLowering
   }
 };
 
+/// result[0, h, i, j] = table[bucket(j - (offset + i)), h], the buckets of
+/// the distances looked up in a constant the op computes.
+struct RelativePositionBiasLowering
+    : public OpConversionPattern<RelativePositionBiasOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(RelativePositionBiasOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    SmallVector<int32_t> distances = op.getDistanceBuckets();
+    auto lutType = RankedTensorType::get({int64_t(distances.size())},
+                                         rewriter.getI32Type());
+    Value lut = rewriter.create<arith::ConstantOp>(
+        loc, DenseElementsAttr::get(lutType, ArrayRef<int32_t>(distances)));
+    Value table = adaptor.getTable(), offset = adaptor.getQueryOffset();
+    int64_t rows = op.getTable().getType().getShape()[0];
+    bool bidirectional = op.getBidirectional();
+    SmallVector<OpFoldResult> sizes = {
+        rewriter.getIndexAttr(1), rewriter.getIndexAttr(type.getDimSize(1)),
+        adaptor.getQueries(), adaptor.getKeys()};
+    Value init = emptyTensor(rewriter, loc, sizes, type.getElementType());
+    rewriter.replaceOpWithNewOp<linalg::GenericOp>(
+        op, TypeRange{type}, ValueRange{}, ValueRange{init},
+        ArrayRef<AffineMap>{rewriter.getMultiDimIdentityMap(4)}, parallel(4),
+        [&](OpBuilder &b, Location l, ValueRange) {
+          // rel = j - (offset + i)
+          Value query = b.create<arith::AddIOp>(
+              l, offset, b.create<linalg::IndexOp>(l, 2));
+          Value rel = b.create<arith::SubIOp>(
+              l, b.create<linalg::IndexOp>(l, 3), query);
+          Value bucket = bucketOf(b, l, rel, lut, distances.size(),
+                                  bidirectional ? rows / 2 : 0);
+          Value h = b.create<linalg::IndexOp>(l, 1);
+          b.create<linalg::YieldOp>(
+              l, b.create<tensor::ExtractOp>(l, table, ValueRange{bucket, h})
+                     .getResult());
+        });
+    return success();
+  }
+
+  /// The bucket of `rel`: lut[min(r, size - 1)] for the distance r (|rel|
+  /// if bidirectional, else max(-rel, 0)), plus `upper` for keys after the
+  /// query when bidirectional.
+  static Value bucketOf(OpBuilder &b, Location l, Value rel, Value lut,
+                        int64_t size, int64_t upper) {
+    Value zero = indexConstant(b, l, 0);
+    Value negated = b.create<arith::SubIOp>(l, zero, rel);
+    Value distance = b.create<arith::MaxSIOp>(l, negated, upper ? rel : zero);
+    distance =
+        b.create<arith::MinSIOp>(l, distance, indexConstant(b, l, size - 1));
+    Value bucket = b.create<arith::IndexCastOp>(
+        l, b.getIndexType(),
+        b.create<tensor::ExtractOp>(l, lut, ValueRange{distance}));
+    if (!upper)
+      return bucket;
+    Value after =
+        b.create<arith::CmpIOp>(l, arith::CmpIPredicate::sgt, rel, zero);
+    return b.create<arith::SelectOp>(
+        l, after,
+        b.create<arith::AddIOp>(l, bucket, indexConstant(b, l, upper)), bucket);
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Heads and caches
 //===----------------------------------------------------------------------===//
@@ -385,8 +450,10 @@ struct SliceLowering : public OpConversionPattern<SliceOp> {
 
 void mlir::tfm::lowering::populateDataMovementLoweringPatterns(
     RewritePatternSet &patterns, int64_t vectorWidth) {
-  patterns.add<WeightLowering, EmbeddingLowering, PositionEncodingLowering,
-               CacheUpdateLowering, SliceLowering>(patterns.getContext());
+  patterns
+      .add<WeightLowering, EmbeddingLowering, PositionEncodingLowering,
+           RelativePositionBiasLowering, CacheUpdateLowering, SliceLowering>(
+          patterns.getContext());
   patterns.add<SplitHeadsLowering, MergeHeadsLowering>(patterns.getContext(),
                                                        vectorWidth);
 }

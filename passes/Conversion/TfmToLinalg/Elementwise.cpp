@@ -59,6 +59,8 @@ TFM_ELEMENTWISE(SqrtOp, return b.create<math::SqrtOp>(loc, args[0]);)
 TFM_ELEMENTWISE(ReluOp, return applyActivation(b, loc, Activation::relu, args[0]);)
 TFM_ELEMENTWISE(GeluOp, return applyActivation(b, loc, Activation::gelu, args[0]);)
 TFM_ELEMENTWISE(SiluOp, return applyActivation(b, loc, Activation::silu, args[0]);)
+TFM_ELEMENTWISE(GeluTanhOp,
+                return applyActivation(b, loc, Activation::gelu_tanh, args[0]);)
 TFM_ELEMENTWISE(SelectOp,
                 return b.create<arith::SelectOp>(loc, args[0], args[1], args[2]);)
 TFM_ELEMENTWISE(ScaleOp, {
@@ -144,7 +146,7 @@ void mlir::tfm::lowering::populateElementwiseLoweringPatterns(
     RewritePatternSet &patterns) {
   patterns.add<AddOpLowering, SubOpLowering, MulOpLowering, DivOpLowering,
                RsqrtOpLowering, SqrtOpLowering, ReluOpLowering, GeluOpLowering,
-               SiluOpLowering, SelectOpLowering, ScaleOpLowering,
-               CausalMaskLowering, KeyPaddingMaskLowering>(
+               GeluTanhOpLowering, SiluOpLowering, SelectOpLowering,
+               ScaleOpLowering, CausalMaskLowering, KeyPaddingMaskLowering>(
       patterns.getContext());
 }

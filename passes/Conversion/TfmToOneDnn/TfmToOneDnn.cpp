@@ -70,7 +70,7 @@ bool mlir::tfm::isOneDnnCandidate(Operation *op) {
         return bin->getOperand(0).getType() == bin->getResult(0).getType() &&
                rankOf(bin->getOperand(1)) <= rankOf(bin->getOperand(0));
       })
-      .Case<ReluOp, GeluOp, SiluOp, SqrtOp, RsqrtOp, ScaleOp>(
+      .Case<ReluOp, GeluOp, GeluTanhOp, SiluOp, SqrtOp, RsqrtOp, ScaleOp>(
           [](Operation *) { return true; })
       .Default([](Operation *) { return false; });
 }
@@ -193,6 +193,8 @@ const char *activationName(Activation act) {
     return "gelu";
   case Activation::silu:
     return "silu";
+  case Activation::gelu_tanh:
+    return "gelu_tanh";
   case Activation::none:
     break;
   }
@@ -340,14 +342,15 @@ void lower(IRRewriter &rewriter, ModuleOp module, Operation *op,
         call.scalar(kind);
         call.finish("tfm_onednn_binary");
       })
-      .Case<ReluOp, GeluOp, SiluOp, SqrtOp, RsqrtOp, ScaleOp>(
+      .Case<ReluOp, GeluOp, GeluTanhOp, SiluOp, SqrtOp, RsqrtOp, ScaleOp>(
           [&](Operation *unary) {
-            int64_t kind = isa<ReluOp>(unary)    ? abi::kEltRelu
-                           : isa<GeluOp>(unary)  ? abi::kEltGelu
-                           : isa<SiluOp>(unary)  ? abi::kEltSilu
-                           : isa<SqrtOp>(unary)  ? abi::kEltSqrt
-                           : isa<RsqrtOp>(unary) ? abi::kEltRsqrt
-                                                 : abi::kEltLinear;
+            int64_t kind = isa<ReluOp>(unary)       ? abi::kEltRelu
+                           : isa<GeluOp>(unary)     ? abi::kEltGelu
+                           : isa<GeluTanhOp>(unary) ? abi::kEltGeluTanh
+                           : isa<SiluOp>(unary)     ? abi::kEltSilu
+                           : isa<SqrtOp>(unary)     ? abi::kEltSqrt
+                           : isa<RsqrtOp>(unary)    ? abi::kEltRsqrt
+                                                    : abi::kEltLinear;
             float alpha = 1.f;
             if (auto scale = dyn_cast<ScaleOp>(unary))
               alpha = static_cast<float>(scale.getFactor().convertToDouble());

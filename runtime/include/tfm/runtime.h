@@ -37,6 +37,9 @@ typedef struct tfm_model_config {
   /* The token forced as the first one generated when a sentence has no
    * target prefix (the checkpoint's forced_bos_token_id), or -1. */
   int64_t forced_bos_token_id;
+  /* The width of a decoder attention head (d_model / decoder_heads but
+   * for T5's d_kv). */
+  int64_t decoder_head_dim;
 } tfm_model_config;
 
 /* Maps a weights file that tfmc wrote for this translator; the path may

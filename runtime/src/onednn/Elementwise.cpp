@@ -87,6 +87,9 @@ void eltwise(const Memref *xm, const Memref *outm, int64_t kind, float alpha) {
   case kEltGelu:
     alg = algorithm::eltwise_gelu_erf;
     break;
+  case kEltGeluTanh:
+    alg = algorithm::eltwise_gelu_tanh;
+    break;
   case kEltSilu:
     alg = algorithm::eltwise_swish, a = 1.f;
     break;

@@ -37,6 +37,8 @@ algorithm activationAlgorithm(int64_t activation) {
     return algorithm::eltwise_gelu_erf;
   case kSilu:
     return algorithm::eltwise_swish; // x · sigmoid(alpha · x), alpha = 1
+  case kGeluTanh:
+    return algorithm::eltwise_gelu_tanh;
   default:
     return algorithm::undef;
   }
@@ -73,6 +75,12 @@ void activateRow(float *y, int64_t n, int64_t activation) {
   case kSilu: // y · sigmoid(y)
     for (int64_t j = 0; j < n; ++j)
       y[j] = y[j] / (1.f + std::exp(-y[j]));
+    break;
+  case kGeluTanh: // y/2 · (1 + tanh(sqrt(2/π) · (y + 0.044715 y³)))
+    for (int64_t j = 0; j < n; ++j)
+      y[j] = 0.5f * y[j] *
+             (1.f + std::tanh(0.7978845608028654f *
+                              (y[j] + 0.044715f * y[j] * y[j] * y[j])));
     break;
   default:
     break;

@@ -544,3 +544,35 @@ func.func @attention_mask_rank(%q: tensor<?x4x?x16xf32>, %m: tensor<2x?x4x?x?xf3
   %0 = tfm.attention %q, %q, %q mask(%m : tensor<2x?x4x?x?xf32>) scale 0.25 : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32> -> tensor<?x4x?x16xf32>
   return
 }
+
+// -----
+
+func.func @relative_bias_dynamic_table(%t: tensor<?x8xf32>, %n: index) {
+  // expected-error @+1 {{expected a static table of shape [buckets, heads], found [?, 8]}}
+  %0 = tfm.relative_position_bias %t, %n, %n, %n bidirectional max_distance 128 : tensor<?x8xf32> -> tensor<1x8x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @relative_bias_heads(%t: tensor<32x8xf32>, %n: index) {
+  // expected-error @+1 {{expected result of shape [1, 8, ?, ?] ([1, heads, queries, keys]), found [1, 4, ?, ?]}}
+  %0 = tfm.relative_position_bias %t, %n, %n, %n max_distance 128 : tensor<32x8xf32> -> tensor<1x4x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @relative_bias_buckets(%t: tensor<3x8xf32>, %n: index) {
+  // expected-error @+1 {{expected at least 4 buckets, found 3}}
+  %0 = tfm.relative_position_bias %t, %n, %n, %n bidirectional max_distance 128 : tensor<3x8xf32> -> tensor<1x8x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @relative_bias_distance(%t: tensor<32x8xf32>, %n: index) {
+  // expected-error @+1 {{expected max_distance above 16 (half the buckets), found 16}}
+  %0 = tfm.relative_position_bias %t, %n, %n, %n max_distance 16 : tensor<32x8xf32> -> tensor<1x8x?x?xf32>
+  return
+}

@@ -58,8 +58,10 @@ func.func @elementwise(%x: tensor<?x?x64xf32>, %g: tensor<64xf32>, %m: tensor<?x
   %7 = tfm.gelu %6 : tensor<?x?x64xf32>
   // CHECK: tfm.silu %{{.+}} : tensor<?x?x64xf32>
   %8 = tfm.silu %7 : tensor<?x?x64xf32>
+  // CHECK: tfm.gelu_tanh %{{.+}} : tensor<?x?x64xf32>
+  %g8 = tfm.gelu_tanh %8 : tensor<?x?x64xf32>
   // CHECK: tfm.scale %{{.+}} by 1.250000e-01 : tensor<?x?x64xf32>
-  %9 = tfm.scale %8 by 0.125 : tensor<?x?x64xf32>
+  %9 = tfm.scale %g8 by 0.125 : tensor<?x?x64xf32>
   return %9 : tensor<?x?x64xf32>
 }
 
@@ -135,4 +137,14 @@ func.func @select_and_masked_attention(%keep: tensor<?x1x1x?xi1>, %q: tensor<?x4
   %o = tfm.attention %q, %q, %q mask(%m : tensor<?x1x1x?xf32>) causal scale 0.25
       : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32> -> tensor<?x4x?x16xf32>
   return %o : tensor<?x4x?x16xf32>
+}
+
+// CHECK-LABEL: func @relative_position_bias
+func.func @relative_position_bias(%t: tensor<32x8xf32>, %q: index, %k: index, %o: index)
+    -> (tensor<1x8x?x?xf32>, tensor<1x8x?x?xf32>) {
+  // CHECK: tfm.relative_position_bias %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} bidirectional max_distance 128 : tensor<32x8xf32> -> tensor<1x8x?x?xf32>
+  %0 = tfm.relative_position_bias %t, %q, %k, %o bidirectional max_distance 128 : tensor<32x8xf32> -> tensor<1x8x?x?xf32>
+  // CHECK: tfm.relative_position_bias %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} max_distance 64 : tensor<32x8xf32> -> tensor<1x8x?x?xf32>
+  %1 = tfm.relative_position_bias %t, %q, %k, %o max_distance 64 : tensor<32x8xf32> -> tensor<1x8x?x?xf32>
+  return %0, %1 : tensor<1x8x?x?xf32>, tensor<1x8x?x?xf32>
 }

@@ -22,7 +22,8 @@ namespace tfm_runtime {
 /// bf16 panels pair K (tfm/abi/Panels.h); decode_step's cross-attention
 /// keys, values and source lengths once per sentence, not per beam. 7:
 /// int8 panels. 8: regions checksummed in blocks (regionChecksum), so that
-/// every load can check them in parallel. 9: the forced BOS token.
+/// every load can check them in parallel. 9: the forced BOS token, the
+/// decoder's head width.
 constexpr uint64_t kAbiVersion = 9;
 
 /// The arithmetic of the linears (tfmc compile --precision): f32 weights;
@@ -193,6 +194,7 @@ struct tfm_model_info {
   int64_t forcedBosTokenId; // -1: none
   int64_t weightsSize;
   int64_t precision; // kPrecisionFp32, kPrecisionBf16 or kPrecisionInt8
+  int64_t decoderHeadDim; // T5's d_kv; else d_model / decoder heads
 };
 extern const tfm_model_info tfm_model_info_data;
 /// The checkpoint's bad_words_ids: their count, then per sequence its

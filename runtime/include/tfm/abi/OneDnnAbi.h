@@ -40,7 +40,13 @@ namespace tfm_runtime {
 namespace onednn {
 
 // The low byte of a linear's code: its activation (tfm::Activation order).
-enum Activation : int64_t { kNone = 0, kRelu = 1, kGelu = 2, kSilu = 3 };
+enum Activation : int64_t {
+  kNone = 0,
+  kRelu = 1,
+  kGelu = 2,
+  kSilu = 3,
+  kGeluTanh = 4
+};
 constexpr int64_t kActivationMask = 0xff;
 
 // Which optional operands are present.
@@ -61,7 +67,8 @@ enum Eltwise : int64_t {
   kEltSilu = 2,
   kEltSqrt = 3,
   kEltRsqrt = 4,
-  kEltLinear = 5
+  kEltLinear = 5,
+  kEltGeluTanh = 6
 };
 
 } // namespace onednn
