@@ -1,10 +1,15 @@
 //===- TokenizerFiles.h - A model's tokenizer, carried along ----*- C++ -*-===//
 //
-// A checkpoint may have SentencePiece files in Marian's layout (source.spm,
-// target.spm, vocab.json). tfmc checks vocab.json against the model and
-// copies the files beside the translator, or embeds them in it with the
-// weights (tfm/abi/EmbeddedFiles.h); the runtime checks them all again
-// and uses them.
+// A checkpoint may have its tokenizer's files beside it: Marian's layout
+// (source.spm, target.spm, vocab.json), or a Hugging Face family's
+// (M2M-100: sentencepiece.bpe.model and vocab.json; NLLB and mBART-50:
+// sentencepiece.bpe.model). tfmc checks them against the model, describes
+// them in a file of its own (tokenizer.tfm: how pieces get ids, the
+// special tokens, the language table with ids, a one-pair model's
+// languages; tfm/abi/EmbeddedFiles.h has the format) and copies them
+// beside the translator, or embeds them in it with the weights; the runtime
+// checks them again and follows the description, with no family logic of
+// its own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,11 +25,41 @@
 namespace mlir {
 namespace tfm {
 
-/// The tokenizer files of `modelDir`: all three paths, none (the model
-/// reads and writes ids), or an error naming the missing ones or what is
-/// wrong with vocab.json (its size, </s> and <unk> against the model's
-/// `vocabSize` and `eosTokenId`). A Marian release has a `*.vocab.yml`
-/// instead of vocab.json: it is written as `outDir`/vocab.json.
+/// What the tokenizer is checked against: the model being compiled.
+struct TokenizerTarget {
+  /// config.json's model_type: marian, bart, mbart, m2m_100, ...
+  std::string modelType = "marian";
+  int64_t vocabSize = 0, eosTokenId = 0, padTokenId = -1;
+  /// tfmc compile --source-lang / --target-lang: the languages of a model
+  /// of one pair (Marian, BART), recorded for the runtime; empty if not
+  /// given.
+  std::string sourceLang, targetLang;
+};
+
+/// The files the translator gets, and what to tell the user.
+struct TokenizerFiles {
+  /// Paths to copy or embed; those inside the output directory tfmc made
+  /// (tokenizer.tfm, a vocab.json from a Marian vocab.yml).
+  llvm::SmallVector<std::string, 4> files;
+  /// Set when the model directory has a tokenizer tfmc does not support
+  /// (BART's byte-level BPE): the translator then reads and writes ids.
+  std::string warning;
+};
+
+/// The tokenizer of `modelDir` for `model`: its files, checked (sizes and
+/// special tokens against the model's), with tokenizer.tfm written to
+/// `outDir` where the model needs a description (every family but a
+/// Marian model without languages); none when the model reads and writes
+/// ids; or an error naming the file and what is wrong.
+llvm::Expected<TokenizerFiles> findTokenizerFiles(llvm::StringRef modelDir,
+                                                  const TokenizerTarget &model,
+                                                  llvm::StringRef outDir);
+
+/// Marian's layout alone: all three paths, none (the model reads and writes
+/// ids), or an error naming the missing ones or what is wrong with
+/// vocab.json (its size, </s> and <unk> against the model's `vocabSize` and
+/// `eosTokenId`). A Marian release has a `*.vocab.yml` instead of
+/// vocab.json: it is written as `outDir`/vocab.json.
 llvm::Expected<llvm::SmallVector<std::string, 3>>
 findTokenizerFiles(llvm::StringRef modelDir, int64_t vocabSize,
                    int64_t eosTokenId, llvm::StringRef outDir);

@@ -8,6 +8,8 @@
 //   byte 0      mode: 0 files beside the weights; 1 embedded (the layout
 //               written by appendEmbeddedFiles); 2 embedded, then the table
 //               of embedded files patched with the text's first bytes
+//               (byte 0 % 3); bit 2: vocab.json's bytes are also tfmc's
+//               description, tokenizer.tfm (which the languages read too)
 //   bytes 1-2   the model's vocabulary size (little-endian)
 //   the rest    source.spm, target.spm, vocab.json and a sentence,
 //               separated by kSeparator
@@ -53,7 +55,7 @@ static std::string scratchDir() {
     std::atexit([] {
       char path[128];
       for (const char *name : {"source.spm", "target.spm", "vocab.json",
-                               "config.json", "model.tfmw"}) {
+                               "tokenizer.tfm", "config.json", "model.tfmw"}) {
         std::snprintf(path, sizeof path, "%s/%s", scratch, name);
         unlink(path);
       }
@@ -96,6 +98,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     paths.push_back(dir + "/" + kNames[i]);
     writeFile(paths.back(), parts[i]);
   }
+  std::string info = dir + "/" + tfm_runtime::kTokenizerInfoName;
+  unlink(info.c_str());
+  std::vector<std::string> embedded = paths;
+  if (data[0] & 4) {
+    writeFile(info, parts[2]);
+    embedded.push_back(info);
+  }
 
   // tfmc's check of vocab.json against config.json.
   std::string config = R"({"model_type": "marian", "d_model": 16,
@@ -125,7 +134,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const uint64_t filesAt = 4096;
     executable.assign(filesAt, 'x');
     llvm::raw_string_ostream out(executable);
-    llvm::Error err = mlir::tfm::appendEmbeddedFiles(out, filesAt, paths);
+    llvm::Error err = mlir::tfm::appendEmbeddedFiles(out, filesAt, embedded);
     TFM_FUZZ_CHECK(!err);
     out.flush();
     if (mode == 2) {
@@ -141,7 +150,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     std::memcpy(trailer.magic, tfm_runtime::kEmbedMagic, 8);
     executable.append(reinterpret_cast<const char *>(&trailer),
                       sizeof trailer);
-    for (const std::string &path : paths)
+    for (const std::string &path : embedded)
       unlink(path.c_str());
   }
   writeFile(weights, executable);
@@ -150,6 +159,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   cfg.source_vocab_size = cfg.target_vocab_size = vocab;
   cfg.eos_token_id = 0;
   cfg.pad_token_id = vocab - 1;
+  tfm_languages *languages = nullptr;
+  if (tfm_status s = tfm_languages_open(weights.c_str(), &cfg, &languages)) {
+    check(s, dir);
+  } else if (languages) {
+    tfm_language_tokens tokens;
+    int32_t index = 0;
+    if (tfm_status s = tfm_languages_find(languages, "de", &index))
+      tfm_status_free(s);
+    if (tfm_status s = tfm_languages_tokens(languages, nullptr, "de", &tokens))
+      tfm_status_free(s);
+    for (int32_t i = 0; i < tfm_languages_count(languages); ++i)
+      TFM_FUZZ_CHECK(tfm_languages_token(languages, i) < vocab);
+    tfm_languages_close(languages);
+  }
   tfm_tokenizer *tok = nullptr;
   if (tfm_status s = tfm_tokenizer_open(weights.c_str(), &cfg, &tok)) {
     check(s, dir);

@@ -2,13 +2,14 @@
 //
 // Every function of the C API, each a thin wrapper over the object it
 // concerns: the model (Model.cpp), the translation of a batch and its
-// results (Translator.cpp), the tokenizer (Tokenizer.cpp). No exception
-// crosses them: the objects return statuses.
+// results (Translator.cpp), the tokenizer (Tokenizer.cpp), the languages
+// (Languages.cpp). No exception crosses them: the objects return statuses.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tfm/runtime.h"
 
+#include "runtime/src/Languages.h"
 #include "runtime/src/Model.h"
 #include "runtime/src/Status.h"
 #include "runtime/src/Tokenizer.h"
@@ -149,7 +150,13 @@ extern "C" tfm_status tfm_tokenizer_encode(const tfm_tokenizer *tokenizer,
                                            const char *text, size_t length,
                                            int32_t **out_ids,
                                            int32_t *out_length) {
-  return encodeText(*tokenizer, text, length, out_ids, out_length);
+  return encodeText(*tokenizer, nullptr, text, length, out_ids, out_length);
+}
+
+extern "C" tfm_status tfm_tokenizer_encode_framed(
+    const tfm_tokenizer *tokenizer, const tfm_language_tokens *tokens,
+    const char *text, size_t length, int32_t **out_ids, int32_t *out_length) {
+  return encodeText(*tokenizer, tokens, text, length, out_ids, out_length);
 }
 
 extern "C" tfm_status tfm_tokenizer_decode(const tfm_tokenizer *tokenizer,
@@ -160,3 +167,54 @@ extern "C" tfm_status tfm_tokenizer_decode(const tfm_tokenizer *tokenizer,
 }
 
 extern "C" void tfm_free(void *memory) { std::free(memory); }
+
+//===----------------------------------------------------------------------===//
+// Languages
+//===----------------------------------------------------------------------===//
+
+extern "C" tfm_status tfm_languages_open(const char *model_path,
+                                         const tfm_model_config *config,
+                                         tfm_languages **out_languages) {
+  return openLanguages(model_path, *config, out_languages);
+}
+
+extern "C" void tfm_languages_close(tfm_languages *languages) {
+  delete languages;
+}
+
+extern "C" int32_t tfm_languages_count(const tfm_languages *languages) {
+  return int32_t(languages->info.languages.size());
+}
+
+extern "C" const char *tfm_languages_code(const tfm_languages *languages,
+                                          int32_t index) {
+  return languages->info.languages[index].code.c_str();
+}
+
+extern "C" const char *tfm_languages_names(const tfm_languages *languages,
+                                           int32_t index) {
+  return languages->names[index].c_str();
+}
+
+extern "C" int32_t tfm_languages_token(const tfm_languages *languages,
+                                       int32_t index) {
+  return languages->info.languages[index].id;
+}
+
+extern "C" void tfm_languages_pair(const tfm_languages *languages,
+                                   int32_t *out_source, int32_t *out_target) {
+  *out_source = languages->info.pairSource;
+  *out_target = languages->info.pairTarget;
+}
+
+extern "C" tfm_status tfm_languages_find(const tfm_languages *languages,
+                                         const char *code, int32_t *out_index) {
+  return findLanguage(languages->info, code, out_index);
+}
+
+extern "C" tfm_status tfm_languages_tokens(const tfm_languages *languages,
+                                           const char *source,
+                                           const char *target,
+                                           tfm_language_tokens *out_tokens) {
+  return languageTokens(*languages, source, target, *out_tokens);
+}

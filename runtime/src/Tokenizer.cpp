@@ -1,172 +1,91 @@
 //===- Tokenizer.cpp - SentencePiece text in and out ------------*- C++ -*-===//
 //
-// Marian's layout: source.spm cuts the source text into pieces, vocab.json
-// maps pieces to ids in one vocabulary shared by both sides, target.spm
-// joins the output's pieces into text. The files sit beside the weights, or
-// inside a translator with embedded weights (EmbeddedFiles.h). Each is
-// checked when opened, and every message names the file.
+// As tfmc's tokenizer.tfm describes it (tfm/abi/EmbeddedFiles.h): a
+// SentencePiece model cuts the source text into pieces, which get ids from
+// a JSON vocabulary (Marian, M2M-100) or from SentencePiece's own ids with
+// fairseq's offset (NLLB, mBART-50); a source is framed with the tokens the
+// description gives (its language's token, </s>); output ids become pieces
+// that the target's SentencePiece model joins into text, the special and
+// language tokens left out. A model without the description has Marian's
+// layout: source.spm, target.spm and vocab.json, one vocabulary for both
+// sides. The files sit beside the weights, or inside a translator with
+// embedded weights (ModelFiles.h). Each is checked when opened, and every
+// message names the file.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/src/Tokenizer.h"
 
+#include "runtime/src/Languages.h"
+#include "runtime/src/ModelFiles.h"
 #include "runtime/src/Status.h"
-#include "tfm/abi/EmbeddedFiles.h"
-#include "tfm/abi/ModelInfo.h"
+#include "runtime/src/TokenizerInfo.h"
 
 #include <fmt/ranges.h>
 
 #include <sentencepiece_processor.h>
 
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <fcntl.h>
 #include <memory>
 #include <new>
 #include <string>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 using tfm_runtime::makeError;
+using tfm_runtime::NamedBytes;
 
 struct tfm_tokenizer_t {
   sentencepiece::SentencePieceProcessor source, target;
-  std::unordered_map<std::string, int32_t> ids; // vocab.json
+  std::unordered_map<std::string, int32_t> ids; // the JSON vocabulary
   std::vector<std::string> pieces;              // its inverse
-  int32_t unk = 0, eos = 0, pad = 0;
+  /// Without a JSON vocabulary: id = SentencePiece's id + offset.
+  bool offsetIds = false;
+  int32_t offset = 0;
+  int32_t unk = 0, eos = 0;
+  /// Tokens found by their piece before the vocabulary: the special and
+  /// language tokens.
+  std::unordered_map<std::string, int32_t> named;
+  /// Ids left out of text output, and the first id that is none of the
+  /// tokenizer's (the model's padding rows, never text).
+  std::unordered_set<int32_t> hidden;
+  int64_t size = 0;
+  int64_t vocabSize = 0; // the model's
+  /// The model's Marian layout, without tokenizer.tfm: ids outside the
+  /// vocabulary are errors, as they always were.
+  bool legacy = true;
+  /// tfm_tokenizer_encode's framing: the default source language's.
+  tfm_language_tokens frame{};
 };
 
 namespace {
 
-const char *const kTokenizerFileNames[] = {"source.spm", "target.spm",
-                                           "vocab.json"};
+const char *const kMarianFileNames[] = {"source.spm", "target.spm",
+                                        "vocab.json"};
 
-/// One of the tokenizer's files: its bytes, and what to call it in messages.
-struct NamedBytes {
-  std::string name;
-  std::string bytes;
-  std::string fileName = {}; // within an executable: "vocab.json", ...
-};
-
-/// A file descriptor that closes itself.
-struct FileHandle {
-  int fd;
-  explicit FileHandle(int fd) : fd(fd) {}
-  ~FileHandle() {
-    if (fd >= 0)
-      close(fd);
-  }
-};
-
-bool readAt(int fd, void *buffer, uint64_t size, uint64_t offset) {
-  char *out = static_cast<char *>(buffer);
-  while (size > 0) {
-    ssize_t n = pread(fd, out, size, off_t(offset));
-    if (n <= 0) {
-      if (n < 0 && errno == EINTR)
-        continue;
-      return false;
-    }
-    out += n;
-    size -= uint64_t(n);
-    offset += uint64_t(n);
-  }
-  return true;
-}
-
-tfm_status readWholeFile(const std::string &path, std::string &out) {
-  FileHandle file(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  struct stat st;
-  if (file.fd < 0 || fstat(file.fd, &st) != 0)
-    return makeError("{}: cannot open: {}", path, std::strerror(errno));
-  out.resize(size_t(st.st_size));
-  if (!readAt(file.fd, out.data(), out.size(), 0))
-    return makeError("{}: cannot read: {}", path, std::strerror(errno));
-  return nullptr;
-}
-
-/// The tokenizer files inside `path`, a translator with embedded weights.
-/// `found` is set when `path` has embedded weights at all; `files` stays
-/// empty when it carries no tokenizer.
-tfm_status readEmbeddedFiles(const std::string &path, bool &found,
-                             std::vector<NamedBytes> &files) {
-  found = false;
-  FileHandle file(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  struct stat st;
-  if (file.fd < 0 || fstat(file.fd, &st) != 0)
-    return makeError("{}: cannot open: {}", path, std::strerror(errno));
-  uint64_t size = uint64_t(st.st_size);
-  tfm_runtime::EmbedTrailer embed;
-  tfm_runtime::EmbeddedFilesTrailer trailer;
-  if (size < sizeof embed + sizeof trailer ||
-      !readAt(file.fd, &embed, sizeof embed, size - sizeof embed) ||
-      std::memcmp(embed.magic, tfm_runtime::kEmbedMagic, 8) != 0)
-    return nullptr;
-  found = true;
-  uint64_t trailerAt = size - sizeof embed - sizeof trailer;
-  if (!readAt(file.fd, &trailer, sizeof trailer, trailerAt) ||
-      std::memcmp(trailer.magic, tfm_runtime::kEmbeddedFilesMagic, 8) != 0)
-    return nullptr; // embedded weights, no other files
-  uint64_t weightsEnd = embed.offset + embed.size;
-  if (trailer.count > tfm_runtime::kMaxEmbeddedFiles ||
-      trailer.count * sizeof(tfm_runtime::EmbeddedFile) >
-          trailerAt - weightsEnd)
-    return makeError("{}: corrupt table of embedded files", path);
-  uint64_t tableAt =
-      trailerAt - trailer.count * sizeof(tfm_runtime::EmbeddedFile);
-  std::vector<tfm_runtime::EmbeddedFile> table(trailer.count);
-  if (!readAt(file.fd, table.data(), trailer.count * sizeof(table[0]), tableAt))
-    return makeError("{}: cannot read: {}", path, std::strerror(errno));
-  for (const tfm_runtime::EmbeddedFile &entry : table) {
-    std::string name(entry.name, strnlen(entry.name, sizeof entry.name));
-    if (entry.offset < weightsEnd || entry.offset > tableAt ||
-        entry.size > tableAt - entry.offset)
-      return makeError("{}: corrupt table of embedded files ({})", path, name);
-    NamedBytes named{fmt::format("{} (embedded {})", path, name), std::string(),
-                     name};
-    named.bytes.resize(entry.size);
-    if (!readAt(file.fd, named.bytes.data(), entry.size, entry.offset))
-      return makeError("{}: cannot read: {}", named.name, std::strerror(errno));
-    files.push_back(std::move(named));
-  }
-  // In the order of kTokenizerFileNames, each once.
-  std::vector<NamedBytes> ordered;
-  for (const char *wanted : kTokenizerFileNames)
-    for (NamedBytes &f : files)
-      if (f.fileName == wanted) {
-        ordered.push_back(std::move(f));
-        break;
-      }
-  if (ordered.size() != 3)
-    return makeError("{}: the embedded tokenizer is incomplete: it needs "
-                     "source.spm, target.spm and vocab.json",
-                     path);
-  files = std::move(ordered);
-  return nullptr;
-}
-
-/// source.spm, target.spm and vocab.json in `dir`: all three, or none.
-tfm_status readFilesBeside(const std::string &dir,
-                           std::vector<NamedBytes> &files) {
+/// Marian's layout beside the weights or embedded: all three, or none.
+tfm_status readMarianFiles(const tfm_runtime::ModelFiles &files,
+                           std::vector<NamedBytes> &out) {
   std::vector<std::string> present, missing;
-  for (const char *name : kTokenizerFileNames)
-    (access((dir + name).c_str(), F_OK) == 0 ? present : missing)
-        .push_back(dir + name);
+  for (const char *name : kMarianFileNames)
+    (files.has(name) ? present : missing).push_back(files.describe(name));
   if (present.empty())
     return nullptr;
   if (!missing.empty()) {
+    if (files.embedded)
+      return makeError("{}: the embedded tokenizer is incomplete: it needs "
+                       "source.spm, target.spm and vocab.json",
+                       present.front().substr(0, present.front().find(" (")));
     return makeError("the tokenizer is incomplete: {} is there but not {}",
                      present.front(), fmt::join(missing, ", "));
   }
-  for (const std::string &path : present) {
-    NamedBytes named{path, std::string()};
-    if (tfm_status s = readWholeFile(path, named.bytes))
+  for (const char *name : kMarianFileNames) {
+    out.emplace_back();
+    if (tfm_status s = files.read(name, out.back()))
       return s;
-    files.push_back(std::move(named));
   }
   return nullptr;
 }
@@ -378,7 +297,10 @@ private:
   size_t pos = 0;
 };
 
+/// vocab.json: `count` pieces (Marian: the model's vocabulary), ids below
+/// `size`, </s> the model's EOS.
 tfm_status loadVocab(const NamedBytes &file, const tfm_model_config &config,
+                     int64_t count, const char *countWhat, int64_t size,
                      tfm_tokenizer_t &tok) {
   VocabParser parser(file.bytes);
   if (!parser.parse(tok.ids))
@@ -390,16 +312,16 @@ tfm_status loadVocab(const NamedBytes &file, const tfm_model_config &config,
     return makeError("{}: one vocabulary for source and target, but the "
                      "model's vocabularies differ ({} and {})",
                      file.name, vocab, config.target_vocab_size);
-  if (int64_t(tok.ids.size()) != vocab)
-    return makeError("{}: {} pieces, but the model's vocabulary has {}",
-                     file.name, tok.ids.size(), vocab);
-  tok.pieces.assign(size_t(vocab), std::string());
-  std::vector<bool> seen(size_t(vocab), false);
+  if (int64_t(tok.ids.size()) != count)
+    return makeError("{}: {} pieces, but {} {}", file.name, tok.ids.size(),
+                     countWhat, count);
+  tok.pieces.assign(size_t(size), std::string());
+  std::vector<bool> seen(size_t(size), false);
   for (const auto &[piece, id] : tok.ids) {
-    if (id >= vocab)
+    if (id >= size)
       return makeError(
           "{}: piece \"{}\" has id {}, outside the vocabulary of {}", file.name,
-          piece, id, vocab);
+          piece, id, size);
     if (seen[id])
       return makeError("{}: id {} is given to more than one piece", file.name,
                        id);
@@ -419,10 +341,7 @@ tfm_status loadVocab(const NamedBytes &file, const tfm_model_config &config,
   };
   if (tfm_status s = require("</s>", config.eos_token_id, tok.eos))
     return s;
-  if (tfm_status s = require("<unk>", -1, tok.unk))
-    return s;
-  tok.pad = int32_t(config.pad_token_id);
-  return nullptr;
+  return require("<unk>", -1, tok.unk);
 }
 
 tfm_status loadSentencePiece(const NamedBytes &file,
@@ -455,6 +374,106 @@ template <typename Body> tfm_status guarded(const char *what, Body body) {
   }
 }
 
+/// Marian's layout, as the runtime has always read it.
+tfm_status openMarian(const std::vector<NamedBytes> &files,
+                      const tfm_model_config &config, tfm_tokenizer_t &tok) {
+  if (tfm_status s = loadSentencePiece(files[0], tok.source))
+    return s;
+  if (tfm_status s = loadSentencePiece(files[1], tok.target))
+    return s;
+  int64_t vocab = config.source_vocab_size;
+  if (tfm_status s = loadVocab(files[2], config, vocab,
+                               "the model's vocabulary has", vocab, tok))
+    return s;
+  tok.size = vocab;
+  tok.hidden = {tok.eos, int32_t(config.pad_token_id)};
+  tok.frame.source_suffix[0] = tok.eos;
+  tok.frame.source_suffix_length = 1;
+  return nullptr;
+}
+
+/// What tokenizer.tfm describes; the runtime adds no rule of its own.
+tfm_status openDescribed(const tfm_runtime::ModelFiles &files,
+                         const tfm_runtime::TokenizerInfo &info,
+                         const tfm_model_config &config, tfm_tokenizer_t &tok) {
+  tok.legacy = false;
+  tok.size = info.size;
+  NamedBytes file;
+  for (auto [name, sp] : {std::pair{&info.sourceSpm, &tok.source},
+                          std::pair{&info.targetSpm, &tok.target}}) {
+    if (tfm_status s = files.read(*name, file))
+      return s;
+    if (tfm_status s = loadSentencePiece(file, *sp))
+      return s;
+  }
+  for (const auto &[piece, id] : info.specials) {
+    tok.named.emplace(piece, id);
+    tok.hidden.insert(id);
+  }
+  for (const tfm_runtime::LanguageEntry &l : info.languages)
+    if (l.id >= 0) {
+      tok.named.emplace(l.code, l.id);
+      tok.hidden.insert(l.id);
+    }
+  auto special = [&](const char *piece, int32_t otherwise) {
+    auto it = tok.named.find(piece);
+    return it == tok.named.end() ? otherwise : it->second;
+  };
+  tok.eos = special("</s>", int32_t(config.eos_token_id));
+  tok.unk = special("<unk>", 0);
+  if (!info.vocab.empty()) {
+    if (tfm_status s = files.read(info.vocab, file))
+      return s;
+    if (tfm_status s = loadVocab(file, config, info.vocabCount,
+                                 "tfmc described one of", info.size, tok))
+      return s;
+  } else {
+    tok.offsetIds = true;
+    tok.offset = info.offset;
+  }
+  return tfm_runtime::languageTokens(info, -1, -1, tok.frame);
+}
+
+/// The ids of `text`'s pieces, without a frame.
+tfm_status pieceIds(const tfm_tokenizer &tok, const char *text, size_t length,
+                    std::vector<int32_t> &out) {
+  std::vector<std::string> pieces;
+  sentencepiece::util::Status s =
+      tok.source.Encode(absl::string_view(text, length), &pieces);
+  if (!s.ok())
+    return makeError("cannot cut the text into pieces: {}", s.ToString());
+  for (const std::string &piece : pieces) {
+    if (tok.offsetIds) {
+      // SentencePiece's id 0 is its unknown piece (fairseq's alignment).
+      int id = tok.source.PieceToId(piece);
+      out.push_back(id == 0 ? tok.unk : id + tok.offset);
+      continue;
+    }
+    auto it = tok.ids.find(piece);
+    out.push_back(it == tok.ids.end() ? tok.unk : it->second);
+  }
+  return nullptr;
+}
+
+/// The piece of output id `id`, or "" for one left out of text.
+tfm_status outputPiece(const tfm_tokenizer &tok, int32_t id, std::string &out) {
+  out.clear();
+  int64_t limit = tok.legacy ? int64_t(tok.pieces.size()) : tok.vocabSize;
+  if (id < 0 || id >= limit)
+    return makeError("token id {} is outside the vocabulary of {}", id, limit);
+  if (tok.hidden.count(id) || id >= tok.size)
+    return nullptr;
+  if (!tok.offsetIds) {
+    out = tok.pieces[id];
+    return nullptr;
+  }
+  int spmId = id - tok.offset;
+  if (spmId >= 0 && spmId < tok.target.GetPieceSize() &&
+      !tok.target.IsControl(spmId) && !tok.target.IsUnknown(spmId))
+    out = tok.target.IdToPiece(spmId);
+  return nullptr;
+}
+
 } // namespace
 
 tfm_status tfm_runtime::openTokenizer(const char *model_path,
@@ -462,24 +481,28 @@ tfm_status tfm_runtime::openTokenizer(const char *model_path,
                                       tfm_tokenizer **out_tokenizer) {
   *out_tokenizer = nullptr;
   return guarded("opening the tokenizer", [&]() -> tfm_status {
-    std::string path = model_path;
-    std::vector<NamedBytes> files;
-    bool embedded = false;
-    if (tfm_status s = readEmbeddedFiles(path, embedded, files))
+    ModelFiles files;
+    if (tfm_status s = ModelFiles::open(model_path, files))
       return s;
-    if (!embedded)
-      if (tfm_status s =
-              readFilesBeside(path.substr(0, path.rfind('/') + 1), files))
-        return s;
-    if (files.empty())
-      return nullptr;
+    TokenizerInfo info;
+    if (tfm_status s = readTokenizerInfo(files, config, info))
+      return s;
     auto tok = std::make_unique<tfm_tokenizer_t>();
-    if (tfm_status s = loadSentencePiece(files[0], tok->source))
-      return s;
-    if (tfm_status s = loadSentencePiece(files[1], tok->target))
-      return s;
-    if (tfm_status s = loadVocab(files[2], config, *tok))
-      return s;
+    tok->vocabSize = config.target_vocab_size;
+    if (info.described) {
+      if (info.sourceSpm.empty() || info.targetSpm.empty())
+        return nullptr; // ids only
+      if (tfm_status s = openDescribed(files, info, config, *tok))
+        return s;
+    } else {
+      std::vector<NamedBytes> marian;
+      if (tfm_status s = readMarianFiles(files, marian))
+        return s;
+      if (marian.empty())
+        return nullptr;
+      if (tfm_status s = openMarian(marian, config, *tok))
+        return s;
+    }
     *out_tokenizer = tok.release();
     return nullptr;
   });
@@ -487,28 +510,29 @@ tfm_status tfm_runtime::openTokenizer(const char *model_path,
 
 void tfm_runtime::closeTokenizer(tfm_tokenizer *tokenizer) { delete tokenizer; }
 
-tfm_status tfm_runtime::encodeText(const tfm_tokenizer &tok, const char *text,
-                                   size_t length, int32_t **out_ids,
-                                   int32_t *out_length) {
+tfm_status tfm_runtime::encodeText(const tfm_tokenizer &tok,
+                                   const tfm_language_tokens *frame,
+                                   const char *text, size_t length,
+                                   int32_t **out_ids, int32_t *out_length) {
   *out_ids = nullptr;
   *out_length = 0;
+  if (!frame)
+    frame = &tok.frame;
   return guarded("encoding a sentence", [&]() -> tfm_status {
-    std::vector<std::string> pieces;
-    sentencepiece::util::Status s =
-        tok.source.Encode(absl::string_view(text, length), &pieces);
-    if (!s.ok())
-      return makeError("cannot cut the text into pieces: {}", s.ToString());
-    auto *ids = static_cast<int32_t *>(
-        std::malloc((pieces.size() + 1) * sizeof(int32_t)));
-    if (!ids)
+    std::vector<int32_t> ids(frame->source_prefix,
+                             frame->source_prefix +
+                                 frame->source_prefix_length);
+    if (tfm_status s = pieceIds(tok, text, length, ids))
+      return s;
+    ids.insert(ids.end(), frame->source_suffix,
+               frame->source_suffix + frame->source_suffix_length);
+    auto *out =
+        static_cast<int32_t *>(std::malloc(ids.size() * sizeof(int32_t) + 1));
+    if (!out)
       return makeError("out of memory encoding a sentence");
-    for (size_t i = 0; i < pieces.size(); ++i) {
-      auto it = tok.ids.find(pieces[i]);
-      ids[i] = it == tok.ids.end() ? tok.unk : it->second;
-    }
-    ids[pieces.size()] = tok.eos; // Marian ends every source with EOS
-    *out_ids = ids;
-    *out_length = int32_t(pieces.size() + 1);
+    std::memcpy(out, ids.data(), ids.size() * sizeof(int32_t));
+    *out_ids = out;
+    *out_length = int32_t(ids.size());
     return nullptr;
   });
 }
@@ -516,12 +540,23 @@ tfm_status tfm_runtime::encodeText(const tfm_tokenizer &tok, const char *text,
 tfm_status tfm_runtime::pieceId(const tfm_tokenizer &tok, const char *piece,
                                 size_t length, int32_t *out_id) {
   return guarded("looking up a piece", [&]() -> tfm_status {
-    auto it = tok.ids.find(std::string(piece, length));
-    if (it == tok.ids.end())
-      return makeError("\"{}\" is not a piece of the vocabulary",
-                       std::string(piece, length));
-    *out_id = it->second;
-    return nullptr;
+    std::string wanted(piece, length);
+    auto named = tok.named.find(wanted);
+    if (named != tok.named.end()) {
+      *out_id = named->second;
+      return nullptr;
+    }
+    if (tok.offsetIds) {
+      int id = tok.source.PieceToId(wanted);
+      if (id > 0) {
+        *out_id = id + tok.offset;
+        return nullptr;
+      }
+    } else if (auto it = tok.ids.find(wanted); it != tok.ids.end()) {
+      *out_id = it->second;
+      return nullptr;
+    }
+    return makeError("\"{}\" is not a piece of the vocabulary", wanted);
   });
 }
 
@@ -532,12 +567,12 @@ tfm_status tfm_runtime::decodeIds(const tfm_tokenizer &tok, const int32_t *ids,
   *out_length = 0;
   return guarded("decoding a sentence", [&]() -> tfm_status {
     std::vector<std::string> pieces;
+    std::string piece;
     for (int32_t i = 0; i < length; ++i) {
-      if (ids[i] < 0 || size_t(ids[i]) >= tok.pieces.size())
-        return makeError("token id {} is outside the vocabulary of {}", ids[i],
-                         tok.pieces.size());
-      if (ids[i] != tok.eos && ids[i] != tok.pad)
-        pieces.push_back(tok.pieces[ids[i]]);
+      if (tfm_status s = outputPiece(tok, ids[i], piece))
+        return s;
+      if (!piece.empty())
+        pieces.push_back(piece);
     }
     std::string text;
     sentencepiece::util::Status s = tok.target.Decode(pieces, &text);

@@ -18,7 +18,9 @@ namespace tfm_runtime {
 tfm_status openTokenizer(const char *model_path, const tfm_model_config &config,
                          tfm_tokenizer **out_tokenizer);
 void closeTokenizer(tfm_tokenizer *tokenizer);
-tfm_status encodeText(const tfm_tokenizer &tokenizer, const char *text,
+/// `frame`: the source prefix and suffix (NULL: the default source's).
+tfm_status encodeText(const tfm_tokenizer &tokenizer,
+                      const tfm_language_tokens *frame, const char *text,
                       size_t length, int32_t **out_ids, int32_t *out_length);
 tfm_status pieceId(const tfm_tokenizer &tokenizer, const char *piece,
                    size_t length, int32_t *out_id);

@@ -50,6 +50,7 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
+#include <optional>
 #include <thread>
 
 using namespace llvm;
@@ -146,6 +147,17 @@ static cl::opt<bool> printBackends(
     "print-backends",
     cl::desc("compile: print which backend each op kind and shape got"),
     cl::cat(tfmcOptions));
+static cl::opt<std::string> sourceLang(
+    "source-lang",
+    cl::desc("compile: the source language of a model of one pair (Marian, "
+             "BART), e.g. en, recorded for --model-info and the translator's "
+             "--source-lang; with --target-lang"),
+    cl::value_desc("code"), cl::cat(tfmcOptions));
+static cl::opt<std::string> targetLang(
+    "target-lang",
+    cl::desc("compile: the target language of a model of one pair, e.g. de; "
+             "with --source-lang"),
+    cl::value_desc("code"), cl::cat(tfmcOptions));
 static cl::opt<bool> passStatistics(
     "tfm-pass-statistics",
     cl::desc("Print what the tfm passes did (blocks fused, ...) to stderr"),
@@ -157,13 +169,16 @@ static const char *kUsage =
     "  tfmc import  MODEL_DIR [-o model.mlir] [--summary]\n"
     "  tfmc compile MODEL_DIR -o OUT_DIR [--embed-weights] "
     "[--backend=llvm|onednn|auto]\n"
-    "               [--precision=fp32|bf16|int8]\n"
+    "               [--precision=fp32|bf16|int8] [--source-lang=L "
+    "--target-lang=L]\n"
     "  tfmc compile MODEL_DIR --compile-to=input|fused|llvm [-o out.mlir]\n"
     "  tfmc compile GRAPH.mlir --weights MODEL_DIR [the options above]\n"
-    "  tfmc graph   MODEL_DIR [--stage=imported|fused|backends] -o model.svg\n\n"
+    "  tfmc graph   MODEL_DIR [--stage=imported|fused|backends] -o "
+    "model.svg\n\n"
     "MODEL_DIR holds config.json and model.safetensors (Hugging Face "
     "MarianMT layout),\nand for text in and out source.spm, target.spm and "
-    "vocab.json.\nGRAPH.mlir is a tfm graph (as `tfmc import` writes it, edited or "
+    "vocab.json.\nGRAPH.mlir is a tfm graph (as `tfmc import` writes it, "
+    "edited or "
     "fused) whose\ntfm.weight ops name tensors of MODEL_DIR.\n\n"
     "MLIR's options (--mlir-timing, --mlir-print-ir-after-all, ...) and "
     "LLVM's work too;\n--help-hidden lists them.\n";
@@ -297,11 +312,73 @@ static StringRef checkpointDir() {
   return graphWeights.empty() ? StringRef(modelDir) : StringRef(graphWeights);
 }
 
-static int compileTranslator(mlir::ModuleOp module) {
+/// A language code as tfmc records it: letters, then optional parts after
+/// '-' or '_' (en, ast, pt_BR, zh-Hant); no spaces, which the runtime's
+/// description of the tokenizer separates fields by.
+static bool isLanguageCode(StringRef code) {
+  SmallVector<StringRef> parts;
+  std::string dashes = code.str();
+  std::replace(dashes.begin(), dashes.end(), '-', '_');
+  StringRef(dashes).split(parts, '_');
+  if (parts[0].size() < 2 || parts[0].size() > 8 || !all_of(parts[0], isAlpha))
+    return false;
+  return all_of(parts, [](StringRef part) {
+    return !part.empty() && part.size() <= 8 && all_of(part, isAlnum);
+  });
+}
+
+/// The tokenizer's files, checked against the model being compiled, with
+/// the languages of --source-lang / --target-lang.
+static Expected<mlir::tfm::TokenizerFiles>
+findTokenizer(mlir::ModuleOp module) {
+  if (sourceLang.empty() != targetLang.empty())
+    return createStringError(
+        inconvertibleErrorCode(),
+        "--source-lang and --target-lang name a model's language pair: "
+        "give both");
+  for (cl::opt<std::string> *code : {&sourceLang, &targetLang})
+    if (!code->empty() && !isLanguageCode(*code))
+      return createStringError(
+          inconvertibleErrorCode(),
+          "--" + code->ArgStr + " '" + *code +
+              "' is not a language code (ISO 639-1 such as en, or with a "
+              "region or script: pt_BR, zh-Hant)");
+  auto model = module->getAttrOfType<mlir::DictionaryAttr>("tfm.model");
+  auto modelInt = [&](StringRef key) {
+    auto value = model ? model.getAs<mlir::IntegerAttr>(key) : nullptr;
+    return value ? value.getInt() : int64_t(-1);
+  };
+  auto modelType =
+      model ? model.getAs<mlir::StringAttr>("model_type") : nullptr;
+  mlir::tfm::TokenizerTarget target;
+  if (modelType)
+    target.modelType = modelType.getValue().str();
+  target.vocabSize = modelInt("source_vocab_size");
+  target.eosTokenId = modelInt("eos_token_id");
+  target.padTokenId = modelInt("pad_token_id");
+  target.sourceLang = sourceLang;
+  target.targetLang = targetLang;
+  return mlir::tfm::findTokenizerFiles(checkpointDir(), target, outputFile);
+}
+
+/// The output directory, made, with the tokenizer's files checked: before
+/// the long compilation, which a bad tokenizer would only waste.
+static Expected<mlir::tfm::TokenizerFiles>
+prepareOutput(mlir::ModuleOp module) {
   if (outputFile == "-")
-    return reportError("a translator needs an output directory: -o OUT_DIR");
+    return createStringError(
+        inconvertibleErrorCode(),
+        "a translator needs an output directory: -o OUT_DIR");
   if (std::error_code ec = sys::fs::create_directories(outputFile))
-    return reportError(outputFile + ": " + ec.message());
+    return createStringError(ec, outputFile + ": " + ec.message());
+  Expected<mlir::tfm::TokenizerFiles> tokenizer = findTokenizer(module);
+  if (tokenizer && !tokenizer->warning.empty())
+    WithColor::warning(errs(), "tfmc") << tokenizer->warning << "\n";
+  return tokenizer;
+}
+
+static int compileTranslator(mlir::ModuleOp module,
+                             ArrayRef<std::string> tokenizerFiles) {
   SmallString<256> object(outputFile), weights(outputFile),
       translator(outputFile);
   sys::path::append(object, "model");
@@ -312,18 +389,6 @@ static int compileTranslator(mlir::ModuleOp module) {
       mlir::tfm::Checkpoint::open(checkpointDir());
   if (!checkpoint)
     return reportError(toString(checkpoint.takeError()));
-  // The tokenizer is checked against the model being compiled.
-  auto model = module->getAttrOfType<mlir::DictionaryAttr>("tfm.model");
-  auto modelInt = [&](StringRef key) {
-    auto value = model ? model.getAs<mlir::IntegerAttr>(key) : nullptr;
-    return value ? value.getInt() : int64_t(-1);
-  };
-  Expected<SmallVector<std::string, 3>> tokenizerFiles =
-      mlir::tfm::findTokenizerFiles(checkpointDir(),
-                                    modelInt("source_vocab_size"),
-                                    modelInt("eos_token_id"), outputFile);
-  if (!tokenizerFiles)
-    return reportError(toString(tokenizerFiles.takeError()));
   if (Error err = mlir::tfm::writeWeightsFile(module, *checkpoint, weights))
     return reportError(toString(std::move(err)));
   mlir::tfm::CodegenOptions options;
@@ -346,15 +411,16 @@ static int compileTranslator(mlir::ModuleOp module) {
   for (const std::string &path : *objects)
     sys::fs::remove(path);
   if (embedWeights) {
-    if (int rc = embed(translator, weights, *tokenizerFiles))
+    if (int rc = embed(translator, weights, tokenizerFiles))
       return rc;
-    // A vocab.json made from a Marian vocab.yml is inside the translator now.
-    for (const std::string &file : *tokenizerFiles)
-      if (sys::path::parent_path(file) == outputFile)
+    // What tfmc wrote (tokenizer.tfm, a vocab.json made from a Marian
+    // vocab.yml) is inside the translator now.
+    for (const std::string &file : tokenizerFiles)
+      if (sys::fs::equivalent(sys::path::parent_path(file), outputFile))
         sys::fs::remove(file);
     return 0;
   }
-  if (Error err = mlir::tfm::copyTokenizerFiles(*tokenizerFiles, outputFile))
+  if (Error err = mlir::tfm::copyTokenizerFiles(tokenizerFiles, outputFile))
     return reportError(toString(std::move(err)));
   return 0;
 }
@@ -479,6 +545,16 @@ static int run(StringRef command) {
     return writeOutput(
         [&](raw_ostream &os) { mlir::tfm::printModelSummary(**module, os); });
 
+  std::optional<mlir::tfm::TokenizerFiles> tokenizer;
+  if (command == "compile" && compileTo == Phase::Translator) {
+    Expected<mlir::tfm::TokenizerFiles> found = prepareOutput(**module);
+    if (!found)
+      return reportError(toString(found.takeError()));
+    tokenizer = std::move(*found);
+  } else if (!sourceLang.empty() || !targetLang.empty()) {
+    return reportError("--source-lang and --target-lang are recorded in a "
+                       "translator: `tfmc compile MODEL_DIR -o OUT_DIR`");
+  }
   if (command == "compile" && compileTo != Phase::Input) {
     // The timing manager outlives the pass manager that reports to it.
     mlir::DefaultTimingManager timing;
@@ -520,7 +596,7 @@ static int run(StringRef command) {
   if (passStatistics)
     mlir::tfm::printPassStatistics(errs());
   if (command == "compile" && compileTo == Phase::Translator)
-    return compileTranslator(**module);
+    return compileTranslator(**module, tokenizer->files);
   return writeOutput([&](raw_ostream &os) {
     (*module)->print(os, mlir::OpPrintingFlags());
     os << "\n";

@@ -164,6 +164,68 @@ tfm_status tfm_tokenizer_decode(const tfm_tokenizer *tokenizer,
 /* Frees what the runtime allocated for the caller. */
 void tfm_free(void *memory);
 
+/* Languages, as the family's Hugging Face tokenizer and `generate` use
+ * them: a multilingual model (M2M-100, NLLB, mBART-50) frames a source text
+ * with its language's token and forces the target language's token first;
+ * a model of one pair (Marian, BART) compiled with `tfmc compile
+ * --source-lang L --target-lang L` knows its two languages, which have no
+ * tokens. Read from tokenizer.tfm, tfmc's description of the tokenizer
+ * (beside the weights or embedded with them). */
+typedef struct tfm_languages_t tfm_languages;
+
+/* Opens the languages of the model at `model_path` (what tfm_model_open
+ * took) and checks them against `config`. A model without languages is no
+ * error: *out_languages is then NULL. */
+tfm_status tfm_languages_open(const char *model_path,
+                              const tfm_model_config *config,
+                              tfm_languages **out_languages);
+void tfm_languages_close(tfm_languages *languages);
+
+/* The languages, in the model's order. Language `index` has the model's
+ * code ("__de__", "deu_Latn", "de_DE"; a pair's as given to tfmc), other
+ * names that choose it, space-separated ("de", "de deu"; may be empty),
+ * and its token id (-1 for a one-pair model's). */
+int32_t tfm_languages_count(const tfm_languages *languages);
+const char *tfm_languages_code(const tfm_languages *languages, int32_t index);
+const char *tfm_languages_names(const tfm_languages *languages, int32_t index);
+int32_t tfm_languages_token(const tfm_languages *languages, int32_t index);
+/* A one-pair model's source and target language (indexes), else -1. */
+void tfm_languages_pair(const tfm_languages *languages, int32_t *out_source,
+                        int32_t *out_target);
+
+/* The index of the language `code` names: the model's code or another
+ * name (an ISO 639-1 code). The error names `code` and a few of the
+ * model's. */
+tfm_status tfm_languages_find(const tfm_languages *languages, const char *code,
+                              int32_t *out_index);
+
+/* Translating from one language to another: a source text becomes
+ * source_prefix, its pieces' ids, source_suffix (which ends in EOS); the
+ * target_prefix tokens are forced first in every translation (the target
+ * language's token). At most 4 tokens each. */
+typedef struct tfm_language_tokens {
+  int32_t source_prefix[4], source_prefix_length;
+  int32_t source_suffix[4], source_suffix_length;
+  int32_t target_prefix[4], target_prefix_length;
+} tfm_language_tokens;
+
+/* The tokens for `source` and `target` (codes as tfm_languages_find takes
+ * them; NULL: not given). Without a source the tokenizer's default frames
+ * text (as the Hugging Face tokenizer's: English for M2M-100, NLLB and
+ * mBART-50); without a target nothing is forced. A one-pair model takes its
+ * own two languages only. The error names the code. */
+tfm_status tfm_languages_tokens(const tfm_languages *languages,
+                                const char *source, const char *target,
+                                tfm_language_tokens *out_tokens);
+
+/* tfm_tokenizer_encode with the source framing of `tokens` (from
+ * tfm_languages_tokens): its source prefix, the text's pieces, its source
+ * suffix. NULL `tokens` frames as tfm_tokenizer_encode does. */
+tfm_status tfm_tokenizer_encode_framed(const tfm_tokenizer *tokenizer,
+                                       const tfm_language_tokens *tokens,
+                                       const char *text, size_t length,
+                                       int32_t **out_ids, int32_t *out_length);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,7 +9,43 @@
 //   [EmbeddedFilesTrailer][EmbedTrailer]
 //
 // tfmc writes this (compiler/TokenizerFiles.cpp), the runtime reads it
-// (Tokenizer.cpp); both take the layout from here. Little-endian.
+// (ModelFiles.cpp); both take the layout from here. Little-endian.
+//
+// Among the files, beside the weights or embedded, tfmc writes
+// kTokenizerInfoName: its description of the tokenizer, so that the runtime
+// follows it with no family logic of its own. UTF-8 text, a record a line,
+// fields separated by spaces (no field holds one):
+//
+//   tfm-tokenizer 1             the first line: the format's version
+//   kind KIND                   marian, m2m100, nllb, mbart50, none (ids
+//                               only): what to call it in messages
+//   source-spm FILE             the SentencePiece model that cuts source text
+//   target-spm FILE             the one that joins output pieces into text
+//   vocab FILE COUNT            pieces get ids from FILE, a JSON object of
+//                               COUNT pieces (a piece not in it is <unk>)
+//   offset N                    or: id = SentencePiece's id + N, its id 0
+//                               (unknown) being <unk> (fairseq's alignment)
+//   size N                      the tokenizer's ids are [0, N); the model's
+//                               rows past N are never text
+//   special PIECE ID            <s>, <pad>, </s>, <unk>, <mask>: found by
+//                               their piece, left out of text output
+//   language CODE ID NAME...    a language token: the model's code
+//                               (__de__, deu_Latn, de_DE), its id, and the
+//                               other names that choose it (de); left out
+//                               of text output
+//   default-source CODE         the language of source text given without
+//                               one (the Hugging Face tokenizer's default)
+//   source-prefix TOKEN...      before a source text's pieces: ids, or
+//                               `source` for the source language's token
+//   source-suffix TOKEN...      after them (ids, `source`)
+//   target-prefix TOKEN...      forced first in a translation when a target
+//                               language is given: ids, or `target`
+//   pair SOURCE TARGET          a model of one language pair (tfmc compile
+//                               --source-lang/--target-lang): its languages,
+//                               which have no tokens
+//
+// A model without the file is Marian's layout: source.spm, target.spm and
+// vocab.json, ids from vocab.json, sources ending in </s>.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +66,10 @@ struct EmbeddedFile {
   uint64_t offset; // from the start of the executable
   uint64_t size;
 };
+
+/// tfmc's description of the tokenizer (see above), and its first line.
+constexpr char kTokenizerInfoName[] = "tokenizer.tfm";
+constexpr char kTokenizerInfoHeader[] = "tfm-tokenizer 1";
 
 struct EmbeddedFilesTrailer {
   uint64_t count; // EmbeddedFile entries just before this trailer
