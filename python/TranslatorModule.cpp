@@ -63,6 +63,10 @@ struct RuntimeApi {
   TFM_API(tfm_tokenizer_encode)                                                \
   TFM_API(tfm_tokenizer_decode)                                                \
   TFM_API(tfm_tokenizer_piece_id)                                              \
+  TFM_API(tfm_tokenizer_encode_framed)                                         \
+  TFM_API(tfm_languages_open)                                                  \
+  TFM_API(tfm_languages_close)                                                 \
+  TFM_API(tfm_languages_tokens)                                                \
   TFM_API(tfm_free)
   TFM_API_LIST
 #undef TFM_API
@@ -285,9 +289,12 @@ public:
     check(api.tfm_set_num_threads(threads));
     api.tfm_model_get_config(model, &config);
     check(api.tfm_tokenizer_open(weights.c_str(), &config, &tokenizer));
+    check(api.tfm_languages_open(weights.c_str(), &config, &languages));
   }
 
   ~Translator() {
+    if (languages)
+      api.tfm_languages_close(languages);
     if (tokenizer)
       api.tfm_tokenizer_close(tokenizer);
     if (model)
@@ -303,7 +310,8 @@ public:
                  py::handle maxLengthArg, py::handle maxLengthRatioArg,
                  py::handle minLengthArg, py::handle lengthPenaltyArg,
                  py::handle maxBatchSizeArg, py::handle returnScoresArg,
-                 py::handle targetPrefixArg) {
+                 py::handle targetPrefixArg, py::handle sourceLangArg,
+                 py::handle targetLangArg) {
     tfm_search_options opts;
     api.tfm_search_options_default(&opts);
     // A beam wider than the target vocabulary finds nothing more at its
@@ -334,6 +342,8 @@ public:
     size_t maxBatchSize =
         size_t(intArg(maxBatchSizeArg, "max_batch_size", 1, kInt32Max));
     bool returnScores = boolArg(returnScoresArg, "return_scores");
+    tfm_language_tokens langTokens =
+        languageTokens(sourceLangArg, targetLangArg);
 
     // One str is an iterable of one-character sentences: surely a mistake.
     if (PyUnicode_Check(source.ptr()) || PyBytes_Check(source.ptr()) ||
@@ -368,7 +378,7 @@ public:
           warn(PyExc_UnicodeWarning,
                where + ": lone surrogates (invalid UTF-8), replaced by "
                        "U+FFFD as the translator does");
-        ids[i] = encode(line, where);
+        ids[i] = encode(line, where, langTokens);
       } else if (PyBytes_Check(item.ptr()) || PyByteArray_Check(item.ptr()) ||
                  PyMemoryView_Check(item.ptr())) {
         // Bytes are a sequence of ints to Python, yet no one means them as
@@ -401,6 +411,10 @@ public:
 
     std::vector<std::vector<int32_t>> prefixes =
         targetPrefixes(targetPrefixArg, sentences.size());
+    // The target language's token first, as the translator forces it.
+    for (std::vector<int32_t> &prefix : prefixes)
+      prefix.insert(prefix.begin(), langTokens.target_prefix,
+                    langTokens.target_prefix + langTokens.target_prefix_length);
     std::vector<TranslationResult> results(sentences.size());
     std::vector<size_t> pending;
     for (size_t i = 0; i < ids.size(); ++i) {
@@ -590,9 +604,57 @@ private:
     return id;
   }
 
-  /// Source ids of a text, or none when it is blank.
-  std::vector<int32_t> encode(const std::string &line,
-                              const std::string &where) {
+  /// An optional language code argument: None or a str.
+  static std::string codeArg(py::handle arg, const std::string &name) {
+    if (arg.is_none())
+      return "";
+    if (!PyUnicode_Check(arg.ptr()))
+      throw py::type_error(name +
+                           " must be a str (a language code such as "
+                           "\"de\") or None, found " +
+                           describe(arg));
+    return arg.cast<std::string>();
+  }
+
+  /// The tokens of source_lang and target_lang (each checked alone first,
+  /// so that an error names it); none without them or without languages.
+  tfm_language_tokens languageTokens(py::handle sourceArg,
+                                     py::handle targetArg) {
+    std::string codes[2] = {codeArg(sourceArg, "source_lang"),
+                            codeArg(targetArg, "target_lang")};
+    tfm_language_tokens tokens{};
+    for (int side = 0; side < 2; ++side) {
+      const char *name = side == 0 ? "source_lang" : "target_lang";
+      if (codes[side].empty())
+        continue;
+      if (!languages)
+        throw py::value_error(std::string(name) + " " +
+                              reprText(side == 0 ? sourceArg : targetArg) +
+                              ": this model has no languages (a multilingual "
+                              "model's come with its tokenizer's files; a "
+                              "model of one pair gets them from tfmc compile "
+                              "--source-lang --target-lang)");
+      const char *code = codes[side].c_str();
+      tfm_status status =
+          api.tfm_languages_tokens(languages, side == 0 ? code : nullptr,
+                                   side == 1 ? code : nullptr, &tokens);
+      if (status) {
+        std::string message = api.tfm_status_message(status);
+        api.tfm_status_free(status);
+        throw py::value_error(std::string(name) + ": " + message);
+      }
+    }
+    if (languages)
+      check(api.tfm_languages_tokens(
+          languages, codes[0].empty() ? nullptr : codes[0].c_str(),
+          codes[1].empty() ? nullptr : codes[1].c_str(), &tokens));
+    return tokens;
+  }
+
+  /// Source ids of a text, or none when it is blank; framed with the
+  /// source language's tokens where the model has languages.
+  std::vector<int32_t> encode(const std::string &line, const std::string &where,
+                              const tfm_language_tokens &frame) {
     if (line.find_first_not_of(" \t\r\n\v\f") == std::string::npos)
       return {};
     if (!tokenizer)
@@ -600,8 +662,9 @@ private:
           where + ": this model has no tokenizer (source.spm, target.spm, "
                   "vocab.json): pass lists of token ids");
     int32_t *ids = nullptr, length = 0;
-    tfm_status status = api.tfm_tokenizer_encode(tokenizer, line.data(),
-                                                 line.size(), &ids, &length);
+    tfm_status status = api.tfm_tokenizer_encode_framed(
+        tokenizer, languages ? &frame : nullptr, line.data(), line.size(), &ids,
+        &length);
     if (status) {
       std::string message = api.tfm_status_message(status);
       api.tfm_status_free(status);
@@ -652,6 +715,7 @@ private:
   tfm_model *model = nullptr;
   tfm_model_config config{};
   tfm_tokenizer *tokenizer = nullptr;
+  tfm_languages *languages = nullptr;
 };
 
 } // namespace
@@ -690,10 +754,12 @@ PYBIND11_MODULE(tfmc, m) {
            py::arg("min_length") = 0, py::arg("length_penalty") = 1.0,
            py::arg("max_batch_size") = 32, py::arg("return_scores") = false,
            py::arg("target_prefix") = py::none(),
+           py::arg("source_lang") = py::none(),
+           py::arg("target_lang") = py::none(),
            "translate_batch(source, *, beam_size=1, n_best=1, max_length=256, "
            "max_length_ratio=3.0, min_length=0, length_penalty=1.0, "
-           "max_batch_size=32, return_scores=False, target_prefix=None) -> "
-           "list[TranslationResult]\n\n"
+           "max_batch_size=32, return_scores=False, target_prefix=None, "
+           "source_lang=None, target_lang=None) -> list[TranslationResult]\n\n"
            "Translates a list (any iterable) of sentences, each a str (the "
            "model's tokenizer cuts it) or a sequence of source token ids "
            "(EOS appended if missing); returns one TranslationResult per "
@@ -707,6 +773,12 @@ PYBIND11_MODULE(tfmc, m) {
            "1. target_prefix, if given, holds for each sentence None or the "
            "target token ids (or vocabulary pieces) its translations start "
            "with, forced as the translator's --target-prefix forces them. "
+           "source_lang and target_lang (an ISO code such as \"de\" or the "
+           "model's own: \"__de__\", \"deu_Latn\", \"de_DE\") do what the "
+           "translator's --source-lang and --target-lang do: str sentences "
+           "get the source language's token (id sentences are taken as "
+           "given), the target language's token is forced first, before "
+           "any target_prefix. "
            "A bad argument raises TypeError or ValueError naming it and "
            "the sentence (its index in `source`); the GIL is released while "
            "translating.");

@@ -43,6 +43,15 @@ score (as Hugging Face forces a first token), they are part of the output
 and of its length (the length limit grows to hold them and one more
 token), and they may not hold EOS or padding.
 
+Languages: --source-lang and --target-lang take ISO 639-1 codes (de) or
+the model's own (__de__, deu_Latn, de_DE) and do what the model's Hugging
+Face tokenizer and generate do: source text gets the source language's
+token (without --source-lang: the tokenizer's default, English), and the
+target language's token is forced first (with ids output it is printed;
+text output leaves special and language tokens out). Source ids are taken
+as given. A model of one pair compiled with tfmc --source-lang/--target-lang
+takes its two codes only; --model-info lists a model's languages.
+
 Weights are checked against tfmc's checksums at every load (about 50 ms
 per GB on 2 threads; --no-verify-weights skips it). An output file is
 replaced only when the run succeeds, and an input is never an output.
@@ -50,9 +59,11 @@ replaced only when the run succeeds, and an input is never an output.
 When stderr is a terminal and the input comes from files, a progress line
 shows the sentences done, sentences/s and output tokens/s.)";
 
+} // namespace
+
 /// What tfmc compiled into this binary: the architecture and the backend
 /// chosen for each op kind and shape (tfmc --print-backends).
-void printModelInfo() {
+void tfm_translator::printModelInfo(const std::string &languages) {
   const tfm_model_info &m = tfm_model_info_data;
   fmt::print("model: d_model {}, {} encoder + {} decoder layers, {} heads, "
              "vocabulary {} -> {}, {} positions\n",
@@ -74,8 +85,10 @@ void printModelInfo() {
     at += length;
     fmt::print(" [{}]", fmt::join(words, " "));
   }
-  fmt::print("\nbackends:\n{}", tfm_model_backends);
+  fmt::print("\n{}backends:\n{}", languages, tfm_model_backends);
 }
+
+namespace {
 
 /// CLI11's help with each option's description wrapped beside its name.
 class WrappingFormatter : public CLI::Formatter {
@@ -142,15 +155,10 @@ CLI::Validator oneFormat() {
 }
 
 /// Options that print something and exit.
-void addInformation(CLI::App &app) {
-  app.add_flag_callback(
-      "--model-info",
-      [] {
-        printModelInfo();
-        std::exit(0);
-      },
-      "print the compiled model's shape and which backend (our code, "
-      "oneDNN) runs each op kind, and exit");
+void addInformation(CLI::App &app, Options &o) {
+  app.add_flag("--model-info", o.modelInfo,
+               "print the compiled model's shape, its languages and which "
+               "backend (our code, oneDNN) runs each op kind, and exit");
   app.add_flag_callback(
       "--version",
       [] {
@@ -211,6 +219,15 @@ void addSearchOptions(CLI::App &app, Options &o) {
                  "blank line: none)")
       ->type_name("FILE")
       ->excludes(prefix);
+  app.add_option("--source-lang", o.sourceLang,
+                 "the source language (de, or the model's code: __de__, "
+                 "deu_Latn, de_DE): text is framed with its token as the "
+                 "model's tokenizer frames it; ids are taken as given")
+      ->type_name("CODE");
+  app.add_option("--target-lang", o.targetLang,
+                 "the target language: its token is forced first in every "
+                 "translation, before any --target-prefix")
+      ->type_name("CODE");
 }
 
 void addInputOutputOptions(CLI::App &app, Options &o) {
@@ -267,7 +284,7 @@ Options tfm_translator::parseCommandLine(int argc, char **argv) {
   app.footer(kFooter);
   app.formatter(std::make_shared<WrappingFormatter>());
   app.set_help_flag("-h,--help", "this text");
-  addInformation(app);
+  addInformation(app, o);
   addSearchOptions(app, o);
   addInputOutputOptions(app, o);
   addMachineOptions(app, o);

@@ -26,6 +26,10 @@ struct Options {
   std::string output, weights, logitsPath;
   /// --target-prefix TOKENS, or --target-prefix-file FILE: one per line.
   std::string targetPrefix, targetPrefixFile;
+  /// --source-lang, --target-lang: codes of the model's languages.
+  std::string sourceLang, targetLang;
+  /// --model-info: print what tfmc compiled in, and the languages.
+  bool modelInfo = false;
   Format inputFormat = Format::Default, outputFormat = Format::Default;
   bool timing = false, quiet = false;
   /// --verify-weights: check every tensor, report, and exit.
@@ -36,10 +40,14 @@ struct Options {
   bool maxLengthGiven = false;
 };
 
-/// The options of `argv`; prints the help, the version or the model's
-/// info and exits where asked to, and exits with a message naming the
-/// option and its value when one is wrong.
+/// The options of `argv`; prints the help or the version and exits where
+/// asked to, and exits with a message naming the option and its value when
+/// one is wrong.
 Options parseCommandLine(int argc, char **argv);
+
+/// --model-info: the compiled model's shape, precision, generation rules,
+/// `languages` (lines the caller made) and backends.
+void printModelInfo(const std::string &languages);
 
 } // namespace tfm_translator
 

@@ -97,14 +97,18 @@ struct Sentence {
   std::vector<float> firstLogits;
 };
 
-/// The model, its tokenizer and the formats they allow.
+/// The model, its tokenizer, its languages and the formats they allow.
 struct Session {
   tfm_model *model = nullptr;
   tfm_tokenizer *tokenizer = nullptr;
+  tfm_languages *languages = nullptr;
   tfm_model_config cfg{};
   Format inputFormat, outputFormat;
+  /// --source-lang and --target-lang's tokens (all empty without them).
+  tfm_language_tokens languageTokens{};
 
   ~Session() {
+    tfm_languages_close(languages);
     tfm_tokenizer_close(tokenizer);
     tfm_model_close(model);
   }
@@ -138,9 +142,77 @@ void openTokenizer(const Options &o, Session &s) {
       (s.inputFormat == Format::Text || s.outputFormat == Format::Text))
     die(fmt::format("--{}-format text needs a tokenizer, and this model has "
                     "none (no source.spm, target.spm and vocab.json with "
-                    "{}); use ids",
+                    "{}); use ids (tfmc carries the tokenizers of Marian, "
+                    "M2M-100, NLLB and mBART-50; not BART's byte-level BPE)",
                     s.inputFormat == Format::Text ? "input" : "output",
                     o.weights));
+}
+
+/// The language tokens of --source-lang and --target-lang, each option
+/// checked alone first so that an error names it.
+void openLanguages(const Options &o, Session &s) {
+  if (tfm_status status =
+          tfm_languages_open(o.weights.c_str(), &s.cfg, &s.languages))
+    die(tfm_status_message(status));
+  const char *source = o.sourceLang.empty() ? nullptr : o.sourceLang.c_str();
+  const char *target = o.targetLang.empty() ? nullptr : o.targetLang.c_str();
+  for (bool isSource : {true, false}) {
+    const char *option = isSource ? "--source-lang" : "--target-lang";
+    const char *code = isSource ? source : target;
+    if (!code)
+      continue;
+    if (!s.languages)
+      die(fmt::format("{} {}: this model has no languages (a multilingual "
+                      "model's come with its tokenizer's files; a model of "
+                      "one pair gets them from tfmc compile --source-lang "
+                      "--target-lang)",
+                      option, code));
+    if (tfm_status status =
+            tfm_languages_tokens(s.languages, isSource ? code : nullptr,
+                                 isSource ? nullptr : code, &s.languageTokens))
+      die(fmt::format("{}: {} (--model-info lists them)", option,
+                      tfm_status_message(status)));
+  }
+  if (s.languages)
+    if (tfm_status status = tfm_languages_tokens(s.languages, source, target,
+                                                 &s.languageTokens))
+      die(tfm_status_message(status));
+}
+
+/// --model-info: what tfmc compiled in, with the languages of the
+/// weights' tokenizer.tfm.
+int printModelInfo(Options &o) {
+  if (o.weights.empty())
+    o.weights = defaultWeights();
+  const tfm_model_info &m = tfm_model_info_data;
+  tfm_model_config cfg{};
+  cfg.source_vocab_size = m.sourceVocabSize;
+  cfg.target_vocab_size = m.targetVocabSize;
+  cfg.eos_token_id = m.eosTokenId;
+  cfg.pad_token_id = m.padTokenId;
+  tfm_languages *languages = nullptr;
+  if (tfm_status status =
+          tfm_languages_open(o.weights.c_str(), &cfg, &languages))
+    die(tfm_status_message(status));
+  std::string text = "languages: none\n";
+  int32_t source = -1, target = -1;
+  if (languages)
+    tfm_languages_pair(languages, &source, &target);
+  if (source >= 0) {
+    text = fmt::format("languages: {} -> {} (one pair)\n",
+                       tfm_languages_code(languages, source),
+                       tfm_languages_code(languages, target));
+  } else if (languages) {
+    int32_t count = tfm_languages_count(languages);
+    text = fmt::format("languages: {} (code, token, other names)\n", count);
+    for (int32_t i = 0; i < count; ++i)
+      text += fmt::format("  {} {} {}\n", tfm_languages_code(languages, i),
+                          tfm_languages_token(languages, i),
+                          tfm_languages_names(languages, i));
+  }
+  tfm_languages_close(languages);
+  tfm_translator::printModelInfo(text);
+  return 0;
 }
 
 /// --verify-weights: every tensor checked and the result printed.
@@ -167,17 +239,25 @@ public:
     }
   }
 
-  /// The prefix for the input line at `where`.
+  /// The prefix for the input line at `where`: the target language's
+  /// token, then the line's own.
   std::vector<int32_t> next(const Location &where) {
-    if (!file)
-      return fixed;
+    const tfm_language_tokens &t = s.languageTokens;
+    std::vector<int32_t> prefix(t.target_prefix,
+                                t.target_prefix + t.target_prefix_length);
+    if (!file) {
+      prefix.insert(prefix.end(), fixed.begin(), fixed.end());
+      return prefix;
+    }
     std::string line;
     Location at{};
     if (!file->next(line, at))
       die(fmt::format("{}: no target prefix for this line: {} has fewer "
                       "lines than the input",
                       where.str(), fileName));
-    return parse(line, at.str());
+    std::vector<int32_t> own = parse(line, at.str());
+    prefix.insert(prefix.end(), own.begin(), own.end());
+    return prefix;
   }
 
   /// Fails when the prefix file has lines left over.
@@ -296,9 +376,12 @@ std::vector<int32_t> Run::sourceIds(std::string &line, const Location &where) {
       warnings.warn(where, "invalid UTF-8, bytes replaced by U+FFFD");
     if (isBlank(line))
       return ids;
+    // The source language's frame; without languages the tokenizer's.
+    const tfm_language_tokens *frame =
+        s.languages ? &s.languageTokens : nullptr;
     int32_t *encoded = nullptr, length = 0;
-    if (tfm_status status = tfm_tokenizer_encode(
-            s.tokenizer, line.data(), line.size(), &encoded, &length))
+    if (tfm_status status = tfm_tokenizer_encode_framed(
+            s.tokenizer, frame, line.data(), line.size(), &encoded, &length))
       die(where.str() + ": " + tfm_status_message(status));
     ids.assign(encoded, encoded + length);
     tfm_free(encoded);
@@ -474,6 +557,8 @@ int main(int argc, char **argv) {
   std::signal(SIGPIPE, SIG_DFL); // `| head` ends us quietly
   auto started = Clock::now();
   Options o = parseCommandLine(argc, argv);
+  if (o.modelInfo)
+    return printModelInfo(o);
   LineReader reader(o.inputs);
   reader.checkReadable();
   Session s;
@@ -481,6 +566,7 @@ int main(int argc, char **argv) {
   if (o.verifyWeights)
     return verifyWeights(o, s);
   openTokenizer(o, s);
+  openLanguages(o, s);
   checkMaxLength(o, s.cfg);
   double loadSeconds = secondsSince(started);
 
