@@ -8,6 +8,12 @@ family in exactly that family's layout.
                        [--scale-embedding true|false|absent]
                        [--forced-bos-token-id ID] [--eos-bias B]
                        [--no-tied-copies] [--max-positions N]
+  make_family_model.py t5|mt5 OUT_DIR [--size ...] [--seed S] [--dtype ...]
+                       [--sentences N] [--eos-bias B] [--no-tied-copies]
+                       [--feed-forward-proj relu|gated-gelu|...]
+                       [--untied | --tied] [--d-kv N] [--buckets N]
+                       [--max-distance N] [--n-positions N]
+                       [--decoder-layers N]
 
 OUT_DIR gets config.json (the keys and values the family's config class
 writes, with its token ids: <s> 0, <pad> 1, </s> 2, <unk> 3, the decoder
@@ -32,6 +38,25 @@ seeded: the same options always give the same bytes. Needs only numpy.
 FFN 3072, 6 + 6 layers, vocabulary 50265) and M2M-100-418M's for m2m_100
 (1024, 16 heads, 4096, 12 + 12 layers, vocabulary 128112).
 
+t5 and mt5 (T5Config / MT5Config, the same model; see t5_config_json) write
+config.json, generation_config.json (decoder start = pad = 0, EOS 1),
+model.safetensors in T5ForConditionalGeneration's names (shared.weight and
+its tied copies encoder/decoder.embed_tokens.weight, encoder.block.I.layer.J
+..., the relative position tables in block 0 only, lm_head.weight when
+untied) and source.ids (MADLAD-400's framing: a target language token
+<2xx>, the words, </s>). The vocabulary (T5Vocabulary): <pad> 0, </s> 1,
+<unk> 2, words, language tokens <2xx>, the <extra_id_N> sentinels (N = 0
+last), then rows of the embedding past the tokenizer's pieces (T5's 32128
+rows for 32100 pieces). Defaults: t5 is the original T5 (ReLU, tied output,
+rescaled by d_model^-0.5), mt5 and any --size base are T5 v1.1 / mT5
+(gated-gelu, untied lm_head). --size base is T5 v1.1 base (d_model 768, 12
+heads of d_kv 64, d_ff 2048, 12 + 12 layers, vocabulary 32128); the other
+sizes have heads * d_kv = d_model unless --d-kv says otherwise. The
+relative position buckets are 32 up to distance 128 unless --buckets /
+--max-distance say otherwise; n_positions is written only if given. The
+tied copies of shared.weight are written except for base (its one copy
+is ~1 GB of F32 weights written in ~15 s).
+
 --scale-embedding absent leaves the key out (the config class's default
 applies: true for m2m_100, false otherwise). --forced-bos-token-id -1 writes
 none; its default is the family's (bart 0, none for the others, whose
@@ -51,6 +76,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import safetensors_io  # noqa: E402
 
 FAMILIES = ("bart", "mbart", "m2m_100")
+T5_FAMILIES = ("t5", "mt5")
 ARCHITECTURES = {"bart": "BartForConditionalGeneration",
                  "mbart": "MBartForConditionalGeneration",
                  "m2m_100": "M2M100ForConditionalGeneration"}
@@ -226,13 +252,14 @@ def tensor_shapes(family, d, ffn, n_enc, n_dec, vocab, positions):
 def with_tied_copies(tensors):
     """The tensors as save_pretrained writes them: model.shared.weight and
     its copies model.{encoder,decoder}.embed_tokens.weight (lm_head.weight,
-    the third tie, dropped)."""
+    the third tie, dropped); T5's the same without "model."."""
     out = {}
     for name, a in tensors.items():
         out[name] = a
-        if name == "model.shared.weight":
-            out["model.encoder.embed_tokens.weight"] = a
-            out["model.decoder.embed_tokens.weight"] = a
+        if name in ("model.shared.weight", "shared.weight"):
+            prefix = name[:-len("shared.weight")]
+            out[prefix + "encoder.embed_tokens.weight"] = a
+            out[prefix + "decoder.embed_tokens.weight"] = a
     return out
 
 
@@ -313,24 +340,208 @@ def random_tensors(family, shapes, rng, eos_bias=0.0):
     return t
 
 
-def random_sources(vocab, count, seed, max_words=22):
+def random_sources(vocab, count, seed, max_words=22, languages=("en", "de", "fr")):
     """`count` sources of 1..max_words random words, framed as the family's
     tokenizer frames them (mBART / M2M-100: a random one of en, de, fr
-    first)."""
+    first; T5: a random one of its languages' <2xx>)."""
     rng = np.random.default_rng(seed + 1)
     out = []
     for _ in range(count):
         n = int(rng.integers(1, max_words + 1))
         words = rng.integers(vocab.words_begin, vocab.words_end, n).tolist()
-        language = ["en", "de", "fr"][int(rng.integers(0, 3))]
+        language = languages[int(rng.integers(0, len(languages)))]
         out.append(vocab.frame_source(words, language))
     return out
+
+
+# --- T5 / mT5 / MADLAD-400 -------------------------------------------------
+
+T5_PAD, T5_EOS, T5_UNK = 0, 1, 2
+T5_ARCHITECTURES = {"t5": "T5ForConditionalGeneration", "mt5": "MT5ForConditionalGeneration"}
+# MADLAD-400's target language tokens that the models here have (it has
+# some 400, pieces of its SentencePiece vocabulary).
+T5_LANGUAGES = ["de", "en", "fr", "es", "it"]
+
+# d_model, heads, d_kv, d_ff, encoder layers, decoder layers, vocabulary
+T5_SIZES = {
+    "micro": (16, 2, 8, 32, 1, 1, 160),
+    "tiny": (64, 4, 16, 256, 2, 2, 1000),
+    "small": (256, 4, 64, 1024, 3, 3, 8000),
+    "base": (768, 12, 64, 2048, 12, 12, 32128),  # T5 v1.1 base
+}
+
+
+class T5Vocabulary:
+    """Where a T5 vocabulary of `size` rows puts its tokens: <pad> 0, </s> 1,
+    <unk> 2, the words (ids words_begin .. words_end - 1), MADLAD's
+    language tokens <2xx> (languages: code -> id), the sentinels
+    <extra_id_N> (sentinels of them, <extra_id_0> the last), then `unused`
+    rows no piece has (T5's 32128 - 32100)."""
+
+    def __init__(self, size, sentinels=None, unused=None, languages=T5_LANGUAGES):
+        self.size = size
+        self.sentinels = min(100, size // 16) if sentinels is None else sentinels
+        self.unused = (28 if size == 32128 else 8) if unused is None else unused
+        self.words_begin = 3
+        self.words_end = size - self.unused - self.sentinels - len(languages)
+        if self.words_end <= self.words_begin:
+            raise ValueError(f"a t5 vocabulary of {size} rows has no room for words")
+        self.languages = {code: self.words_end + i for i, code in enumerate(languages)}
+        self.pieces = size - self.unused  # ids the tokenizer can give
+
+    def language(self, code):
+        return self.languages[code]
+
+    def frame_source(self, words, language="de"):
+        """A source as MADLAD-400 is given it: <2xx> words </s>."""
+        return [self.language(language)] + list(words) + [T5_EOS]
+
+
+def t5_config_json(model_type, d, heads, d_kv, d_ff, n_enc, n_dec, vocab,
+                   feed_forward_proj="relu", tied=True, buckets=32, max_distance=128,
+                   n_positions=None, dtype="F32"):
+    """config.json as T5Config / MT5Config's save_pretrained writes it (the
+    keys of the published t5, mt5 and MADLAD-400 checkpoints; tied T5's
+    leaves tie_word_embeddings at its default, true, unwritten)."""
+    gated = feed_forward_proj.startswith("gated-")
+    act = feed_forward_proj.split("-")[-1]
+    c = {
+        "architectures": [T5_ARCHITECTURES[model_type]], "classifier_dropout": 0.0,
+        "d_ff": d_ff, "d_kv": d_kv, "d_model": d,
+        "decoder_start_token_id": T5_PAD,
+        "dense_act_fn": "gelu_new" if feed_forward_proj == "gated-gelu" else act,
+        "dropout_rate": 0.1, "eos_token_id": T5_EOS,
+        "feed_forward_proj": feed_forward_proj, "initializer_factor": 1.0,
+        "is_encoder_decoder": True, "is_gated_act": gated, "layer_norm_epsilon": 1e-06,
+        "model_type": model_type, "num_decoder_layers": n_dec, "num_heads": heads,
+        "num_layers": n_enc, "pad_token_id": T5_PAD,
+        "relative_attention_max_distance": max_distance,
+        "relative_attention_num_buckets": buckets,
+        "torch_dtype": {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}[dtype],
+        "transformers_version": TRANSFORMERS_VERSION, "use_cache": True,
+        "vocab_size": vocab,
+    }
+    if model_type == "mt5":
+        c["tokenizer_class"] = "T5Tokenizer"
+    if not tied or model_type == "mt5":  # MT5Config's default is false
+        c["tie_word_embeddings"] = bool(tied)
+    if n_positions:
+        c["n_positions"] = n_positions
+    return dict(sorted(c.items()))
+
+
+def t5_tensor_shapes(d, heads, d_kv, d_ff, n_enc, n_dec, vocab, gated, tied, buckets):
+    """{name: shape} of a T5ForConditionalGeneration checkpoint, in its
+    order, without the tied copies of shared.weight."""
+    inner = heads * d_kv
+    s = {"shared.weight": (vocab, d)}
+
+    def attention(p, first):
+        s[p + ".q.weight"], s[p + ".k.weight"] = (inner, d), (inner, d)
+        s[p + ".v.weight"], s[p + ".o.weight"] = (inner, d), (d, inner)
+        if first:
+            s[p + ".relative_attention_bias.weight"] = (buckets, heads)
+
+    def ffn(p):
+        if gated:
+            s[p + ".wi_0.weight"], s[p + ".wi_1.weight"] = (d_ff, d), (d_ff, d)
+        else:
+            s[p + ".wi.weight"] = (d_ff, d)
+        s[p + ".wo.weight"] = (d, d_ff)
+
+    for side, layers in (("encoder", n_enc), ("decoder", n_dec)):
+        for i in range(layers):
+            p = f"{side}.block.{i}.layer"
+            attention(p + ".0.SelfAttention", i == 0)
+            s[p + ".0.layer_norm.weight"] = (d,)
+            j = 1
+            if side == "decoder":
+                attention(p + ".1.EncDecAttention", False)
+                s[p + ".1.layer_norm.weight"] = (d,)
+                j = 2
+            ffn(f"{p}.{j}.DenseReluDense")
+            s[f"{p}.{j}.layer_norm.weight"] = (d,)
+        s[f"{side}.final_layer_norm.weight"] = (d,)
+    if not tied:
+        s["lm_head.weight"] = (vocab, d)
+    return s
+
+
+def t5_random_tensors(shapes, d_kv, rng, eos_bias=0.0):
+    """Seeded random weights for `shapes` at T5's scales (its
+    _init_weights, initializer_factor 1), so that scores, which T5 does
+    not scale, are ~N(0, 1): embeddings N(0, 1), lm_head N(0, 1 / d), q
+    N(0, 1 / (d d_kv)), k and v N(0, 1 / d), o N(0, 1 / (heads d_kv)), wi
+    N(0, 1 / d), wo N(0, 1 / d_ff); norms 1 + N(0, 0.05); the relative
+    position tables N(0, 1) (T5's are smaller; these make a wrong bucket
+    change the outputs). A tied model's embeddings are N(0, 0.05^2): at
+    T5's scale the decoder's input token dominates its output (x . E_v is
+    largest for v = that token) and every output repeats its first token.
+
+    eos_bias (untied models): EOS's logit rises by about B, through the
+    last coordinate: every embedding row gets 2 there (the residual
+    streams carry it to the final norm, whose output keeps a share of it),
+    and EOS's lm_head row gains B there."""
+    tied = "lm_head.weight" not in shapes
+    if eos_bias and tied:
+        raise ValueError("--eos-bias needs an untied model (its lm_head row)")
+    t = {}
+    for name, shape in shapes.items():
+        a = rng.standard_normal(shape, dtype=np.float32)
+        if name.endswith("layer_norm.weight"):
+            a *= np.float32(0.05)
+            a += np.float32(1.0)
+        elif name == "shared.weight":
+            if tied:
+                a *= np.float32(0.05)
+        elif name.endswith("relative_attention_bias.weight"):
+            pass
+        elif name.endswith(".q.weight"):
+            a *= np.float32((shape[1] * d_kv) ** -0.5)
+        else:
+            a *= np.float32(shape[1] ** -0.5)
+        t[name] = a
+    if eos_bias:
+        d = shapes["shared.weight"][1]
+        t["shared.weight"][:, d - 1] = np.float32(2.0)
+        # The final norm's output at the last coordinate: about 2 / rms of
+        # the residual stream, which grows with the layers; 1 is typical.
+        t["lm_head.weight"][T5_EOS, d - 1] += np.float32(eos_bias)
+    return t
+
+
+def t5_main(args):
+    d, heads, d_kv, d_ff, n_enc, n_dec, vocab = T5_SIZES[args.size]
+    if args.d_kv:
+        d_kv = args.d_kv
+    if args.decoder_layers:
+        n_dec = args.decoder_layers
+    v11 = args.family == "mt5" or args.size == "base"
+    proj = args.feed_forward_proj or ("gated-gelu" if v11 else "relu")
+    tied = not v11 if args.tied is None else args.tied
+    gated = proj.startswith("gated-")
+    config = t5_config_json(args.family, d, heads, d_kv, d_ff, n_enc, n_dec, vocab,
+                            feed_forward_proj=proj, tied=tied, buckets=args.buckets,
+                            max_distance=args.max_distance, n_positions=args.n_positions,
+                            dtype=args.dtype)
+    rng = np.random.default_rng(args.seed)
+    shapes = t5_tensor_shapes(d, heads, d_kv, d_ff, n_enc, n_dec, vocab, gated, tied,
+                              args.buckets)
+    tensors = t5_random_tensors(shapes, d_kv, rng, args.eos_bias)
+    words = T5Vocabulary(vocab)
+    sources = random_sources(words, args.sentences, args.seed,
+                             max_words=min(22, (args.n_positions or 512) - 2),
+                             languages=T5_LANGUAGES)
+    # base: shared.weight once (its copies would add 2 x 98 MB to write).
+    write_checkpoint(args.out, config, tensors, args.dtype,
+                     tied_copies=not args.no_tied_copies and args.size != "base",
+                     sources=sources)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("family", choices=FAMILIES)
+    ap.add_argument("family", choices=FAMILIES + T5_FAMILIES)
     ap.add_argument("out")
     ap.add_argument("--size", default="tiny", choices=SIZES)
     ap.add_argument("--seed", type=int, default=0)
@@ -347,7 +558,25 @@ def main():
                     help="model.shared.weight alone, without the embed_tokens copies")
     ap.add_argument("--max-positions", type=int,
                     help="max_position_embeddings (default: the size's)")
+    t5 = ap.add_argument_group("t5 and mt5")
+    t5.add_argument("--feed-forward-proj",
+                    help="relu, gated-gelu, ... (default: t5 relu; mt5 and base gated-gelu)")
+    tie = t5.add_mutually_exclusive_group()
+    tie.add_argument("--untied", dest="tied", action="store_false", default=None,
+                     help="an lm_head.weight of its own (default for mt5 and base)")
+    tie.add_argument("--tied", dest="tied", action="store_true",
+                     help="the output is shared.weight, its input rescaled (default for t5)")
+    t5.add_argument("--d-kv", type=int, help="head width (default: d_model / heads, base 64)")
+    t5.add_argument("--buckets", type=int, default=32, help="relative_attention_num_buckets")
+    t5.add_argument("--max-distance", type=int, default=128,
+                    help="relative_attention_max_distance")
+    t5.add_argument("--n-positions", type=int, help="n_positions (default: none written)")
+    t5.add_argument("--decoder-layers", type=int,
+                    help="num_decoder_layers (default: num_layers)")
     args = ap.parse_args()
+    if args.family in T5_FAMILIES:
+        t5_main(args)
+        return
 
     d, heads, ffn, n_enc, n_dec, vocab, positions = (
         M2M100_BASE if args.family == "m2m_100" and args.size == "base" else SIZES[args.size])

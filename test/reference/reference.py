@@ -11,9 +11,9 @@
 
 The model of a Hugging Face checkpoint of the family config.json's
 `model_type` names (marian, the default; bart; mbart; m2m_100, which NLLB
-shares), written directly in PyTorch from "Attention is all you need" and
-the families' published definitions (families.py), independently of the
-compiler, with greedy and beam search defined exactly as the runtime's (see
+shares; t5 and mt5, which MADLAD-400 shares), written directly in PyTorch
+from "Attention is all you need" and the families' published definitions
+(families.py), independently of the compiler, with greedy and beam search defined exactly as the runtime's (see
 runtime/src/Translator.cpp). Reads token-id lines like the translator and
 writes the same output format, in padded batches; with a SentencePiece
 tokenizer in MODEL_DIR it reads and writes text (text_io.py). Run it with
@@ -222,11 +222,30 @@ class Model:
                         "forced_bos_token_id", "forced_eos_token_id", "bad_words_ids"):
                 if g.get(key) is not None:
                     c[key] = g[key]
-        self.c = c
         try:
             self.family = families.FAMILIES["marian"] if npz else families.family_of(c)
         except ValueError as e:
             sys.exit(f"{model_dir}: {e}")
+        if self.family.name == "t5":
+            c = families.t5_config(c)
+        self.c = c
+        # --precision bf16: every linear (and the output projection) takes
+        # weights and inputs rounded to bf16, products summed in f32;
+        # embeddings, layer norm, attention and the residual stream stay f32.
+        self.bf16 = precision == "bf16"
+        self.rounded = {}  # weight name -> it in bf16
+        # --precision int8: the weights symmetric per output channel
+        # (quantize_rows), each linear's input per row when it is used,
+        # unsigned with a zero point (quantize_activations); the integer
+        # products summed exactly (as VNNI's int32 sums of u8 x s8, the zero
+        # point corrected by the weights' column sums) and scaled back,
+        # (sum * s_x) * s_w[n], before the bias. The rest stays f32, as with
+        # bf16.
+        self.int8 = precision == "int8"
+        self.quantized = {}  # weight name -> (integers, scales)
+        if self.family.name == "t5":
+            self.init_t5(model_dir)
+            return
         self.d = c["d_model"]
         self.eps = c.get("layer_norm_eps", 1e-5)
         if self.family.pre_norm is None:
@@ -253,20 +272,6 @@ class Model:
             self.src_embed = self.tgt_embed = self.w[name]
         self.lm_head = self.tgt_embed if c.get("tie_word_embeddings", True) else self.w["lm_head.weight"]
         self.logits_bias = self.w.get("final_logits_bias")
-        # --precision bf16: every linear (and the output projection) takes
-        # weights and inputs rounded to bf16, products summed in f32;
-        # embeddings, layer norm, attention and the residual stream stay f32.
-        self.bf16 = precision == "bf16"
-        self.rounded = {}  # weight name -> it in bf16
-        # --precision int8: the weights symmetric per output channel
-        # (quantize_rows), each linear's input per row when it is used,
-        # unsigned with a zero point (quantize_activations); the integer
-        # products summed exactly (as VNNI's int32 sums of u8 x s8, the zero
-        # point corrected by the weights' column sums) and scaled back,
-        # (sum * s_x) * s_w[n], before the bias. The rest stays f32, as with
-        # bf16.
-        self.int8 = precision == "int8"
-        self.quantized = {}  # weight name -> (integers, scales)
         act = c["activation_function"]
         # Hugging Face's ACT2FN: "gelu" is the exact (erf) GELU.
         self.act = {"relu": torch.relu, "gelu": torch.nn.functional.gelu,
@@ -378,6 +383,8 @@ class Model:
     def encode(self, ids, key_mask):
         """ids: [B, S], key_mask: [B, S] True at padding -> encoder output
         [B, S, D] and per decoder layer the cross-attention keys and values."""
+        if self.family.name == "t5":
+            return self.encode_t5(ids, key_mask)
         c, n = self.c, self.c["encoder_attention_heads"]
         x = self.embed("encoder", ids, 0)
         for i in range(c["encoder_layers"]):
@@ -405,6 +412,8 @@ class Model:
         """tokens: [R, 1] at position `step`; cache: per layer [K, V] of the
         previous steps ([R, H, step, Dh]), extended in place; key_mask: [R, S]
         True at source padding. -> logits [R, V]."""
+        if self.family.name == "t5":
+            return self.decode_step_t5(tokens, step, cross, cache, key_mask)
         c, n = self.c, self.c["decoder_attention_heads"]
         x = self.embed("decoder", tokens, step)
         for i in range(c["decoder_layers"]):
@@ -432,6 +441,132 @@ class Model:
         if self.logits_bias is not None:
             logits = logits + self.logits_bias[0]
         return logits
+
+    # T5 / mT5 / MADLAD-400 (model_type t5, mt5), from modeling_t5.py's
+    # definitions: T5ForConditionalGeneration over T5Stack, T5Block,
+    # T5LayerSelfAttention, T5LayerCrossAttention, T5LayerFF, T5Attention,
+    # T5LayerNorm. The tensors are named as it saves them (shared.weight,
+    # encoder.block.I.layer.J...., lm_head.weight when untied).
+
+    def init_t5(self, model_dir):
+        c = self.c
+        self.d = c["d_model"]
+        self.eps = c["layer_norm_epsilon"]
+        self.heads_t5 = c["num_heads"]
+        self.d_kv = c["d_kv"]
+        try:
+            self.gated, self.act = families.t5_feed_forward(c["feed_forward_proj"])
+        except ValueError as e:
+            sys.exit(f"{model_dir}: {e}")
+        # One vocabulary: shared, of which the encoder's and decoder's
+        # embed_tokens are tied copies that save_pretrained may keep or drop
+        # (any one of the three may be the one left).
+        name = next((n for n in ("shared.weight", "encoder.embed_tokens.weight",
+                                 "decoder.embed_tokens.weight") if n in self.w), None)
+        if name is None:
+            sys.exit(f"{model_dir}: no shared.weight")
+        self.src_embed = self.tgt_embed = self.w[name]
+        # Tied (T5, T5 v1.0): the output is the embedding, its input
+        # rescaled by d_model^-0.5 (Mesh TensorFlow's); untied (T5 v1.1,
+        # mT5, MADLAD): lm_head.weight, no rescale.
+        self.tied = bool(c["tie_word_embeddings"])
+        if not self.tied and "lm_head.weight" not in self.w:
+            sys.exit(f"{model_dir}: tie_word_embeddings is false but there is no lm_head.weight")
+        self.lm_head = self.tgt_embed if self.tied else self.w["lm_head.weight"]
+        self.logits_bias = None
+        # The relative position tables: only the first block's self-attention
+        # has one ([buckets, heads]); every block of its stack uses it.
+        table = "block.0.layer.0.SelfAttention.relative_attention_bias.weight"
+        self.bias_tables = {side: self.w[f"{side}.{table}"] for side in ("encoder", "decoder")}
+
+    def rms_norm(self, x, name):
+        """T5LayerNorm: x / sqrt(mean(x^2) + eps) * weight; no mean taken
+        away, no bias; the statistics in float32."""
+        variance = x.to(torch.float32).pow(2).mean(-1, keepdim=True)
+        return self.w[name + ".weight"] * (x * torch.rsqrt(variance + self.eps))
+
+    def linear_t5(self, x, name):
+        return self.product(x, self.w[name + ".weight"], name)
+
+    def heads_of(self, x):
+        b, s, _ = x.shape
+        return x.view(b, s, self.heads_t5, self.d_kv).transpose(1, 2)
+
+    def position_bias(self, side, queries, keys, first_query):
+        """[1, H, queries, keys]: table[bucket(key - query), h] for queries
+        at positions first_query.. and keys at 0..; bidirectional buckets in
+        the encoder, causal in the decoder."""
+        c = self.c
+        q = torch.arange(first_query, first_query + queries, dtype=torch.long)[:, None]
+        k = torch.arange(keys, dtype=torch.long)[None, :]
+        buckets = families.t5_bucket(k - q, side == "encoder", c["relative_attention_num_buckets"],
+                                     c["relative_attention_max_distance"])
+        return self.bias_tables[side][buckets].permute(2, 0, 1)[None]
+
+    def attention_t5(self, q, k, v, bias):
+        """softmax(Q Kᵀ + bias) V over heads, not scaled; bias holds the
+        position bias and the masks (-inf where hidden)."""
+        scores = q @ k.transpose(-1, -2) + bias
+        out = torch.softmax(scores, dim=-1) @ v
+        b, _, s, _ = out.shape
+        return out.transpose(1, 2).reshape(b, s, self.heads_t5 * self.d_kv)
+
+    def ffn_t5(self, x, p):
+        if self.gated:
+            h = self.act(self.linear_t5(x, p + ".wi_0")) * self.linear_t5(x, p + ".wi_1")
+        else:
+            h = self.act(self.linear_t5(x, p + ".wi"))
+        return self.linear_t5(h, p + ".wo")
+
+    def encode_t5(self, ids, key_mask):
+        c = self.c
+        b, s = ids.shape
+        x = self.src_embed[ids]
+        hidden = torch.zeros(b, 1, 1, s).masked_fill(key_mask[:, None, None, :], float("-inf"))
+        bias = self.position_bias("encoder", s, s, 0) + hidden
+        for i in range(c["encoder_layers"]):
+            p = f"encoder.block.{i}.layer"
+            h = self.rms_norm(x, p + ".0.layer_norm")
+            a = self.attention_t5(self.heads_of(self.linear_t5(h, p + ".0.SelfAttention.q")),
+                                  self.heads_of(self.linear_t5(h, p + ".0.SelfAttention.k")),
+                                  self.heads_of(self.linear_t5(h, p + ".0.SelfAttention.v")), bias)
+            x = x + self.linear_t5(a, p + ".0.SelfAttention.o")
+            x = x + self.ffn_t5(self.rms_norm(x, p + ".1.layer_norm"), p + ".1.DenseReluDense")
+        x = self.rms_norm(x, "encoder.final_layer_norm")
+        cross = []
+        for i in range(c["decoder_layers"]):
+            p = f"decoder.block.{i}.layer.1.EncDecAttention"
+            cross.append((self.heads_of(self.linear_t5(x, p + ".k")),
+                          self.heads_of(self.linear_t5(x, p + ".v"))))
+        return x, cross
+
+    def decode_step_t5(self, tokens, step, cross, cache, key_mask):
+        c = self.c
+        x = self.tgt_embed[tokens]
+        # The one query at position `step` sees the keys 0..step: no causal
+        # mask is needed beyond the cache's length.
+        self_bias = self.position_bias("decoder", 1, step + 1, step)
+        cross_bias = torch.zeros(key_mask.shape[0], 1, 1, key_mask.shape[1]).masked_fill(
+            key_mask[:, None, None, :], float("-inf"))
+        for i in range(c["decoder_layers"]):
+            p = f"decoder.block.{i}.layer"
+            h = self.rms_norm(x, p + ".0.layer_norm")
+            k = self.heads_of(self.linear_t5(h, p + ".0.SelfAttention.k"))
+            v = self.heads_of(self.linear_t5(h, p + ".0.SelfAttention.v"))
+            cache[i][0] = k if cache[i][0] is None else torch.cat([cache[i][0], k], 2)
+            cache[i][1] = v if cache[i][1] is None else torch.cat([cache[i][1], v], 2)
+            a = self.attention_t5(self.heads_of(self.linear_t5(h, p + ".0.SelfAttention.q")),
+                                  cache[i][0], cache[i][1], self_bias)
+            x = x + self.linear_t5(a, p + ".0.SelfAttention.o")
+            h = self.rms_norm(x, p + ".1.layer_norm")
+            a = self.attention_t5(self.heads_of(self.linear_t5(h, p + ".1.EncDecAttention.q")),
+                                  cross[i][0], cross[i][1], cross_bias)
+            x = x + self.linear_t5(a, p + ".1.EncDecAttention.o")
+            x = x + self.ffn_t5(self.rms_norm(x, p + ".2.layer_norm"), p + ".2.DenseReluDense")
+        x = self.rms_norm(x, "decoder.final_layer_norm")[:, -1]
+        if self.tied:
+            x = x * (self.d ** -0.5)
+        return self.product(x, self.lm_head, "lm_head")
 
 
 def top_candidates(cand, count):
