@@ -71,6 +71,9 @@ struct QueryBlock {
   double scale;
   /// [qs, Dv]: the block's rows of the output, written in place.
   Value tile;
+  /// A finite bias of the scores ([.., Sq, Sk], its leading dimensions
+  /// 1 or the queries'), or null.
+  Value bias = {};
 };
 
 /// What both vector kernels build on: the block, its sizes, vectors of L =
@@ -186,9 +189,10 @@ private:
                    Value end, ValueRange rowIter);
   SmallVector<Value> visitBlock(OpBuilder &kb, Location kl, Value k0,
                                 Value query, Value end, ValueRange state);
-  Value scoreGroup(OpBuilder &kb, Location kl, Value k0, int64_t g,
+  Value scoreGroup(OpBuilder &kb, Location kl, Value k0, int64_t g, Value query,
                    Value lastKey, Value endVec, ArrayRef<Value> qv,
                    SmallVectorImpl<Value> &keys, SmallVectorImpl<Value> &seen);
+  Value biasAt(OpBuilder &kb, Location kl, Value query, Value key) const;
   SoftmaxStep onlineSoftmax(OpBuilder &kb, Location kl, ArrayRef<Value> s,
                             ArrayRef<Value> seen, Value m, Value l);
   SmallVector<Value> accumulateValues(OpBuilder &kb, Location kl,
@@ -303,7 +307,8 @@ SmallVector<Value> OneQueryKernel::visitBlock(OpBuilder &kb, Location kl,
   // the query sees.
   SmallVector<Value> keys, s, seen;
   for (int64_t g = 0; g < groups; ++g)
-    s.push_back(scoreGroup(kb, kl, k0, g, lastKey, endVec, qv, keys, seen));
+    s.push_back(
+        scoreGroup(kb, kl, k0, g, query, lastKey, endVec, qv, keys, seen));
   SoftmaxStep step = onlineSoftmax(kb, kl, s, seen, state[0], state[1]);
   SmallVector<Value> next = {step.m, step.l};
   next.append(accumulateValues(kb, kl, keys, step, state.drop_front(2)));
@@ -311,13 +316,14 @@ SmallVector<Value> OneQueryKernel::visitBlock(OpBuilder &kb, Location kl,
 }
 
 /// The scores of keys k0 + g·L + j, j < L, as one vector:
-///   s[j] = scale · q·K[k0 + g·L + j]ᵀ, -inf where k0 + g·L + j >= end
+///   s[j] = scale · q·K[k0 + g·L + j]ᵀ (+ bias[.., query, k0 + g·L + j]),
+///          -inf where k0 + g·L + j >= end
 /// (dot products of D in vectors, summed across lanes by transposeSum).
 /// Appends the rows read (keys clamped to the last one) to `keys`, and
 /// the mask of keys seen to `seen`.
 Value OneQueryKernel::scoreGroup(OpBuilder &kb, Location kl, Value k0,
-                                 int64_t g, Value lastKey, Value endVec,
-                                 ArrayRef<Value> qv,
+                                 int64_t g, Value query, Value lastKey,
+                                 Value endVec, ArrayRef<Value> qv,
                                  SmallVectorImpl<Value> &keys,
                                  SmallVectorImpl<Value> &seen) {
   SmallVector<Value> dots;
@@ -348,7 +354,28 @@ Value OneQueryKernel::scoreGroup(OpBuilder &kb, Location kl, Value k0,
       kb.create<arith::CmpIOp>(kl, arith::CmpIPredicate::slt, ids, endVec));
   Value scores =
       kb.create<arith::MulFOp>(kl, transposeSum(kb, kl, dots, lanes), scaleVec);
+  if (block.bias)
+    scores = kb.create<arith::AddFOp>(
+        kl, scores,
+        biasAt(kb, kl, query,
+               kb.create<arith::AddIOp>(kl, k0,
+                                        indexConstant(kb, kl, g * lanes))));
   return kb.create<arith::SelectOp>(kl, seen.back(), scores, ninfVec);
+}
+
+/// bias[.., query, key + j] for j < L: the leading indices of the block's
+/// row where the bias has them (1 elsewhere); lanes past Sk read 0 (their
+/// keys are hidden).
+Value OneQueryKernel::biasAt(OpBuilder &kb, Location kl, Value query,
+                             Value key) const {
+  auto type = tensorTypeOf(block.bias);
+  SmallVector<Value> indices;
+  for (auto [dim, lead] : llvm::enumerate(block.lead))
+    indices.push_back(type.getDimSize(dim) == 1 ? zero : lead);
+  indices.push_back(query);
+  indices.push_back(key);
+  return readVector(kb, kl, vecType, block.bias, indices, fzero,
+                    /*inBounds=*/false);
 }
 
 /// The online softmax of a key block's scores s (B / L vectors):
@@ -1044,7 +1071,8 @@ struct AttentionTiling {
 class AttentionKernelBuilder {
 public:
   AttentionKernelBuilder(OpBuilder &b, AttentionOp op, Value query, Value key,
-                         Value value, Value lengths, AttentionTiling tiling);
+                         Value value, Value lengths, Value bias,
+                         AttentionTiling tiling);
 
   /// The attention, of the op's shape up to static sizes.
   Value build();
@@ -1072,7 +1100,7 @@ private:
   int64_t rank;
   /// The operands as the op has them, and with the leading dimensions
   /// collapsed ([N, S, D]).
-  Value query, key, value, q, k, v, lengths;
+  Value query, key, value, q, k, v, lengths, bias;
   bool causal;
   double scale;
   AttentionTiling tiling;
@@ -1085,10 +1113,11 @@ private:
 AttentionKernelBuilder::AttentionKernelBuilder(OpBuilder &b, AttentionOp op,
                                                Value query, Value key,
                                                Value value, Value lengths,
+                                               Value bias,
                                                AttentionTiling tiling)
     : b(b), op(op), loc(op.getLoc()), type(op.getType()),
       elt(type.getElementType()), rank(type.getRank()), query(query), key(key),
-      value(value), lengths(lengths), causal(op.getCausal()),
+      value(value), lengths(lengths), bias(bias), causal(op.getCausal()),
       scale(op.getScale().convertToDouble()), tiling(tiling) {
   q = collapseLeading(b, loc, query, 2);
   k = collapseLeading(b, loc, key, 2);
@@ -1167,12 +1196,15 @@ Value AttentionKernelBuilder::vectorBlock(Value output, Value row,
   Value init = rowTile(b, loc, output, row, q0, qs, dv);
   QueryBlock block = {query,  key,   value, SmallVector<Value>(lead),
                       q0,     qs,    kEnd,  shift,
-                      causal, scale, init};
+                      causal, scale, init,  bias};
   auto oneQueryAtATime = [&](OpBuilder &ob, Location ol) {
     return OneQueryKernel(ob, ol, block, tiling.lanes).build();
   };
+  // The tiled kernel's queries lie along the lanes, across the bias's rows:
+  // a bias takes the one-query kernel at any block size.
   int64_t staticQueries = type.getDimSize(rank - 2);
-  if (!ShapedType::isDynamic(staticQueries) && staticQueries < kTiledMinQueries)
+  if (bias || (!ShapedType::isDynamic(staticQueries) &&
+               staticQueries < kTiledMinQueries))
     return oneQueryAtATime(b, loc);
   Value many = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::uge, qs,
                                        indexConstant(b, loc, kTiledMinQueries));
@@ -1284,8 +1316,9 @@ Value AttentionKernelBuilder::expandResult(Value flat) {
   return expandLeading(b, loc, flat, RankedTensorType::get(shape, elt), query);
 }
 
-/// tfm.attention without a mask as AttentionKernelBuilder's loop nest; with
-/// one, decomposed.
+/// tfm.attention as AttentionKernelBuilder's loop nest, with a finite bias
+/// in the vector kernel; with another mask, or a bias and no vectors,
+/// decomposed.
 struct AttentionLowering : public OpConversionPattern<AttentionOp> {
   AttentionLowering(MLIRContext *ctx, AttentionTiling tiling)
       : OpConversionPattern(ctx), tiling(tiling) {}
@@ -1293,7 +1326,8 @@ struct AttentionLowering : public OpConversionPattern<AttentionOp> {
   LogicalResult
   matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (op.getMask()) {
+    bool biasInKernel = tiling.lanes > 1 && hasVectorAttentionKernel(op);
+    if (op.getMask() && !biasInKernel) {
       // An arbitrary additive mask has no loop-index form: spell the block
       // out and let the primitive patterns lower it.
       FailureOr<SmallVector<Value>> values =
@@ -1304,9 +1338,9 @@ struct AttentionLowering : public OpConversionPattern<AttentionOp> {
       rewriter.replaceOp(op, *values);
       return success();
     }
-    AttentionKernelBuilder builder(rewriter, op, adaptor.getQuery(),
-                                   adaptor.getKey(), adaptor.getValue(),
-                                   adaptor.getKeyLengths(), tiling);
+    AttentionKernelBuilder builder(
+        rewriter, op, adaptor.getQuery(), adaptor.getKey(), adaptor.getValue(),
+        adaptor.getKeyLengths(), adaptor.getMask(), tiling);
     rewriter.replaceOpWithNewOp<tensor::CastOp>(op, op.getType(),
                                                 builder.build());
     return success();
@@ -1325,10 +1359,20 @@ void mlir::tfm::lowering::populateAttentionLoweringPatterns(
       AttentionTiling{queryBlock, keyBlock, vectorWidth});
 }
 
+/// A bias the vector kernel adds to the scores: finite by construction
+/// (a -inf would need the online softmax's guards), of the scores' rank.
+static bool isKernelBias(AttentionOp op) {
+  Value mask = op.getMask();
+  return mask && mask.getDefiningOp<RelativePositionBiasOp>() &&
+         cast<RankedTensorType>(mask.getType()).getRank() ==
+             cast<RankedTensorType>(op.getQuery().getType()).getRank();
+}
+
 bool mlir::tfm::hasVectorAttentionKernel(AttentionOp op) {
   auto query = cast<RankedTensorType>(op.getQuery().getType());
   auto value = cast<RankedTensorType>(op.getValue().getType());
-  return !op.getMask() && query.getElementType().isF32() &&
+  return (!op.getMask() || isKernelBias(op)) &&
+         query.getElementType().isF32() &&
          !query.isDynamicDim(query.getRank() - 1) &&
          !value.isDynamicDim(value.getRank() - 1);
 }

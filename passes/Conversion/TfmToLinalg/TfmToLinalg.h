@@ -21,7 +21,8 @@ void populateTfmToLinalgPatterns(RewritePatternSet &patterns,
                                  bool int8Dot);
 
 /// Whether convert-tfm-to-linalg lowers `op` to its vector FlashAttention
-/// kernel: f32, static head sizes, no additive mask.
+/// kernel: f32, static head sizes, no additive mask but a relative position
+/// bias (finite, added to the scores in the kernel).
 bool hasVectorAttentionKernel(AttentionOp op);
 
 /// Whether convert-tfm-to-linalg lowers `op` to its vector layer norm
