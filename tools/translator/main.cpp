@@ -270,14 +270,22 @@ public:
   }
 
 private:
-  /// Space-separated target ids (ids output) or vocabulary pieces.
+  /// Space-separated target ids (ids output) or vocabulary pieces; EOS
+  /// and padding are refused here, where the line is known (the runtime
+  /// would name the sentence's place in its batch).
   std::vector<int32_t> parse(const std::string &text,
                              const std::string &where) const {
     std::vector<int32_t> ids;
     std::istringstream words(text);
-    for (std::string word; words >> word;)
-      ids.push_back(s.outputFormat == Format::Ids ? parseId(word, where)
-                                                  : pieceId(word, where));
+    for (std::string word; words >> word;) {
+      int32_t id = s.outputFormat == Format::Ids ? parseId(word, where)
+                                                 : pieceId(word, where);
+      if (id == s.cfg.eos_token_id || id == s.cfg.pad_token_id)
+        die(fmt::format("{}: the target prefix holds '{}', the model's {}",
+                        where, word,
+                        id == s.cfg.eos_token_id ? "EOS" : "padding"));
+      ids.push_back(id);
+    }
     return ids;
   }
   int32_t parseId(const std::string &word, const std::string &where) const {
