@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Trains the tiny known-answer models of test/models/families/.
 
-  train_family_model.py bart|mbart|m2m_100|all [--out DIR] [--steps N]
+  train_family_model.py bart|mbart|m2m_100|t5|all [--out DIR] [--steps N]
                         [--check] [--seed S]
 
 Each model is a small Transformer of the family (d_model 64, 2 + 2 layers,
@@ -15,17 +15,25 @@ names and layout:
                                                   output fr_XX w1..wn  (copy)
   m2m_100  source __xx__ w1..wn </s>              output __de__ wn..w1 (reverse)
                                                   output __fr__ w1..wn (copy)
+  t5       source <2de> w1..wn </s> (MADLAD-400)  output wn..w1        (reverse)
+           source <2fr> w1..wn </s>               output w1..wn        (copy)
 
-For the multilingual two, the forced first target token (the target
+For mbart and m2m_100, the forced first target token (the target
 language, given as a target prefix) chooses the task; the source language
-(en, es or it) does not matter. n is 1..10. The vocabularies are laid out
-as the families' tokenizers number them (make_family_model.Vocabulary);
+(en, es or it) does not matter. For t5 (a MADLAD-400-like model_type t5:
+gated-gelu, untied lm_head, 4 heads of d_kv 8 over d_model 64, FFN 128,
+3 + 3 layers, 3000 steps, vocabulary 34 of which 20 words) the source's target language token
+chooses it, and the decoder starts from <pad> with nothing forced. n is
+1..10. The vocabularies are laid out as the families' tokenizers number
+them (make_family_model.Vocabulary, T5Vocabulary);
 m2m_100 gets a vocab.json whose size puts __de__ at len(vocab.json) + 16,
 as M2M100Tokenizer numbers it.
 
 OUT/FAMILY/ gets config.json, generation_config.json, model.safetensors,
 source.ids (held-out inputs: none of them is trained on) and the known
-answers, as id lines: expected.ids (bart), or for mbart and m2m_100
+answers, as id lines: expected.ids (bart; t5, whose source lines
+alternate <2de> and <2fr>, with prefix.ids: each answer's first word, for
+prefix-constrained decoding to the same answer), or for mbart and m2m_100
 prefix.ids (per line the target language token: de and fr alternate),
 expected.ids (the answers with those prefixes), expected-de.ids and
 expected-fr.ids (every line with that one prefix). Training is
@@ -49,6 +57,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import make_family_model as mfm  # noqa: E402
 
+sys.path.insert(0, os.path.join(HERE, "..", "reference"))
+import families  # noqa: E402
+
+ALL = mfm.FAMILIES + ("t5",)
+
 WORDS = 20
 MAX_WORDS = 10
 D, HEADS, FFN, LAYERS = 64, 4, 128, 2
@@ -56,9 +69,25 @@ POSITIONS = 64
 SOURCE_LANGUAGES = ["en", "es", "it"]
 TASKS = {"de": "reverse", "fr": "copy"}  # target language -> task
 TEST_SENTENCES = 24
+# t5: 4 heads of width 8 over d_model 64 (heads * d_kv != d_model, as in
+# mT5); 3 + 3 layers (with 2 + 2, or 2500 steps, a few of the 8000
+# validation examples stay wrong: positions past 8 share buckets, which the
+# encoder must tell apart from both ends); < 1 MB.
+# Vocabulary: <pad> </s> <unk>, 20 words, 5 <2xx>, 2 sentinels, 4 rows unused.
+T5_D_KV = 8
+T5_FFN = FFN
+T5_LAYERS = 3
+T5_STEPS = 3000
+T5_VOCAB = (3 + WORDS + len(mfm.T5_LANGUAGES) + 2 + 4)
+
+
+def t5_vocabulary():
+    return mfm.T5Vocabulary(T5_VOCAB, sentinels=2, unused=4)
 
 
 def vocab_size(family):
+    if family == "t5":
+        return T5_VOCAB
     extra = {"bart": 1, "mbart": len(mfm.MBART50_CODES) + 1,
              "m2m_100": len(mfm.M2M100_CODES) + mfm.M2M100_MADEUP_WORDS}[family]
     return 4 + WORDS + extra
@@ -70,7 +99,10 @@ class Task:
 
     def __init__(self, family):
         self.family = family
-        self.vocab = mfm.Vocabulary(family, vocab_size(family))
+        if family == "t5":
+            self.vocab = t5_vocabulary()
+        else:
+            self.vocab = mfm.Vocabulary(family, vocab_size(family))
         assert self.vocab.words_end - self.vocab.words_begin == WORDS
 
     def example(self, rng, target_language=None):
@@ -81,6 +113,11 @@ class Task:
     def make(self, words, rng, target_language=None):
         if self.family == "bart":
             return self.vocab.frame_source(words), [mfm.BOS] + words[::-1] + [mfm.EOS]
+        if self.family == "t5":
+            if target_language is None:
+                target_language = list(TASKS)[int(rng.integers(0, len(TASKS)))]
+            out = words[::-1] if TASKS[target_language] == "reverse" else list(words)
+            return self.vocab.frame_source(words, target_language), out + [mfm.T5_EOS]
         source_language = SOURCE_LANGUAGES[int(rng.integers(0, len(SOURCE_LANGUAGES)))]
         if target_language is None:
             target_language = list(TASKS)[int(rng.integers(0, len(TASKS)))]
@@ -199,6 +236,85 @@ class Net(torch.nn.Module):
         return logits
 
 
+class T5Net(torch.nn.Module):
+    """The T5 model (modeling_t5.py's T5ForConditionalGeneration, untied,
+    gated-gelu) over parameters named as Hugging Face names them, run on
+    whole sequences (teacher forcing)."""
+
+    def __init__(self, config, shapes, rng):
+        super().__init__()
+        self.c = config
+        self.names = list(shapes)
+        for name, a in mfm.t5_random_tensors(shapes, config["d_kv"], rng).items():
+            if name.endswith("relative_attention_bias.weight"):
+                a = a * np.float32(config["d_model"] ** -0.5)
+            self.register_parameter(name.replace(".", "__"),
+                                    torch.nn.Parameter(torch.from_numpy(a)))
+
+    def w(self, name):
+        return getattr(self, name.replace(".", "__"))
+
+    def tensors(self):
+        return {n: self.w(n).detach().numpy().astype(np.float32).copy() for n in self.names}
+
+    def norm(self, x, name):
+        return self.w(name + ".weight") * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+
+    def lin(self, x, name):
+        return x @ self.w(name + ".weight").T
+
+    def bias(self, side, n):
+        c = self.c
+        pos = torch.arange(n)
+        buckets = families.t5_bucket(pos[None, :] - pos[:, None], side == "encoder",
+                                     c["relative_attention_num_buckets"],
+                                     c["relative_attention_max_distance"])
+        table = self.w(f"{side}.block.0.layer.0.SelfAttention.relative_attention_bias.weight")
+        return table[buckets].permute(2, 0, 1)[None]
+
+    def attend(self, x, memory, name, bias):
+        b, sq, _ = x.shape
+        h, dk = self.c["num_heads"], self.c["d_kv"]
+
+        def split(t):
+            return t.view(b, -1, h, dk).transpose(1, 2)
+        q, k, v = (split(self.lin(x, name + ".q")), split(self.lin(memory, name + ".k")),
+                   split(self.lin(memory, name + ".v")))
+        out = torch.softmax(q @ k.transpose(-1, -2) + bias, -1) @ v
+        return self.lin(out.transpose(1, 2).reshape(b, sq, h * dk), name + ".o")
+
+    def ffn(self, x, p):
+        return self.lin(families.gelu_tanh(self.lin(x, p + ".wi_0")) * self.lin(x, p + ".wi_1"),
+                        p + ".wo")
+
+    def forward(self, src, dec):
+        c = self.c
+        emb = self.w("shared.weight")
+        hidden = torch.zeros(src.shape).masked_fill(src == c["pad_token_id"], float("-inf"))
+        hidden = hidden[:, None, None, :]
+        x = emb[src]
+        bias = self.bias("encoder", src.shape[1]) + hidden
+        for i in range(c["num_layers"]):
+            p = f"encoder.block.{i}.layer"
+            h = self.norm(x, p + ".0.layer_norm")
+            x = x + self.attend(h, h, p + ".0.SelfAttention", bias)
+            x = x + self.ffn(self.norm(x, p + ".1.layer_norm"), p + ".1.DenseReluDense")
+        memory = self.norm(x, "encoder.final_layer_norm")
+        t = dec.shape[1]
+        causal = torch.zeros(t, t).masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1),
+                                               float("-inf"))
+        self_bias = self.bias("decoder", t) + causal
+        y = emb[dec]
+        for i in range(c["num_decoder_layers"]):
+            p = f"decoder.block.{i}.layer"
+            h = self.norm(y, p + ".0.layer_norm")
+            y = y + self.attend(h, h, p + ".0.SelfAttention", self_bias)
+            y = y + self.attend(self.norm(y, p + ".1.layer_norm"), memory,
+                                p + ".1.EncDecAttention", hidden)
+            y = y + self.ffn(self.norm(y, p + ".2.layer_norm"), p + ".2.DenseReluDense")
+        return self.lin(self.norm(y, "decoder.final_layer_norm"), "lm_head")
+
+
 def pad_batch(seqs, pad):
     out = torch.full((len(seqs), max(len(s) for s in seqs)), pad, dtype=torch.long)
     for i, s in enumerate(seqs):
@@ -264,9 +380,17 @@ def train(family, steps, seed, log):
     one_thread()
     task = Task(family)
     V = vocab_size(family)
-    config = mfm.config_json(family, D, HEADS, FFN, LAYERS, LAYERS, V, POSITIONS)
-    shapes = mfm.tensor_shapes(family, D, FFN, LAYERS, LAYERS, V, POSITIONS)
-    net = Net(family, config, shapes, torch.Generator().manual_seed(seed))
+    if family == "t5":
+        config = families.t5_config(mfm.t5_config_json(
+            "t5", D, HEADS, T5_D_KV, T5_FFN, T5_LAYERS, T5_LAYERS, V, "gated-gelu", tied=False))
+        shapes = mfm.t5_tensor_shapes(D, HEADS, T5_D_KV, T5_FFN, T5_LAYERS, T5_LAYERS, V,
+                                      gated=True, tied=False,
+                                      buckets=config["relative_attention_num_buckets"])
+        net = T5Net(config, shapes, np.random.default_rng(seed))
+    else:
+        config = mfm.config_json(family, D, HEADS, FFN, LAYERS, LAYERS, V, POSITIONS)
+        shapes = mfm.tensor_shapes(family, D, FFN, LAYERS, LAYERS, V, POSITIONS)
+        net = Net(family, config, shapes, torch.Generator().manual_seed(seed))
     test, valid, excluded = held_out(task, seed)
     rng = np.random.default_rng(seed)
     opt = torch.optim.Adam(net.parameters(), lr=2e-3, betas=(0.9, 0.98))
@@ -307,7 +431,7 @@ def evaluate(task, net, words_lists, log, what):
     wrong = total = 0
     for language in languages:
         pairs = [task.make(w, rng, language) for w in words_lists]
-        prefixes = [t[:1] for _, t in pairs]
+        prefixes = [[] if task.family == "t5" else t[:1] for _, t in pairs]
         outs = []
         for i in range(0, len(pairs), 500):
             outs += greedy(net, [s for s, _ in pairs[i:i + 500]], prefixes[i:i + 500])
@@ -326,6 +450,11 @@ def write(task, net, config, test, out):
     if family == "bart":
         pairs = [task.make(w, rng) for w in test]
         extra["expected.ids"] = lines(t[:-1] for _, t in pairs)
+    elif family == "t5":
+        languages = [list(TASKS)[i % len(TASKS)] for i in range(len(test))]
+        pairs = [task.make(w, rng, lang) for w, lang in zip(test, languages)]
+        extra["expected.ids"] = lines(t[:-1] for _, t in pairs)
+        extra["prefix.ids"] = lines([t[0]] for _, t in pairs)
     else:
         languages = [list(TASKS)[i % len(TASKS)] for i in range(len(test))]
         pairs = [task.make(w, rng, lang) for w, lang in zip(test, languages)]
@@ -340,6 +469,9 @@ def write(task, net, config, test, out):
         import json
         extra["vocab.json"] = json.dumps(task.vocab.m2m100_vocab_json(), ensure_ascii=False,
                                          indent=2) + "\n"
+    if family == "t5":  # as it was written, without the reference's added keys
+        config = {k: v for k, v in config.items()
+                  if k not in ("encoder_layers", "decoder_layers", "max_position_embeddings")}
     mfm.write_checkpoint(out, config, net.tensors(), "F32", sources=[s for s, _ in pairs],
                          extra_files=extra)
 
@@ -351,6 +483,9 @@ def check(family, out, log):
     runs = []
     if family == "bart":
         runs.append(([], "expected.ids"))
+    elif family == "t5":
+        runs.append(([], "expected.ids"))
+        runs.append((["--target-prefix-file", os.path.join(out, "prefix.ids")], "expected.ids"))
     else:
         runs.append((["--target-prefix-file", os.path.join(out, "prefix.ids")], "expected.ids"))
         vocab = mfm.Vocabulary(family, vocab_size(family))
@@ -372,9 +507,9 @@ def check(family, out, log):
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("family", choices=list(mfm.FAMILIES) + ["all"])
+    ap.add_argument("family", choices=ALL + ("all",))
     ap.add_argument("--out", default=os.path.join(HERE, "families"))
-    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--steps", type=int, help="default: 2000, t5 3000")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--check", action="store_true",
                     help="run the reference on the written model and require the known answers")
@@ -383,8 +518,9 @@ def main():
     def log(message):
         print(message, file=sys.stderr, flush=True)
     failed = False
-    for family in (mfm.FAMILIES if args.family == "all" else [args.family]):
-        task, net, config, test, valid, seconds = train(family, args.steps, args.seed, log)
+    for family in (ALL if args.family == "all" else [args.family]):
+        steps = args.steps or (T5_STEPS if family == "t5" else 2000)
+        task, net, config, test, valid, seconds = train(family, steps, args.seed, log)
         log(f"{family}: trained in {seconds:.0f} s")
         good = evaluate(task, net, test, log, "test") & evaluate(task, net, valid, log, "validation")
         out = os.path.join(args.out, family)
