@@ -409,6 +409,17 @@ static llvm::Error checkSizes(llvm::StringRef path, const ModelConfig &c) {
                                          "sinusoidal_concat_half_minus_one "
                                          "positions",
                                          c.dModel));
+  // The encoder's buckets split in halves, each with exact buckets below
+  // the logarithmic ones (n/2/2 >= 1), whose range ends at max_distance.
+  if (c.relativeBuckets && c.relativeBuckets < 4)
+    return fileError(path, llvm::formatv("relative_attention_num_buckets {0} "
+                                         "must be at least 4",
+                                         c.relativeBuckets));
+  if (c.relativeBuckets && c.relativeMaxDistance <= c.relativeBuckets / 2)
+    return fileError(path,
+                     llvm::formatv("relative_attention_max_distance {0} must "
+                                   "exceed half the {1} buckets",
+                                   c.relativeMaxDistance, c.relativeBuckets));
   if (c.shareEmbeddings && c.targetVocabSize != c.vocabSize)
     return fileError(path,
                      llvm::formatv("decoder_vocab_size {0} differs from "

@@ -12,6 +12,8 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
+
 using namespace mlir::tfm;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -26,10 +28,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
   const ModelConfig &c = *config;
-  TFM_FUZZ_CHECK(c.dModel >= 1 && c.dModel % 2 == 0);
+  bool relative = c.positions == ModelConfig::Positions::relative;
+  bool tables = c.positions == ModelConfig::Positions::table;
+  // Sinusoids (which a Marian config gets without tables) pair channels.
+  TFM_FUZZ_CHECK(c.dModel >= 1 && (relative || tables || c.dModel % 2 == 0));
   TFM_FUZZ_CHECK(c.encoderLayers >= 1 && c.decoderLayers >= 1);
-  TFM_FUZZ_CHECK(c.encoderHeads >= 1 && c.dModel % c.encoderHeads == 0);
-  TFM_FUZZ_CHECK(c.decoderHeads >= 1 && c.dModel % c.decoderHeads == 0);
+  // Heads split d_model unless their width is given (T5's d_kv).
+  TFM_FUZZ_CHECK(c.encoderHeads >= 1 && c.decoderHeads >= 1);
+  TFM_FUZZ_CHECK(c.headDim >= 1 || (c.dModel % c.encoderHeads == 0 &&
+                                    c.dModel % c.decoderHeads == 0));
+  // What tfm.relative_position_bias verifies.
+  TFM_FUZZ_CHECK(relative == (c.relativeBuckets > 0));
+  TFM_FUZZ_CHECK(!relative || (c.relativeBuckets >= 4 &&
+                               c.relativeMaxDistance > c.relativeBuckets / 2));
+  TFM_FUZZ_CHECK(c.layerNormEpsilon > 0 && std::isfinite(c.layerNormEpsilon));
   TFM_FUZZ_CHECK(c.encoderFfnDim >= 1 && c.decoderFfnDim >= 1);
   TFM_FUZZ_CHECK(c.vocabSize >= 1 && c.targetVocabSize >= 1);
   TFM_FUZZ_CHECK(!c.shareEmbeddings || c.vocabSize == c.targetVocabSize);
