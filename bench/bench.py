@@ -9,7 +9,7 @@ all in one run.
   /usr/bin/python3 bench/bench.py --quick --out DIR     # tiny model, one run
 
   options: [--size base|small|tiny] [--backends llvm,onednn,auto]
-           [--precisions fp32,bf16,int8]
+           [--precisions fp32,bf16,int8] [--families marian,bart,...]
            [--sentences 128] [--reference-sentences 16] [--runs 3]
            [--cases greedy-b1,greedy-b32,beam4-b1,beam4-b32]
            [--no-micro | --micro-only] [--plot] [--build build]
@@ -36,6 +36,17 @@ for bf16 and int8.
 --quick: the tiny test model (test/models/make_test_model.py), 8 sentences,
 one run, small micro-benchmark shapes: ~1.5 minutes with three backends;
 the test suite runs it (test/Bench/quick.test) so the harness cannot rot.
+
+--families marian,bart,mbart,m2m_100,t5: a model of --size per family
+(Marian's as above, the others by test/models/make_family_model.py: base
+is BART-base for bart and mbart, M2M-100-418M, T5 v1.1 base), end to end
+only, backends auto and precisions fp32,int8 unless given; every family's
+engines take turns run by run, and each family's batch-1 share of its
+memory bound (its decoder layers and output projection) stands beside
+Marian's of the same run, with what runs its attention (`translator
+--model-info`). A family this checkout cannot make, compile or run is
+skipped with the reason. See bench/families.py; test/Bench/families.test
+runs it on tiny models.
 """
 import argparse
 import json
@@ -48,6 +59,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import families  # noqa: E402
 import micro  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -99,21 +111,46 @@ def make_model(size, out, quick):
                        stdout=subprocess.DEVNULL)
 
 
+def decoder_step_weights(config):
+    """(matrix elements, output features, bias elements) of the weights a
+    batch-1 decoder step reads once per target token, from a checkpoint's
+    config.json: each decoder layer's self-attention Q, K, V, O,
+    cross-attention Q and O (cross K and V are computed once per sentence)
+    and feed-forward matrices, then the output projection. Marian, BART,
+    mBART and M2M-100 have a bias per output feature (M2M-100's output
+    projection none; Marian's, BART's and mBART's is final_logits_bias); T5
+    has no biases, heads * d_kv wide attention and, where feed_forward_proj
+    is gated-*, two input matrices of the feed-forward (wi_0, wi_1). Rows
+    that a step gathers (the token's embedding, a learned position, T5's
+    relative position bias) and the norms' weights are a few KB and not
+    counted."""
+    family = config.get("model_type", "marian")
+    if family in ("t5", "mt5"):
+        d, inner, ffn = config["d_model"], config["num_heads"] * config["d_kv"], config["d_ff"]
+        layers = config.get("num_decoder_layers") or config["num_layers"]
+        ffn_in = 2 if config.get("feed_forward_proj", "relu").startswith("gated-") else 1
+        vocab = config["vocab_size"]
+        matrices = layers * (6 * inner * d + (ffn_in + 1) * d * ffn) + vocab * d
+        rows = layers * (4 * inner + 2 * d + ffn_in * ffn + d) + vocab
+        return matrices, rows, 0
+    d, ffn, layers = config["d_model"], config["decoder_ffn_dim"], config["decoder_layers"]
+    vocab = config.get("decoder_vocab_size") or config["vocab_size"]
+    matrices = layers * (6 * d * d + 2 * d * ffn) + vocab * d
+    rows = layers * (6 * d + ffn + d) + vocab
+    return matrices, rows, rows - vocab if family == "m2m_100" else rows
+
+
 def step_weight_bytes(model, precision="fp32"):
-    """Bytes of weights a batch-1 decoder step reads once per target token:
-    each decoder layer's self-attention Q, K, V, O, cross-attention Q and O
-    (cross K and V are computed once per sentence) and FFN, with their
-    biases, then the output projection and its bias. The matrices take 4
-    bytes an element, 2 in bf16, 1 in int8 plus a scale and a correction
-    (4 bytes each) per output feature; biases stay f32."""
+    """Bytes of weights a batch-1 decoder step reads once per target token
+    (decoder_step_weights: the decoder layers' matrices and biases, then the
+    output projection and its bias). The matrices take 4 bytes an element,
+    2 in bf16, 1 in int8 plus a scale and a correction (4 bytes each) per
+    output feature; biases stay f32."""
     with open(os.path.join(model, "config.json")) as f:
         c = json.load(f)
-    d, ffn, layers = c["d_model"], c["decoder_ffn_dim"], c["decoder_layers"]
-    vocab = c.get("decoder_vocab_size") or c["vocab_size"]
-    matrices = layers * (6 * d * d + 2 * d * ffn) + vocab * d
-    biases = layers * (6 * d + ffn + d) + vocab
+    matrices, rows, biases = decoder_step_weights(c)
     if precision == "int8":
-        return matrices + 8 * biases + 4 * biases
+        return matrices + 8 * rows + 4 * biases
     return (2 if precision == "bf16" else 4) * matrices + 4 * biases
 
 
@@ -374,10 +411,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", default="base", choices=["tiny", "small", "base"])
-    ap.add_argument("--backends", default="llvm,onednn,auto",
-                    help="tfmc backends, comma-separated; those tfmc lacks are skipped")
-    ap.add_argument("--precisions", default="fp32",
-                    help="tfmc compile --precision values, comma-separated: fp32,bf16,int8")
+    ap.add_argument("--backends",
+                    help="tfmc backends, comma-separated; those tfmc lacks are skipped "
+                         "(default llvm,onednn,auto; with --families auto)")
+    ap.add_argument("--precisions",
+                    help="tfmc compile --precision values, comma-separated: fp32,bf16,int8 "
+                         "(default fp32; with --families fp32,int8)")
+    ap.add_argument("--families",
+                    help="model families, comma-separated: some of "
+                         + ",".join(families.FAMILIES) + " (Marian always): each family's "
+                         "model of --size, end to end only (bench/families.py)")
     ap.add_argument("--sentences", type=int, default=128)
     ap.add_argument("--reference-sentences", type=int, default=16)
     ap.add_argument("--runs", type=int, default=3)
@@ -398,7 +441,15 @@ def main():
     if unknown:
         ap.error(f"unknown case(s) {', '.join(unknown)}: expected some of {', '.join(known)}")
     args.cases = [known[c] for c in args.cases.split(",")]
-    args.precisions = args.precisions.split(",")
+    if args.families is not None:
+        try:
+            args.families = families.parse(args.families)
+        except ValueError as e:
+            ap.error(str(e))
+        if args.micro_only:
+            ap.error("--families measures end to end: it cannot take --micro-only")
+    args.backends = args.backends or ("auto" if args.families else "llvm,onednn,auto")
+    args.precisions = (args.precisions or ("fp32,int8" if args.families else "fp32")).split(",")
     bad = [p for p in args.precisions if p not in ("fp32", "bf16", "int8")]
     if bad:
         ap.error(f"unknown precision(s) {', '.join(bad)}: expected fp32, bf16 or int8")
@@ -409,10 +460,15 @@ def main():
     notes = []
     results = {"quick": args.quick}
     sections = []
-    if not args.micro_only:
+    if args.families:
+        results["families"] = families.end_to_end(args, notes, sys.modules[__name__])
+        sections.append(families.tables(results["families"]))
+        if args.plot:
+            notes.append("--plot draws the Marian run alone: no picture of the families")
+    elif not args.micro_only:
         results["end_to_end"] = end_to_end(args, notes)
         sections.append(e2e_table(results["end_to_end"]))
-    if not args.no_micro:
+    if not args.no_micro and not args.families:
         results["micro"] = micro.run(args.build, args.backends.split(","), args.quick,
                                      args.threads, precisions=args.precisions)
         sections.append("\n\n".join(
