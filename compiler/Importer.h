@@ -1,9 +1,10 @@
 //===- Importer.h - Checkpoint to tfm IR ------------------------*- C++ -*-===//
 //
-// Turns a Hugging Face MarianMT-style checkpoint directory (config.json,
-// model.safetensors) into a module in primitive `tfm` form with two entry
-// points, `encode` and `decode_step`. Only the safetensors header is read:
-// weights stay in the file and the IR names them.
+// Turns a Hugging Face checkpoint directory of a supported family
+// (config.json and its tensors; ModelConfig.h) or a Marian .npz release
+// into a module in primitive `tfm` form with two entry points, `encode` and
+// `decode_step`. Only the safetensors header is read: weights stay in the
+// file and the IR names them.
 //
 //===----------------------------------------------------------------------===//
 

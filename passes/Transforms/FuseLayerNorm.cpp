@@ -4,8 +4,9 @@
 //   mean = E[x];  c = x - mean;  var = E[c·c]  (or E[x·x] - mean·mean)
 //   n = c · rsqrt(var + eps)   (or c / sqrt(var + eps))
 //   y = n · γ + β              (γ, β optional, each a [D] vector)
-// anchored at n, and replaces it with tfm.layer_norm, folding x = a + b when
-// the sum feeds nothing else.
+// and the RMS norm, c = x and var = E[x·x] (T5's), anchored at n, and
+// replaces it with tfm.layer_norm, folding x = a + b when the sum feeds
+// nothing else.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +43,46 @@ static MulOp squareOf(Value square, Value v) {
   if (!mul || mul.getLhs() != v || mul.getRhs() != v)
     return {};
   return mul;
+}
+
+/// x from c and var, the ops of the statistics added to `chain`: c = x -
+/// mean(x) with var = E[c·c] or E[x·x] - mean·mean (a layer norm), or c = x
+/// with var = E[x·x] (`rms`).
+static FailureOr<Value>
+matchStatistics(Value centered, Value variance,
+                llvm::SmallPtrSetImpl<Operation *> &chain, bool &rms) {
+  auto sub = centered.getDefiningOp<SubOp>();
+  MeanOp mean = sub ? lastAxisMean(sub.getRhs()) : MeanOp();
+  MeanOp varMean = lastAxisMean(variance);
+  if (!mean || mean.getInput() != sub.getLhs()) {
+    MulOp square = varMean ? squareOf(varMean.getInput(), centered) : MulOp();
+    if (!square || !varMean->hasOneUse() || !square->hasOneUse())
+      return failure();
+    chain.insert({varMean, square});
+    rms = true;
+    return centered;
+  }
+  Value x = sub.getLhs();
+  chain.insert({sub, mean});
+  if (varMean) {
+    MulOp square = squareOf(varMean.getInput(), centered);
+    if (!square || !varMean->hasOneUse() || !square->hasOneUse())
+      return failure();
+    chain.insert({varMean, square});
+  } else if (auto diff = variance.getDefiningOp<SubOp>()) {
+    MeanOp meanSq = lastAxisMean(diff.getLhs());
+    MulOp xSquare = meanSq ? squareOf(meanSq.getInput(), x) : MulOp();
+    MulOp meanSquare = squareOf(diff.getRhs(), mean);
+    if (!xSquare || !meanSquare || !diff->hasOneUse() || !meanSq->hasOneUse() ||
+        !xSquare->hasOneUse() || !meanSquare->hasOneUse())
+      return failure();
+    chain.insert({diff, meanSq, xSquare, meanSquare});
+  } else {
+    return failure();
+  }
+  if (!onlyUsedBy(centered, chain) || !onlyUsedBy(mean, chain))
+    return failure();
+  return x;
 }
 
 template <typename NormalizeOp>
@@ -87,38 +128,16 @@ struct FuseLayerNormPattern : public OpRewritePattern<NormalizeOp> {
     if (!variance || !(*eps > 0.0))
       return rewriter.notifyMatchFailure(addEps, "no positive epsilon");
 
-    // c = x - mean(x)
-    auto sub = centered.getDefiningOp<SubOp>();
-    MeanOp mean = sub ? lastAxisMean(sub.getRhs()) : MeanOp();
-    if (!mean || mean.getInput() != sub.getLhs())
-      return rewriter.notifyMatchFailure(normalize, "no x - mean(x)");
-    Value x = sub.getLhs();
+    llvm::SmallPtrSet<Operation *, 8> chain = {normalize, invStd, addEps};
+    bool rms = false;
+    FailureOr<Value> matched = matchStatistics(centered, variance, chain, rms);
+    if (failed(matched))
+      return rewriter.notifyMatchFailure(normalize,
+                                         "no mean and variance of one x");
+    Value x = *matched;
     auto xType = cast<RankedTensorType>(x.getType());
-    if (sub.getType() != xType || normalize.getType() != xType)
+    if (centered.getType() != xType || normalize.getType() != xType)
       return rewriter.notifyMatchFailure(normalize, "shapes change");
-
-    llvm::SmallPtrSet<Operation *, 8> chain = {normalize, invStd, addEps, sub,
-                                               mean};
-    // var = E[c·c]  or  var = E[x·x] - mean·mean
-    if (MeanOp varMean = lastAxisMean(variance)) {
-      MulOp square = squareOf(varMean.getInput(), centered);
-      if (!square || !varMean->hasOneUse() || !square->hasOneUse())
-        return rewriter.notifyMatchFailure(normalize, "no E[(x - mean)^2]");
-      chain.insert({varMean, square});
-    } else if (auto diff = variance.getDefiningOp<SubOp>()) {
-      MeanOp meanSq = lastAxisMean(diff.getLhs());
-      MulOp xSquare = meanSq ? squareOf(meanSq.getInput(), x) : MulOp();
-      MulOp meanSquare = squareOf(diff.getRhs(), mean);
-      if (!xSquare || !meanSquare || !diff->hasOneUse() ||
-          !meanSq->hasOneUse() || !xSquare->hasOneUse() ||
-          !meanSquare->hasOneUse())
-        return rewriter.notifyMatchFailure(normalize, "no E[x^2] - E[x]^2");
-      chain.insert({diff, meanSq, xSquare, meanSquare});
-    } else {
-      return rewriter.notifyMatchFailure(normalize, "no variance");
-    }
-    if (!onlyUsedBy(centered, chain) || !onlyUsedBy(mean, chain))
-      return rewriter.notifyMatchFailure(normalize, "intermediate escapes");
 
     // y = n · γ + β, each optional and a [D] vector.
     int64_t dim = xType.getShape().back();
@@ -154,7 +173,8 @@ struct FuseLayerNormPattern : public OpRewritePattern<NormalizeOp> {
       }
 
     rewriter.replaceOpWithNewOp<LayerNormOp>(
-        root, input, residual, gamma, beta, rewriter.getF64FloatAttr(*eps));
+        root, input, residual, gamma, beta, rewriter.getF64FloatAttr(*eps),
+        rms ? rewriter.getUnitAttr() : UnitAttr());
     return success();
   }
 };

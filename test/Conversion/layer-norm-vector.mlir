@@ -121,3 +121,38 @@ func.func @one_row(%x: tensor<512xf32>) -> tensor<512xf32> {
   %y = tfm.layer_norm %x epsilon 1.0e-5 : tensor<512xf32>
   return %y : tensor<512xf32>
 }
+
+// -----
+
+// T5's RMS norm: the kernel's mean pass is skipped and nothing is centered
+// (the layer norm above subtracts the mean in its variance and output
+// passes); the sum of squares and rsqrt remain.
+// CHECK-LABEL: func.func @rms_512(
+// CHECK-NOT: arith.subf
+// CHECK: scf.forall
+// CHECK-NOT: arith.subf
+// CHECK: vector.fma
+// CHECK-NOT: arith.subf
+// CHECK: math.rsqrt
+// CHECK-NOT: arith.subf
+// CHECK: return
+func.func @rms_512(%x: tensor<?x512xf32>, %g: tensor<512xf32>) -> tensor<?x512xf32> {
+  %y = tfm.layer_norm %x scale(%g : tensor<512xf32>) epsilon 1.0e-6 rms : tensor<?x512xf32>
+  return %y : tensor<?x512xf32>
+}
+
+// -----
+
+// The generic lowering of an RMS norm: S2 = sum(x²) unshifted, var = S2 / n,
+// x not centered.
+// CHECK-LABEL: func.func @rms_dynamic(
+// CHECK-NOT: arith.subf
+// CHECK: linalg.generic
+// CHECK-NOT: arith.subf
+// CHECK: math.rsqrt
+// CHECK-NOT: arith.subf
+// CHECK: return
+func.func @rms_dynamic(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %y = tfm.layer_norm %x epsilon 1.0e-6 rms : tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}

@@ -60,6 +60,27 @@ func.func @layer_norm(%x: tensor<?x?x64xf32>, %r: tensor<?x?x64xf32>, %g: tensor
 
 // -----
 
+// T5's RMS norm: x · rsqrt(E[x·x] + eps) · γ, nothing centered.
+// CHECK-LABEL: func @rms_norm
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: {{.+}}, %[[G:[a-z0-9]+]]: {{.+}})
+// CHECK-NEXT: %[[SQ:.+]] = tfm.mul %[[X]], %[[X]]
+// CHECK-NEXT: %[[MS:.+]] = tfm.mean %[[SQ]] axis 2
+// CHECK-NEXT: %[[EPS:.+]] = arith.constant dense<9.99999997E-7> : tensor<f32>
+// CHECK-NEXT: %[[D:.+]] = tfm.add %[[MS]], %[[EPS]]
+// CHECK-NEXT: %[[RS:.+]] = tfm.rsqrt %[[D]]
+// CHECK-NEXT: %[[N:.+]] = tfm.mul %[[X]], %[[RS]]
+// CHECK-NEXT: %[[Y:.+]] = tfm.mul %[[N]], %[[G]]
+// CHECK-NEXT: return %[[Y]]
+// REFUSE-LABEL: func @rms_norm
+// REFUSE-NEXT: %[[Y:.+]] = tfm.layer_norm %{{.+}} scale(%{{.+}}) epsilon 9.9999999747524271E-7 rms
+// REFUSE-NEXT: return %[[Y]]
+func.func @rms_norm(%x: tensor<?x?x64xf32>, %g: tensor<64xf32>) -> tensor<?x?x64xf32> {
+  %y = tfm.layer_norm %x scale(%g : tensor<64xf32>) epsilon 9.9999999747524271E-7 rms : tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func @fused_linear
 // CHECK-SAME: (%[[X:[a-z0-9]+]]: {{.+}}, %[[W:[a-z0-9]+]]: {{.+}}, %[[B:[a-z0-9]+]]: {{.+}}, %[[R:[a-z0-9]+]]: {{.+}})
 // CHECK-NEXT: %[[H:.+]] = tfm.linear %[[X]], %[[W]], %[[B]]

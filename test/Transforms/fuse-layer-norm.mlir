@@ -171,3 +171,37 @@ func.func @not_a_variance(%x: tensor<?x8xf32>, %w: tensor<?x8xf32>) -> tensor<?x
   %n = tfm.mul %c, %r : tensor<?x8xf32>, tensor<?x1xf32> -> tensor<?x8xf32>
   return %n : tensor<?x8xf32>
 }
+
+// -----
+
+// T5's RMS norm: x · rsqrt(E[x·x] + eps) · γ, no mean, no β; x also feeds
+// the next residual and stays.
+// CHECK-LABEL: func @rms_norm
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: {{.+}}, %[[G:[a-z0-9]+]]: {{.+}})
+// CHECK-NEXT: %[[Y:.+]] = tfm.layer_norm %[[X]] scale(%[[G]] : tensor<64xf32>) epsilon 9.9999999747524271E-7 rms : tensor<?x?x64xf32>
+// CHECK-NEXT: return %[[Y]], %[[X]]
+func.func @rms_norm(%x: tensor<?x?x64xf32>, %g: tensor<64xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>) {
+  %eps = arith.constant dense<1.0e-6> : tensor<f32>
+  %sq = tfm.mul %x, %x : tensor<?x?x64xf32>, tensor<?x?x64xf32> -> tensor<?x?x64xf32>
+  %ms = tfm.mean %sq axis 2 : tensor<?x?x64xf32> -> tensor<?x?x1xf32>
+  %d = tfm.add %ms, %eps : tensor<?x?x1xf32>, tensor<f32> -> tensor<?x?x1xf32>
+  %r = tfm.rsqrt %d : tensor<?x?x1xf32>
+  %n = tfm.mul %x, %r : tensor<?x?x64xf32>, tensor<?x?x1xf32> -> tensor<?x?x64xf32>
+  %y = tfm.mul %n, %g : tensor<?x?x64xf32>, tensor<64xf32> -> tensor<?x?x64xf32>
+  return %y, %x : tensor<?x?x64xf32>, tensor<?x?x64xf32>
+}
+
+// -----
+
+// Not an RMS norm: the squares are of another tensor than the one scaled.
+// CHECK-LABEL: func @rms_of_another
+// CHECK-NOT: tfm.layer_norm
+func.func @rms_of_another(%x: tensor<?x?x64xf32>, %w: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
+  %eps = arith.constant dense<1.0e-6> : tensor<f32>
+  %sq = tfm.mul %w, %w : tensor<?x?x64xf32>, tensor<?x?x64xf32> -> tensor<?x?x64xf32>
+  %ms = tfm.mean %sq axis 2 : tensor<?x?x64xf32> -> tensor<?x?x1xf32>
+  %d = tfm.add %ms, %eps : tensor<?x?x1xf32>, tensor<f32> -> tensor<?x?x1xf32>
+  %r = tfm.rsqrt %d : tensor<?x?x1xf32>
+  %n = tfm.mul %x, %r : tensor<?x?x64xf32>, tensor<?x?x1xf32> -> tensor<?x?x64xf32>
+  return %n : tensor<?x?x64xf32>
+}

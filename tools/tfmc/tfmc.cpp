@@ -9,7 +9,7 @@
 //   tfmc compile GRAPH.mlir --weights MODEL_DIR [the options above]
 //   tfmc graph   MODEL_DIR [--stage=imported|fused|backends] -o model.svg
 //
-// `import` reads a MarianMT-style checkpoint and prints the model as `tfm`
+// `import` reads a checkpoint of one of the families and prints it as `tfm`
 // IR in primitive form. `compile` runs the compiler's pipeline on it: to a
 // translator (OUT_DIR/translator and its weights OUT_DIR/model.tfmw, plus
 // the model's tokenizer files if it has them), or up to an IR phase; MLIR's
@@ -175,9 +175,10 @@ static const char *kUsage =
     "  tfmc compile GRAPH.mlir --weights MODEL_DIR [the options above]\n"
     "  tfmc graph   MODEL_DIR [--stage=imported|fused|backends] -o "
     "model.svg\n\n"
-    "MODEL_DIR holds config.json and model.safetensors (Hugging Face "
-    "MarianMT layout),\nand for text in and out source.spm, target.spm and "
-    "vocab.json.\nGRAPH.mlir is a tfm graph (as `tfmc import` writes it, "
+    "MODEL_DIR holds a Hugging Face checkpoint (config.json, model.safetensors "
+    "or\npytorch_model.bin; model_type marian, bart, mbart, m2m_100, t5, mt5) "
+    "or a Marian\n.npz release, and for text in and out the family's "
+    "tokenizer files.\nGRAPH.mlir is a tfm graph (as `tfmc import` writes it, "
     "edited or "
     "fused) whose\ntfm.weight ops name tensors of MODEL_DIR.\n\n"
     "MLIR's options (--mlir-timing, --mlir-print-ir-after-all, ...) and "

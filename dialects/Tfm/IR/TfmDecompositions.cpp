@@ -69,8 +69,10 @@ FailureOr<SmallVector<Value>> LayerNormOp::decomposeOperation(OpBuilder &b) {
   if (getResidual())
     x = b.create<AddOp>(loc, x, getResidual());
   // mean = E[x]; var = E[(x - mean)^2]; y = (x - mean) · rsqrt(var + eps)
-  Value mean = b.create<MeanOp>(loc, x, axis);
-  Value centered = b.create<SubOp>(loc, x, mean);
+  // (rms: no mean)
+  Value centered = x;
+  if (!getRms())
+    centered = b.create<SubOp>(loc, x, b.create<MeanOp>(loc, x, axis));
   Value variance =
       b.create<MeanOp>(loc, b.create<MulOp>(loc, centered, centered), axis);
   Type elt = type.getElementType();

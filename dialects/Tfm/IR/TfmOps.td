@@ -595,11 +595,15 @@ def Tfm_LayerNormOp : Tfm_Op<"layer_norm",
     With `x = input + residual` (or `input` alone), over the last axis:
     `mean = (1/n) sum_i x_i`, `var = (1/n) sum_i (x_i - mean)^2`,
     `result = (x - mean) / sqrt(var + epsilon) * scale + bias`.
-    `scale` (γ) and `bias` (β) are optional.
+    `scale` (γ) and `bias` (β) are optional. With `rms` (T5's RMS norm) the
+    mean is not subtracted: `result = x / sqrt((1/n) sum_i x_i^2 + epsilon)
+    * scale + bias`.
 
     ```mlir
     %y = tfm.layer_norm %x residual(%r : tensor<?x?x512xf32>)
         scale(%g : tensor<512xf32>) bias(%b : tensor<512xf32>) epsilon 1.000000e-05
+        : tensor<?x?x512xf32>
+    %z = tfm.layer_norm %x scale(%g : tensor<512xf32>) epsilon 1.000000e-06 rms
         : tensor<?x?x512xf32>
     ```
   }];
@@ -607,13 +611,13 @@ def Tfm_LayerNormOp : Tfm_Op<"layer_norm",
                        Optional<Tfm_FloatTensor>:$residual,
                        Optional<Tfm_FloatTensor>:$scale,
                        Optional<Tfm_FloatTensor>:$bias,
-                       F64Attr:$epsilon);
+                       F64Attr:$epsilon, UnitAttr:$rms);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $input (`residual` `(` $residual^ `:` type($residual) `)`)?
     (`scale` `(` $scale^ `:` type($scale) `)`)?
     (`bias` `(` $bias^ `:` type($bias) `)`)?
-    `epsilon` $epsilon attr-dict `:` type($input)
+    `epsilon` $epsilon (`rms` $rms^)? attr-dict `:` type($input)
   }];
   let hasVerifier = 1;
 }

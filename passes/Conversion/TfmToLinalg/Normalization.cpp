@@ -91,6 +91,7 @@ struct MeanLowering : public OpConversionPattern<MeanOp> {
 ///          (a shift that keeps the one-pass variance accurate)
 ///   mean = x0 + S1/n,  var = (S2 - S1²/n) / n
 ///   y = (x - mean) · rsqrt(var + eps) · γ + β
+/// The RMS norm takes x0 = 0 and mean = 0: var = S2 / n.
 class GenericLayerNorm {
 public:
   GenericLayerNorm(OpBuilder &b, LayerNormOp op, Value input, Value residual,
@@ -149,7 +150,7 @@ std::pair<Value, Value> GenericLayerNorm::statistics() {
   maps.append({row, row});
   SmallVector<IteratorType> iters = parallel(rank);
   iters.back() = IteratorType::reduction;
-  bool hasResidual = bool(residual);
+  bool hasResidual = bool(residual), rms = op.getRms();
   auto stats = b.create<linalg::GenericOp>(
       loc, TypeRange{s1.getType(), s2.getType()}, inputs, ValueRange{s1, s2},
       maps, iters, [&](OpBuilder &nb, Location l, ValueRange args) {
@@ -158,7 +159,7 @@ std::pair<Value, Value> GenericLayerNorm::statistics() {
           x = nb.create<arith::AddFOp>(l, x, args[1]);
           x0 = nb.create<arith::AddFOp>(l, x0, args[3]);
         }
-        Value d = nb.create<arith::SubFOp>(l, x, x0);
+        Value d = rms ? x : nb.create<arith::SubFOp>(l, x, x0).getResult();
         unsigned acc = hasResidual ? 4 : 2;
         Value n1 = nb.create<arith::AddFOp>(l, args[acc], d);
         Value n2 = nb.create<arith::AddFOp>(l, args[acc + 1],
@@ -188,7 +189,7 @@ Value GenericLayerNorm::normalized(Value s1, Value s2) {
   normMaps.push_back(full);
   Value init = emptyTensor(b, loc, sizesOf(b, loc, input), elt);
   bool hasResidual = bool(residual), hasGamma = bool(gamma),
-       hasBeta = bool(beta);
+       hasBeta = bool(beta), rms = op.getRms();
   auto norm = b.create<linalg::GenericOp>(
       loc, TypeRange{type}, normInputs, ValueRange{init}, normMaps,
       parallel(rank), [&](OpBuilder &nb, Location l, ValueRange args) {
@@ -200,14 +201,16 @@ Value GenericLayerNorm::normalized(Value s1, Value s2) {
         if (hasResidual)
           x0 = nb.create<arith::AddFOp>(l, x0, args[next++]);
         Value s1v = args[next++], s2v = args[next++];
-        // mean = x0 + S1/n; var = (S2 - S1·S1/n) / n
+        // mean = x0 + S1/n; var = (S2 - S1·S1/n) / n (rms: 0, S2 / n)
         Value s1n = nb.create<arith::DivFOp>(l, s1v, n);
-        Value mean = nb.create<arith::AddFOp>(l, x0, s1n);
-        Value var = nb.create<arith::DivFOp>(
-            l,
-            nb.create<arith::SubFOp>(l, s2v,
-                                     nb.create<arith::MulFOp>(l, s1v, s1n)),
-            n);
+        Value mean = rms ? floatConstant(nb, l, elt, 0.0)
+                         : nb.create<arith::AddFOp>(l, x0, s1n).getResult();
+        Value centeredS2 =
+            rms ? s2v
+                : nb.create<arith::SubFOp>(
+                        l, s2v, nb.create<arith::MulFOp>(l, s1v, s1n))
+                      .getResult();
+        Value var = nb.create<arith::DivFOp>(l, centeredS2, n);
         Value inv =
             nb.create<math::RsqrtOp>(l, nb.create<arith::AddFOp>(l, var, eps));
         Value y = nb.create<arith::MulFOp>(
@@ -239,7 +242,7 @@ constexpr int64_t kLayerNormUnroll = 4;
 
 /// Layer norm of x[M, C] (+ residual) for a static C, on vectors of `lanes`
 /// floats, in parallel over blocks of rows. Per row, with s = x + r:
-///   pass 1: mean = sum(s) / C                          (meanOf)
+///   pass 1: mean = sum(s) / C (the RMS norm: 0)        (meanOf)
 ///   pass 2: var = sum((s - mean)²) / C                 (inverseDeviation)
 ///   pass 3: y = (s - mean) · rsqrt(var + eps) · γ + β  (writeNormalized)
 /// Two passes for the statistics rather than one shifted pass: pass 1 leaves
@@ -250,7 +253,8 @@ constexpr int64_t kLayerNormUnroll = 4;
 class LayerNormKernel {
 public:
   LayerNormKernel(OpBuilder &b, Location loc, Value x, Value residual,
-                  Value gamma, Value beta, double epsilon, int64_t lanes);
+                  Value gamma, Value beta, double epsilon, bool rms,
+                  int64_t lanes);
 
   /// y [M, C]: on the calling thread for few rows (forking and joining
   /// costs more than they take), else in parallel.
@@ -274,6 +278,8 @@ private:
   OpBuilder &b;
   Location loc;
   Value x, residual, gamma, beta;
+  /// The RMS norm: the mean taken as 0.
+  bool rms;
   int64_t lanes, width;
   /// Accumulators in use: at most one per vector of the row.
   int64_t accumulators;
@@ -285,9 +291,9 @@ private:
 
 LayerNormKernel::LayerNormKernel(OpBuilder &b, Location loc, Value x,
                                  Value residual, Value gamma, Value beta,
-                                 double epsilon, int64_t lanes)
+                                 double epsilon, bool rms, int64_t lanes)
     : b(b), loc(loc), x(x), residual(residual), gamma(gamma), beta(beta),
-      lanes(lanes) {
+      rms(rms), lanes(lanes) {
   RankedTensorType type = tensorTypeOf(x);
   width = type.getDimSize(1);
   elt = type.getElementType();
@@ -372,7 +378,7 @@ Value LayerNormKernel::normalizeRows(OpBuilder &nb, Location nl, Value r0,
       ValueRange{tile},
       [&](OpBuilder &lb, Location ll, Value i, ValueRange tileIter) {
         Value row = lb.create<arith::AddIOp>(ll, r0, i);
-        Value mean = meanOf(lb, ll, row);
+        Value mean = rms ? fzero : meanOf(lb, ll, row);
         Value meanVec = lb.create<vector::BroadcastOp>(ll, vecType, mean);
         Value inv = inverseDeviation(lb, ll, row, mean, meanVec);
         Value invVec = lb.create<vector::BroadcastOp>(ll, vecType, inv);
@@ -463,9 +469,10 @@ struct LayerNormLowering : public OpConversionPattern<LayerNormOp> {
     Value x = collapseLeading(rewriter, loc, input, 1);
     Value flatResidual =
         residual ? collapseLeading(rewriter, loc, residual, 1) : Value();
-    Value y = LayerNormKernel(rewriter, loc, x, flatResidual, gamma, beta,
-                              op.getEpsilon().convertToDouble(), lanes)
-                  .build();
+    Value y =
+        LayerNormKernel(rewriter, loc, x, flatResidual, gamma, beta,
+                        op.getEpsilon().convertToDouble(), op.getRms(), lanes)
+            .build();
     Value result = expandLeading(rewriter, loc, y, type, input);
     if (result.getType() != type)
       result = rewriter.create<tensor::CastOp>(loc, type, result);

@@ -59,8 +59,10 @@ bool mlir::tfm::isOneDnnCandidate(Operation *op) {
       .Case<LinearOp, FusedLinearOp>(
           [](auto linear) { return rankOf(linear.getInput()) >= 2; })
       .Case<MatmulOp>([](MatmulOp mm) { return rankOf(mm.getLhs()) >= 2; })
-      .Case<LayerNormOp>(
-          [](LayerNormOp ln) { return rankOf(ln.getInput()) >= 2; })
+      // oneDNN 2.6's layer_normalization always subtracts the mean.
+      .Case<LayerNormOp>([](LayerNormOp ln) {
+        return rankOf(ln.getInput()) >= 2 && !ln.getRms();
+      })
       .Case<SoftmaxOp>([](SoftmaxOp sm) {
         return static_cast<int64_t>(sm.getAxis()) == rankOf(sm.getInput()) - 1;
       })

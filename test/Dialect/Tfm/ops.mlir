@@ -111,6 +111,8 @@ func.func @fused(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: tensor<
   %2 = tfm.layer_norm %x residual(%r : tensor<?x?x64xf32>) scale(%g : tensor<64xf32>) bias(%b : tensor<64xf32>) epsilon 9.9999997473787516E-6 : tensor<?x?x64xf32>
   // CHECK: tfm.layer_norm %{{.+}} epsilon 1.000000e-05 : tensor<?x?x64xf32>
   %3 = tfm.layer_norm %x epsilon 1.0e-5 : tensor<?x?x64xf32>
+  // CHECK: tfm.layer_norm %{{.+}} scale(%{{.+}} : tensor<64xf32>) epsilon 9.9999999747524271E-7 rms : tensor<?x?x64xf32>
+  %rms = tfm.layer_norm %x scale(%g : tensor<64xf32>) epsilon 9.9999999747524271E-7 rms : tensor<?x?x64xf32>
   // CHECK: tfm.fused_linear relu %{{.+}}, %{{.+}} bias(%{{.+}} : tensor<256xf32>) residual(%{{.+}} : tensor<?x?x256xf32>) : tensor<?x?x64xf32>, tensor<256x64xf32> -> tensor<?x?x256xf32>
   %4 = tfm.fused_linear relu %x, %w bias(%wb : tensor<256xf32>) residual(%r2 : tensor<?x?x256xf32>)
       : tensor<?x?x64xf32>, tensor<256x64xf32> -> tensor<?x?x256xf32>
