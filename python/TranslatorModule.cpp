@@ -34,6 +34,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -504,19 +505,12 @@ private:
       if (PyBool_Check(token.ptr()) || !PyIndex_Check(token.ptr()))
         throw py::type_error(where + ": token " + std::to_string(k) + " is " +
                              describe(token) + "; token ids must be integers");
-      auto index =
-          py::reinterpret_steal<py::object>(PyNumber_Index(token.ptr()));
-      if (!index)
-        throwPythonError();
-      int overflow = 0;
-      long long id = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
-      if (id == -1 && PyErr_Occurred())
-        throwPythonError();
-      if (overflow || id < 0 || id >= config.source_vocab_size)
+      std::optional<long long> id = indexValue(token);
+      if (!id || *id < 0 || *id >= config.source_vocab_size)
         throw py::value_error(where + ": token id " + reprText(token) +
                               " is outside the vocabulary [0, " +
                               std::to_string(config.source_vocab_size) + ")");
-      out.push_back(int32_t(id));
+      out.push_back(int32_t(*id));
     }
     if (!out.empty() && out.back() != config.eos_token_id)
       out.push_back(int32_t(config.eos_token_id));
@@ -575,6 +569,17 @@ private:
     if (PyBool_Check(token.ptr()) || !PyIndex_Check(token.ptr()))
       throw py::type_error(where + " is " + describe(token) +
                            "; expected a token id or a piece");
+    std::optional<long long> id = indexValue(token);
+    if (!id || *id < 0 || *id >= config.target_vocab_size)
+      throw py::value_error(where + ": token id " + reprText(token) +
+                            " is outside the target vocabulary [0, " +
+                            std::to_string(config.target_vocab_size) + ")");
+    return int32_t(*id);
+  }
+
+  /// An integer token's value through __index__ (raising what it raises);
+  /// none when it does not fit a long long.
+  static std::optional<long long> indexValue(py::handle token) {
     auto index = py::reinterpret_steal<py::object>(PyNumber_Index(token.ptr()));
     if (!index)
       throwPythonError();
@@ -582,11 +587,9 @@ private:
     long long id = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
     if (id == -1 && PyErr_Occurred())
       throwPythonError();
-    if (overflow || id < 0 || id >= config.target_vocab_size)
-      throw py::value_error(where + ": token id " + reprText(token) +
-                            " is outside the target vocabulary [0, " +
-                            std::to_string(config.target_vocab_size) + ")");
-    return int32_t(id);
+    if (overflow)
+      return std::nullopt;
+    return id;
   }
 
   int32_t pieceId(const std::string &piece, const std::string &where) {
