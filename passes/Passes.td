@@ -245,6 +245,27 @@ def TfmInlineAllocaScopesPass
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+def TfmResolveTensorDimsPass
+    : Pass<"tfm-resolve-tensor-dims", "::mlir::func::FuncOp"> {
+  let summary = "Read each tensor.dim from the value its size was made from";
+  let description = [{
+    Before bufferization: a `tensor.dim` of a dynamic dimension is replaced
+    by the value that size provably comes from, seen through destinations
+    (linalg ops, `tensor.insert_slice`, `vector.transfer_write`), the
+    results of `scf.forall` and `scf.for` (their inits; a loop only when
+    each iteration keeps the size), `scf.if` (when both branches agree),
+    `tensor.empty` and `tensor.extract_slice` sizes and `tensor.cast`; a
+    size no rule sees through stays the `tensor.dim` of that tensor (an
+    argument, a call's result). Each kernel's row count then reads the
+    function's arguments instead of the kernel before it, and one-shot
+    bufferization's comparisons of slice sizes, which would otherwise
+    follow every kernel of a model back through its `scf.if` choices, stop
+    there: compile time no longer grows geometrically with the depth of a
+    pre-norm model.
+  }];
+  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+}
+
 def TfmWriteResultsInPlacePass
     : Pass<"tfm-write-results-in-place", "::mlir::func::FuncOp"> {
   let summary = "Compute results in their out-params instead of copying them there";

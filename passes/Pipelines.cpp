@@ -84,6 +84,8 @@ void tfm::buildLoweringPipeline(OpPassManager &pm, StringRef backend,
   linalgOptions.int8Dot = target.int8Dot;
   pm.addPass(createConvertTfmToLinalgPass(linalgOptions));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createTfmResolveTensorDimsPass());
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createCSEPass());
 
   // Tensors -> buffers. Function arguments and results become memrefs with

@@ -558,6 +558,8 @@ def main():
                     help="model.shared.weight alone, without the embed_tokens copies")
     ap.add_argument("--max-positions", type=int,
                     help="max_position_embeddings (default: the size's)")
+    ap.add_argument("--layers", type=int,
+                    help="encoder and decoder layers (default: the size's)")
     t5 = ap.add_argument_group("t5 and mt5")
     t5.add_argument("--feed-forward-proj",
                     help="relu, gated-gelu, ... (default: t5 relu; mt5 and base gated-gelu)")
@@ -582,6 +584,8 @@ def main():
         M2M100_BASE if args.family == "m2m_100" and args.size == "base" else SIZES[args.size])
     if args.max_positions:
         positions = args.max_positions
+    if args.layers:
+        n_enc = n_dec = args.layers
     scale = {"true": True, "false": False, "absent": "absent", None: "family"}[args.scale_embedding]
     config = config_json(args.family, d, heads, ffn, n_enc, n_dec, vocab, positions,
                          activation=args.activation, scale_embedding=scale,
