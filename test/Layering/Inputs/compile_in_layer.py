@@ -1,6 +1,7 @@
 """Checks the syntax of FILE with the include roots the build gives the
-layer LAYER (build/include-views/LAYER, tfm_layer_includes in
-CMakeLists.txt) and the public headers; exits with the compiler's status.
+layer LAYER (build/include-views/LAYER/src, tfm_layer_includes in
+CMakeLists.txt), the generated files of the build tree and the public
+headers; exits with the compiler's status.
 
   compile_in_layer.py BUILD_DIR LAYER FILE"""
 import os
@@ -17,7 +18,7 @@ def main():
                                    "runtime", "include")
     command = ["clang++-19", "-std=c++17", "-fsyntax-only",
                "-isystem", "/usr/lib/llvm-19/include",
-               "-I", os.path.join(view, "src"), "-I", os.path.join(view, "gen"),
+               "-I", os.path.join(view, "src"), "-I", build,
                "-I", os.path.normpath(runtime_include), source]
     sys.exit(subprocess.run(command).returncode)
 
