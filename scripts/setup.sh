@@ -17,6 +17,8 @@ packages=(
   libcli11-dev
   # Marian's .npz models carry a YAML config
   libyaml-cpp-dev
+  # tfm-serve: HTTP (cpp-httplib), JSON (nlohmann), the load benchmark (wrk)
+  libcpp-httplib-dev nlohmann-json3-dev wrk
   # the Python API (import tfmc), pictures of the graph (tfmc graph)
   pybind11-dev python3-dev graphviz
   # corpus translation on a Slurm cluster (and its test's one-node cluster)

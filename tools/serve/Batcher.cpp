@@ -1,0 +1,282 @@
+//===- Batcher.cpp - Dynamic batching across concurrent requests -*- C++
+//-*-===//
+
+#include "tools/serve/Batcher.h"
+
+#include <algorithm>
+
+using namespace tfm_serve;
+
+bool tfm_serve::sameSearch(const tfm_search_options &a,
+                           const tfm_search_options &b) {
+  return a.beam_size == b.beam_size && a.n_best == b.n_best &&
+         a.max_length == b.max_length &&
+         a.max_length_ratio == b.max_length_ratio &&
+         a.min_length == b.min_length && a.length_penalty == b.length_penalty &&
+         a.suppress_eos == b.suppress_eos;
+}
+
+//===----------------------------------------------------------------------===//
+// Job
+//===----------------------------------------------------------------------===//
+
+Job::Job(const tfm_search_options &search, std::vector<Sentence> sentences)
+    : options(search), sentences(std::move(sentences)),
+      hypotheses(this->sentences.size()), remaining(this->sentences.size()) {
+  if (remaining == 0)
+    state = State::Done;
+}
+
+Job::State Job::wait(Clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mutex);
+  done.wait_until(lock, deadline, [&] { return state != State::Pending; });
+  return state;
+}
+
+void Job::finish(size_t index, Hypotheses result) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (state != State::Pending)
+    return;
+  hypotheses[index] = std::move(result);
+  if (--remaining == 0) {
+    state = State::Done;
+    done.notify_all();
+  }
+}
+
+void Job::fail(const std::string &message) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (state != State::Pending)
+    return;
+  state = State::Failed;
+  failure = message;
+  done.notify_all();
+}
+
+void Job::cancel() {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (state == State::Pending)
+    state = State::Cancelled;
+}
+
+//===----------------------------------------------------------------------===//
+// ModelQueue
+//===----------------------------------------------------------------------===//
+
+bool ModelQueue::push(const std::shared_ptr<Job> &job) {
+  if (queuedSentences + job->size() > limits.maxQueued)
+    return false;
+  jobs.push_back(job);
+  queuedSentences += job->size();
+  return true;
+}
+
+void ModelQueue::remove(const std::shared_ptr<Job> &job) {
+  auto it = std::find(jobs.begin(), jobs.end(), job);
+  if (it == jobs.end())
+    return;
+  queuedSentences -= job->size() - job->nextToQueue;
+  jobs.erase(it);
+}
+
+bool ModelQueue::ready(Clock::time_point now, Clock::time_point &wakeAt) const {
+  if (queuedSentences == 0)
+    return false;
+  if (queuedSentences >= limits.maxSentences)
+    return true;
+  // Right after a batch: wait a little for as many sentences as it had.
+  if (windowEnd && now < *windowEnd && queuedSentences < lastBatch) {
+    wakeAt = std::min(wakeAt, *windowEnd);
+    return false;
+  }
+  return true;
+}
+
+bool ModelQueue::fits(const Batch &batch, size_t longest,
+                      const Sentence &next) const {
+  // The runtime pads every sentence to the longest one.
+  size_t padded = (batch.items.size() + 1) *
+                  std::max(longest, next.source.size() + next.prefix.size());
+  return batch.items.empty() || padded <= limits.maxTokens;
+}
+
+/// One sentence from each waiting job of the batch's options, in order, as
+/// long as the budgets allow; returns how many were taken.
+size_t ModelQueue::takeRound(Batch &batch, size_t &longest) {
+  size_t taken = 0;
+  for (const std::shared_ptr<Job> &job : jobs) {
+    if (batch.items.size() >= limits.maxSentences)
+      break;
+    if (job->nextToQueue == job->size() ||
+        !sameSearch(job->options, batch.search))
+      continue;
+    const Sentence &next = job->sentences[job->nextToQueue];
+    if (!fits(batch, longest, next))
+      continue;
+    longest = std::max(longest, next.source.size() + next.prefix.size());
+    batch.items.emplace_back(job, job->nextToQueue++);
+    ++taken;
+  }
+  return taken;
+}
+
+ModelQueue::Batch ModelQueue::take() {
+  Batch batch;
+  if (jobs.empty())
+    return batch;
+  batch.search = jobs.front()->options;
+  std::vector<size_t> before;
+  for (const std::shared_ptr<Job> &job : jobs)
+    before.push_back(job->nextToQueue);
+  size_t longest = 0;
+  while (batch.items.size() < limits.maxSentences &&
+         takeRound(batch, longest) > 0) {
+  }
+  queuedSentences -= batch.items.size();
+  // Jobs that gave sentences and have more go behind those that gave none.
+  std::deque<std::shared_ptr<Job>> waiting, served;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (jobs[i]->nextToQueue == jobs[i]->size())
+      continue;
+    (jobs[i]->nextToQueue == before[i] ? waiting : served).push_back(jobs[i]);
+  }
+  waiting.insert(waiting.end(), served.begin(), served.end());
+  jobs.swap(waiting);
+  std::stable_sort(batch.items.begin(), batch.items.end(),
+                   [](const auto &a, const auto &b) {
+                     return a.first->sentences[a.second].source.size() <
+                            b.first->sentences[b.second].source.size();
+                   });
+  return batch;
+}
+
+void ModelQueue::ran(size_t size, Clock::time_point now) {
+  lastBatch = size;
+  windowEnd = now + limits.wait;
+}
+
+//===----------------------------------------------------------------------===//
+// Executor
+//===----------------------------------------------------------------------===//
+
+Executor::Executor(std::function<void()> onStart,
+                   std::function<void(const BatchReport &)> onBatch)
+    : onStart(std::move(onStart)), onBatch(std::move(onBatch)) {}
+
+Executor::~Executor() { stop(); }
+
+size_t Executor::addModel(BatchLimits limits, BatchRunner runner) {
+  queues.push_back(std::make_unique<ModelQueue>(limits, std::move(runner)));
+  return queues.size() - 1;
+}
+
+void Executor::start() {
+  thread = std::thread([this] { loop(); });
+}
+
+void Executor::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    stopping = true;
+  }
+  wake.notify_all();
+  if (thread.joinable())
+    thread.join();
+}
+
+bool Executor::submit(size_t model, const std::shared_ptr<Job> &job) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!queues[model]->push(job))
+      return false;
+  }
+  wake.notify_all();
+  return true;
+}
+
+void Executor::cancel(size_t model, const std::shared_ptr<Job> &job) {
+  job->cancel();
+  std::lock_guard<std::mutex> lock(mutex);
+  queues[model]->remove(job);
+}
+
+size_t Executor::queued(size_t model) const {
+  std::lock_guard<std::mutex> lock(mutex);
+  return queues[model]->queued();
+}
+
+/// The next model with a batch to run, round-robin; while stopping, any
+/// model with queued sentences (no more are coming).
+std::optional<size_t> Executor::pickReady(Clock::time_point &wakeAt) {
+  Clock::time_point now = Clock::now();
+  for (size_t k = 0; k < queues.size(); ++k) {
+    size_t model = (nextModel + k) % queues.size();
+    const ModelQueue &queue = *queues[model];
+    if (stopping ? queue.queued() > 0 : queue.ready(now, wakeAt)) {
+      nextModel = model + 1;
+      return model;
+    }
+  }
+  return std::nullopt;
+}
+
+void Executor::loop() {
+  if (onStart)
+    onStart();
+  std::unique_lock<std::mutex> lock(mutex);
+  while (true) {
+    Clock::time_point wakeAt = Clock::time_point::max();
+    if (std::optional<size_t> model = pickReady(wakeAt)) {
+      ModelQueue::Batch batch = queues[*model]->take();
+      size_t size = batch.items.size();
+      lock.unlock();
+      runBatch(*model, std::move(batch));
+      lock.lock();
+      queues[*model]->ran(size, Clock::now());
+      continue;
+    }
+    if (stopping)
+      break;
+    if (wakeAt == Clock::time_point::max())
+      wake.wait(lock);
+    else
+      wake.wait_until(lock, wakeAt);
+  }
+}
+
+void Executor::runBatch(size_t model, ModelQueue::Batch batch) {
+  std::vector<const Sentence *> sentences;
+  BatchReport report;
+  report.model = model;
+  for (const auto &[job, index] : batch.items) {
+    sentences.push_back(&job->sentences[index]);
+    report.sourceTokens += job->sentences[index].source.size();
+  }
+  report.sentences = sentences.size();
+  std::vector<Hypotheses> out(sentences.size());
+  Clock::time_point start = Clock::now();
+  std::string error;
+  try {
+    queues[model]->run()(batch.search, sentences, out);
+  } catch (const std::exception &e) {
+    error = e.what();
+  } catch (...) {
+    error = "unknown error";
+  }
+  report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  report.failed = !error.empty();
+  for (size_t i = 0; i < batch.items.size(); ++i) {
+    const auto &[job, index] = batch.items[i];
+    if (report.failed) {
+      job->fail(error);
+      std::lock_guard<std::mutex> lock(mutex);
+      queues[model]->remove(job);
+      continue;
+    }
+    if (!out[i].tokens.empty())
+      report.targetTokens += out[i].tokens[0].size();
+    job->finish(index, std::move(out[i]));
+  }
+  if (onBatch)
+    onBatch(report);
+}

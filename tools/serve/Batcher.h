@@ -1,0 +1,192 @@
+//===- Batcher.h - Dynamic batching across concurrent requests --*- C++ -*-===//
+//
+// Sentences of every request for one model wait in that model's queue; one
+// executor thread forms batches from the queues and runs them, one batch at
+// a time across all models (a single OpenMP root thread: the cores are never
+// shared by two batches, and no idle OpenMP team spins beside a busy one).
+//
+// A batch takes sentences round-robin over the requests that wait (so a long
+// request does not hold back short ones: their sentences interleave), up to
+// a sentence budget and a padded-token budget, all with the same search
+// options, then sorted by length. A queue is ready at once when its model
+// was idle; right after one of its batches ran it waits up to `wait` for as
+// many sentences as that batch had (the clients just answered tend to send
+// again), or for a full batch. No HTTP here: requests are Jobs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_TOOLS_SERVE_BATCHER_H
+#define TFM_TOOLS_SERVE_BATCHER_H
+
+#include "tfm/runtime.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tfm_serve {
+
+using Clock = std::chrono::steady_clock;
+
+/// One sentence to translate: source ids ending in EOS, and the target
+/// tokens forced first (a language token, a prefix; may be empty).
+struct Sentence {
+  std::vector<int32_t> source, prefix;
+};
+
+/// A sentence's n best hypotheses (token ids without EOS), best first.
+struct Hypotheses {
+  std::vector<std::vector<int32_t>> tokens;
+  std::vector<float> scores;
+};
+
+/// Search options compare equal when a batch may mix their sentences.
+bool sameSearch(const tfm_search_options &a, const tfm_search_options &b);
+
+/// One request's sentences, all translated with the same options.
+class Job {
+public:
+  enum class State { Pending, Done, Failed, Cancelled };
+
+  Job(const tfm_search_options &search, std::vector<Sentence> sentences);
+
+  /// Waits until every sentence is done, the job failed, or `deadline`
+  /// (then Pending is returned and the caller should cancel the job).
+  State wait(Clock::time_point deadline);
+  /// Hypotheses per sentence, in order (once Done).
+  const std::vector<Hypotheses> &results() const { return hypotheses; }
+  /// Why the job failed (once Failed).
+  const std::string &error() const { return failure; }
+  const tfm_search_options &search() const { return options; }
+  size_t size() const { return sentences.size(); }
+
+private:
+  friend class ModelQueue;
+  friend class Executor;
+  void finish(size_t index, Hypotheses result);
+  void fail(const std::string &message);
+  void cancel();
+
+  tfm_search_options options;
+  std::vector<Sentence> sentences;
+  std::vector<Hypotheses> hypotheses;
+  size_t nextToQueue = 0; // guarded by the executor's lock
+  size_t remaining;
+  State state = State::Pending;
+  std::string failure;
+  mutable std::mutex mutex;
+  std::condition_variable done;
+};
+
+struct BatchLimits {
+  size_t maxSentences = 32;
+  /// Sentences x longest source in the batch (what the padded batch holds).
+  size_t maxTokens = 8192;
+  /// Sentences waiting in the queue; a request that would pass it is
+  /// refused (503).
+  size_t maxQueued = 1024;
+  Clock::duration wait = std::chrono::milliseconds(5);
+};
+
+/// Translates one batch of a model: out[i] for sentences[i]; throws
+/// std::exception on failure.
+using BatchRunner =
+    std::function<void(const tfm_search_options &search,
+                       const std::vector<const Sentence *> &sentences,
+                       std::vector<Hypotheses> &out)>;
+
+/// What one batch did, for metrics.
+struct BatchReport {
+  size_t model = 0, sentences = 0, sourceTokens = 0, targetTokens = 0;
+  double seconds = 0;
+  bool failed = false;
+};
+
+/// One model's queue and its batching policy; no threads and no locks of
+/// its own (the Executor's lock guards it), so it can be tested alone.
+class ModelQueue {
+public:
+  ModelQueue(BatchLimits limits, BatchRunner runner)
+      : limits(limits), runner(std::move(runner)) {}
+
+  /// Queues the job's sentences, or refuses them when the queue would pass
+  /// its limit.
+  bool push(const std::shared_ptr<Job> &job);
+  /// Drops a job's sentences that were not taken yet.
+  void remove(const std::shared_ptr<Job> &job);
+  /// Whether a batch should run now; else `wakeAt` says when to look again
+  /// (unchanged when only a new request can make it ready).
+  bool ready(Clock::time_point now, Clock::time_point &wakeAt) const;
+
+  /// The sentences of one batch, each with its job and index there.
+  struct Batch {
+    tfm_search_options search;
+    std::vector<std::pair<std::shared_ptr<Job>, size_t>> items;
+  };
+  Batch take();
+  /// After a batch of `size` sentences ran: opens the waiting window.
+  void ran(size_t size, Clock::time_point now);
+
+  size_t queued() const { return queuedSentences; }
+  const BatchRunner &run() const { return runner; }
+
+private:
+  bool fits(const Batch &batch, size_t longest, const Sentence &next) const;
+  size_t takeRound(Batch &batch, size_t &longest);
+
+  BatchLimits limits;
+  BatchRunner runner;
+  /// Jobs with sentences not yet taken, in round-robin order.
+  std::deque<std::shared_ptr<Job>> jobs;
+  size_t queuedSentences = 0;
+  size_t lastBatch = 0;
+  std::optional<Clock::time_point> windowEnd;
+};
+
+/// Runs every model's batches on one thread, one at a time.
+class Executor {
+public:
+  /// `onStart` runs first on the executor thread (the runtime's thread
+  /// count is that thread's); `onBatch` after every batch.
+  Executor(std::function<void()> onStart,
+           std::function<void(const BatchReport &)> onBatch);
+  ~Executor();
+
+  /// Adds a model before start(); returns its index.
+  size_t addModel(BatchLimits limits, BatchRunner runner);
+  void start();
+  /// Finishes every queued sentence, then ends the thread.
+  void stop();
+
+  /// Queues a job for a model; false when its queue is full.
+  bool submit(size_t model, const std::shared_ptr<Job> &job);
+  /// Drops what is still queued of a job (its deadline passed).
+  void cancel(size_t model, const std::shared_ptr<Job> &job);
+  size_t queued(size_t model) const;
+
+private:
+  void loop();
+  std::optional<size_t> pickReady(Clock::time_point &wakeAt);
+  void runBatch(size_t model, ModelQueue::Batch batch);
+
+  std::function<void()> onStart;
+  std::function<void(const BatchReport &)> onBatch;
+  std::vector<std::unique_ptr<ModelQueue>> queues;
+  size_t nextModel = 0;
+  bool stopping = false;
+  mutable std::mutex mutex;
+  std::condition_variable wake;
+  std::thread thread;
+};
+
+} // namespace tfm_serve
+
+#endif // TFM_TOOLS_SERVE_BATCHER_H

@@ -1,0 +1,71 @@
+//===- Catalog.h - Which model serves which language pair -------*- C++ -*-===//
+//
+// The language pairs of the loaded models, as the runtime describes them: a
+// one-pair model (Marian, BART compiled with tfmc --source-lang/--target-
+// lang) serves its pair, a multilingual model (M2M-100, NLLB, mBART-50)
+// every pair of its languages. Languages are shown by their ISO 639-1 name
+// where the model has one ("de" for "__de__" or "deu_Latn") and found by
+// any of their names, as the translator's --source-lang finds them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_TOOLS_SERVE_CATALOG_H
+#define TFM_TOOLS_SERVE_CATALOG_H
+
+#include "tools/serve/ModelLibrary.h"
+#include "tools/serve/Request.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tfm_serve {
+
+/// A pair served: the model and the two languages' indexes in it.
+struct Route {
+  size_t model = 0;
+  int source = -1, target = -1;
+  /// The source language's public code (what `auto` picked).
+  std::string sourceCode;
+};
+
+/// An entry of GET /languages.
+struct LanguageEntry {
+  std::string code, name;
+  std::vector<std::string> targets;
+};
+
+class Catalog {
+public:
+  /// Throws when a model has no languages (it could serve no pair).
+  explicit Catalog(const std::vector<std::unique_ptr<ModelLibrary>> &models);
+
+  /// The model and languages for `source` ("auto": the only source
+  /// language that reaches `target`) to `target`, or a 400 naming what is
+  /// not served.
+  Parsed<Route> route(const std::string &source,
+                      const std::string &target) const;
+  const std::vector<LanguageEntry> &languages() const { return entries; }
+
+private:
+  struct Pair {
+    size_t model;
+    int source, target;
+    std::string sourceCode, targetCode;
+  };
+  void addModel(size_t index, const ModelLibrary &model);
+  void buildEntries();
+  std::string publicCode(const ModelLibrary &model, int index) const;
+  bool knows(const std::string &code) const;
+
+  const std::vector<std::unique_ptr<ModelLibrary>> &models;
+  std::vector<Pair> pairs;
+  std::vector<LanguageEntry> entries;
+};
+
+/// The English name of an ISO 639-1 code, or the code itself.
+std::string languageName(const std::string &code);
+
+} // namespace tfm_serve
+
+#endif // TFM_TOOLS_SERVE_CATALOG_H

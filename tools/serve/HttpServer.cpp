@@ -1,0 +1,298 @@
+//===- HttpServer.cpp - LibreTranslate's routes over cpp-httplib -*- C++
+//-*-===//
+
+#include "tools/serve/HttpServer.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <sys/socket.h>
+
+#include <set>
+#include <thread>
+
+using namespace tfm_serve;
+using json = nlohmann::json;
+using httplib::Request;
+using httplib::Response;
+
+namespace {
+
+const char *kJson = "application/json";
+const std::set<std::string> kPostPaths = {"/translate", "/detect",
+                                          "/v1/translate"};
+const std::set<std::string> kGetPaths = {"/languages", "/health", "/metrics"};
+
+/// httplib's Server, whose listening backlog (5, compiled into Debian's
+/// library) can be deepened: a burst of clients (64 at once) would
+/// otherwise see connections dropped and retried a second later.
+class Listener : public httplib::Server {
+public:
+  void deepenBacklog(int backlog) { ::listen(svr_sock_, backlog); }
+};
+
+std::string dump(const json &value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+void replyError(Response &res, const HttpError &error) {
+  res.status = error.status;
+  if (error.status == 503)
+    res.set_header("Retry-After", "1");
+  res.set_content(dump(json{{"error", error.message}}), kJson);
+}
+
+/// A path for the metrics' labels: a route's, or "other" (any path a
+/// client sends would make a series of its own).
+std::string pathLabel(const std::string &path) {
+  return kPostPaths.count(path) || kGetPaths.count(path) ? path : "other";
+}
+
+/// The message of an error httplib answered without a body of ours.
+std::string statusMessage(const Request &req, const Response &res,
+                          const HttpOptions &options) {
+  switch (res.status) {
+  case 400:
+    return "Bad request: the HTTP request could not be read";
+  case 404:
+    return "Not found: " + req.path.substr(0, 100);
+  case 413:
+    return fmt::format("Payload too large: the limit is {} bytes (form "
+                       "bodies: 8192)",
+                       options.maxBody);
+  case 414:
+    return "URI too long";
+  default:
+    return fmt::format("HTTP error {}", res.status);
+  }
+}
+
+json detected(const std::string &code) {
+  return json{{"confidence", 100.0}, {"language", code}};
+}
+
+json translateAnswer(const TranslateRequest &request,
+                     const TextResult &result) {
+  json out;
+  if (!request.batch) {
+    out["translatedText"] = result.translations[0];
+    if (request.alternatives > 0)
+      out["alternatives"] = result.alternatives[0];
+    if (!result.detected.empty())
+      out["detectedLanguage"] = detected(result.detected);
+    return out;
+  }
+  out["translatedText"] = result.translations;
+  if (request.alternatives > 0)
+    out["alternatives"] = result.alternatives;
+  if (!result.detected.empty())
+    out["detectedLanguage"] =
+        json(std::vector<json>(request.q.size(), detected(result.detected)));
+  return out;
+}
+
+json nativeAnswer(const NativeRequest &request, const NativeResult &result) {
+  json results = json::array();
+  for (size_t i = 0; i < result.hypotheses.size(); ++i) {
+    json one = {{"hypotheses", result.hypotheses[i]}};
+    if (request.returnScores)
+      one["scores"] = result.scores[i];
+    results.push_back(one);
+  }
+  return json{{"results", results}};
+}
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+} // namespace
+
+HttpServer::HttpServer(Service &service, const Catalog &catalog,
+                       Metrics &metrics, Access &access,
+                       std::function<size_t(size_t)> queued,
+                       HttpOptions options)
+    : service(service), catalog(catalog), metrics(metrics), access(access),
+      queued(std::move(queued)), options(std::move(options)),
+      server(std::make_unique<Listener>()) {
+  int connections = this->options.connections;
+  server->new_task_queue = [connections] {
+    return new httplib::ThreadPool(size_t(connections));
+  };
+  server->set_read_timeout(this->options.ioTimeoutSeconds);
+  server->set_write_timeout(this->options.ioTimeoutSeconds);
+  server->set_keep_alive_timeout(this->options.ioTimeoutSeconds);
+  server->set_keep_alive_max_count(1000);
+  server->set_payload_max_length(this->options.maxBody);
+  server->set_tcp_nodelay(true);
+  addGuards();
+  addRoutes();
+}
+
+HttpServer::~HttpServer() = default;
+
+/// Limits and errors around every route: header count, JSON bodies for
+/// httplib's own errors, exceptions, and the request counts.
+void HttpServer::addGuards() {
+  server->set_pre_routing_handler([this](const Request &req, Response &res) {
+    if (req.headers.size() <= options.maxHeaders)
+      return httplib::Server::HandlerResponse::Unhandled;
+    replyError(res, {431, fmt::format("Request header fields too large: more "
+                                      "than {} fields",
+                                      options.maxHeaders)});
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  server->set_error_handler(httplib::Server::HandlerWithResponse(
+      [this](const Request &req, Response &res) {
+        if (!res.body.empty())
+          return httplib::Server::HandlerResponse::Unhandled;
+        res.set_content(dump(json{{"error", statusMessage(req, res, options)}}),
+                        kJson);
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  server->set_exception_handler(
+      [](const Request &, Response &res, std::exception_ptr ep) {
+        std::string what = "unknown error";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception &e) {
+          what = e.what();
+        } catch (...) {
+        }
+        replyError(res, {500, "Internal error: " + what});
+      });
+  server->set_logger([this](const Request &req, const Response &res) {
+    metrics.countRequest(pathLabel(req.path), res.status);
+  });
+}
+
+void HttpServer::addRoutes() {
+  server->Post("/translate", [this](const Request &req, Response &res) {
+    postTranslate(req, res);
+  });
+  server->Post("/v1/translate", [this](const Request &req, Response &res) {
+    postNative(req, res);
+  });
+  server->Post("/detect", [this](const Request &req, Response &res) {
+    postDetect(req, res);
+  });
+  server->Get("/languages", [this](const Request &req, Response &res) {
+    getLanguages(req, res);
+  });
+  server->Get("/health", [](const Request &, Response &res) {
+    res.set_content(dump(json{{"status", "ok"}}), kJson);
+  });
+  server->Get("/metrics", [this](const Request &req, Response &res) {
+    getMetrics(req, res);
+  });
+  // A known path with the wrong method: 405 naming the right one.
+  auto notAllowed = [](const char *allow) {
+    return [allow](const Request &, Response &res) {
+      res.set_header("Allow", allow);
+      replyError(res, {405, fmt::format("Method not allowed: use {}", allow)});
+    };
+  };
+  for (const std::string &path : kPostPaths) {
+    server->Get(path, notAllowed("POST"));
+    server->Put(path, notAllowed("POST"));
+    server->Delete(path, notAllowed("POST"));
+  }
+  for (const std::string &path : kGetPaths) {
+    server->Post(path, notAllowed("GET"));
+    server->Put(path, notAllowed("GET"));
+    server->Delete(path, notAllowed("GET"));
+  }
+}
+
+bool HttpServer::admitted(const std::string &key, const Request &req,
+                          Response &res) {
+  std::optional<HttpError> refused = access.admit(key, req.remote_addr);
+  if (!refused)
+    return true;
+  replyError(res, *refused);
+  if (refused->status == 429)
+    res.set_header(
+        "Retry-After",
+        std::to_string(60 / std::max(1, access.ratePerMinute()) + 1));
+  return false;
+}
+
+void HttpServer::postTranslate(const Request &req, Response &res) {
+  Clock::time_point arrival = Clock::now();
+  Parsed<TranslateRequest> request = parseTranslateRequest(
+      req.body, req.get_header_value("Content-Type"), options.request);
+  if (const HttpError *error = errorOf(request))
+    return replyError(res, *error);
+  const TranslateRequest &parsed = std::get<TranslateRequest>(request);
+  if (!admitted(parsed.apiKey, req, res))
+    return;
+  Parsed<TextResult> result = service.translate(parsed, arrival);
+  if (const HttpError *error = errorOf(result))
+    replyError(res, *error);
+  else
+    res.set_content(dump(translateAnswer(parsed, std::get<TextResult>(result))),
+                    kJson);
+  metrics.observeLatency("/translate", secondsSince(arrival));
+}
+
+void HttpServer::postNative(const Request &req, Response &res) {
+  Clock::time_point arrival = Clock::now();
+  Parsed<NativeRequest> request = parseNativeRequest(
+      req.body, req.get_header_value("Content-Type"), options.request);
+  if (const HttpError *error = errorOf(request))
+    return replyError(res, *error);
+  const NativeRequest &parsed = std::get<NativeRequest>(request);
+  if (!admitted(parsed.apiKey, req, res))
+    return;
+  Parsed<NativeResult> result = service.translate(parsed, arrival);
+  if (const HttpError *error = errorOf(result))
+    replyError(res, *error);
+  else
+    res.set_content(dump(nativeAnswer(parsed, std::get<NativeResult>(result))),
+                    kJson);
+  metrics.observeLatency("/v1/translate", secondsSince(arrival));
+}
+
+void HttpServer::postDetect(const Request &req, Response &res) {
+  Parsed<std::string> key = parseDetectRequest(
+      req.body, req.get_header_value("Content-Type"), options.request);
+  if (const HttpError *error = errorOf(key))
+    return replyError(res, *error);
+  if (!admitted(std::get<std::string>(key), req, res))
+    return;
+  replyError(res, {400, "language detection is not supported: give the "
+                        "source language"});
+}
+
+void HttpServer::getLanguages(const Request &, Response &res) {
+  json out = json::array();
+  for (const LanguageEntry &entry : catalog.languages())
+    out.push_back({{"code", entry.code},
+                   {"name", entry.name},
+                   {"targets", entry.targets}});
+  res.set_content(dump(out), kJson);
+}
+
+void HttpServer::getMetrics(const Request &, Response &res) {
+  res.set_content(metrics.render(queued), "text/plain; version=0.0.4");
+}
+
+int HttpServer::bind() {
+  int port = options.port;
+  if (port == 0)
+    port = server->bind_to_any_port(options.host);
+  else if (!server->bind_to_port(options.host, port))
+    port = -1;
+  if (port > 0)
+    static_cast<Listener &>(*server).deepenBacklog(SOMAXCONN);
+  return port;
+}
+
+bool HttpServer::listen() { return server->listen_after_bind(); }
+
+void HttpServer::stop() {
+  // A signal may come before listen() started: stop() would do nothing.
+  for (int i = 0; i < 500 && !server->is_running(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  server->stop();
+}

@@ -1,0 +1,192 @@
+//===- Options.cpp - tfm-serve's command line -------------------*- C++ -*-===//
+
+#include "tools/serve/Options.h"
+
+#include "tools/Version.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+using namespace tfm_serve;
+
+namespace {
+
+const char *kDescription =
+    R"(Serves models compiled by tfmc (tfmc compile MODEL_DIR -o DIR) over HTTP
+with LibreTranslate's API (POST /translate, GET /languages, ...) and a native
+POST /v1/translate, batching the sentences of concurrent requests together.
+Each DIR is what tfmc compile -o wrote; its language pair(s) come from the
+model. SIGTERM or SIGINT: stop accepting, answer what was accepted, exit 0.
+See docs/Serving.md.)";
+
+/// "NAME=DIR", or a directory named after its last component.
+ModelSpec modelSpec(const std::string &text, bool named) {
+  if (named) {
+    size_t eq = text.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+      die(fmt::format("--model expects NAME=DIR, found '{}'", text));
+    return {text.substr(0, eq), text.substr(eq + 1)};
+  }
+  std::string dir = text;
+  while (dir.size() > 1 && dir.back() == '/')
+    dir.pop_back();
+  return {dir.substr(dir.rfind('/') + 1), text};
+}
+
+void addModelOptions(CLI::App &app, std::vector<std::string> &dirs,
+                     std::vector<std::string> &named, ServeOptions &o) {
+  app.add_option("MODEL_DIR", dirs,
+                 "directories tfmc compile -o wrote (named after their last "
+                 "component)");
+  app.add_option("--model", named, "a model under a name of its own")
+      ->type_name("NAME=DIR");
+  app.add_option("--threads", o.threads, "threads a batch runs on")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--beam-size", o.service.beamSize,
+                 "beam width of requests that ask for none (LibreTranslate's "
+                 "alternatives N widen it to N + 1)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+}
+
+void addHttpOptions(CLI::App &app, ServeOptions &o) {
+  HttpOptions &h = o.http;
+  app.add_option("--host", h.host, "address to listen on")
+      ->capture_default_str();
+  app.add_option("--port", h.port, "port to listen on (0: any free one)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--connections", h.connections,
+                 "connections served at once (more wait to be accepted)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--io-timeout", h.ioTimeoutSeconds,
+                 "seconds a client may stay silent while sending or reading")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  app.add_option("--api-keys", o.apiKeysFile,
+                 "only requests with one of the keys in FILE (one a line) "
+                 "are served (403 otherwise)")
+      ->type_name("FILE");
+  app.add_option("--key-rate", o.keyRate,
+                 "at most N requests a minute per key, or per client "
+                 "address without keys (429 past it; 0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  app.add_flag("-q,--quiet", o.quiet, "print nothing but errors");
+}
+
+void addLimitOptions(CLI::App &app, ServeOptions &o) {
+  app.add_option("--max-body", o.http.maxBody, "bytes of a request body (413)")
+      ->capture_default_str()
+      ->check(CLI::Range(1024, 1 << 30));
+  app.add_option("--max-headers", o.http.maxHeaders,
+                 "header fields of a request (431)")
+      ->capture_default_str()
+      ->check(CLI::Range(8, 10000));
+  RequestLimits &r = o.http.request;
+  app.add_option("--max-q-items", r.maxItems, "items of an array q (400)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--max-q-chars", r.maxItemChars,
+                 "characters of one q item (400)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000000));
+  app.add_option("--max-alternatives", r.maxAlternatives,
+                 "alternatives a request may ask for (400)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 63));
+  app.add_option("--max-queue", o.batch.maxQueued,
+                 "sentences waiting per model (503 with Retry-After past it)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000000));
+  app.add_option_function<double>(
+         "--timeout",
+         [&o](double seconds) {
+           o.service.deadline = std::chrono::duration_cast<Clock::duration>(
+               std::chrono::duration<double>(seconds));
+         },
+         "seconds from a request's arrival to its answer (504 past it) "
+         "[30]")
+      ->check(CLI::Range(0.001, 86400.0));
+}
+
+void addBatchOptions(CLI::App &app, ServeOptions &o) {
+  app.add_option("--max-batch-sentences", o.batch.maxSentences,
+                 "sentences in one batch")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--max-batch-tokens", o.batch.maxTokens,
+                 "sentences x longest source (with its prefix) in one batch")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 24));
+  app.add_option_function<double>(
+         "--batch-wait-ms",
+         [&o](double ms) {
+           o.batch.wait = std::chrono::duration_cast<Clock::duration>(
+               std::chrono::duration<double, std::milli>(ms));
+         },
+         "after a batch, wait at most this long for as many sentences as it "
+         "had (an idle model runs a request at once) [5]")
+      ->check(CLI::Range(0.0, 10000.0));
+}
+
+std::vector<ModelSpec> modelSpecs(const std::vector<std::string> &dirs,
+                                  const std::vector<std::string> &named) {
+  std::vector<ModelSpec> models;
+  for (const std::string &dir : dirs)
+    models.push_back(modelSpec(dir, false));
+  for (const std::string &text : named)
+    models.push_back(modelSpec(text, true));
+  if (models.empty())
+    die("no model to serve: give MODEL_DIR or --model NAME=DIR; see --help");
+  std::set<std::string> names;
+  for (const ModelSpec &model : models)
+    if (!names.insert(model.name).second)
+      die(fmt::format("two models are named '{}': name them with --model "
+                      "NAME=DIR",
+                      model.name));
+  return models;
+}
+
+} // namespace
+
+void tfm_serve::die(const std::string &message) {
+  std::string line = "tfm-serve: error: " + message + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::exit(1);
+}
+
+ServeOptions tfm_serve::parseCommandLine(int argc, char **argv) {
+  ServeOptions o;
+  std::vector<std::string> dirs, named;
+  CLI::App app(kDescription, "tfm-serve");
+  app.set_help_flag("-h,--help", "this text");
+  app.add_flag_callback(
+      "--version",
+      [] {
+        fmt::print("tfm-serve of tfmc {} (commit {})\n", TFM_VERSION,
+                   TFM_COMMIT);
+        std::exit(0);
+      },
+      "print the version and exit");
+  addModelOptions(app, dirs, named, o);
+  addHttpOptions(app, o);
+  addLimitOptions(app, o);
+  addBatchOptions(app, o);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &) {
+    fmt::print("{}", app.help());
+    std::exit(0);
+  } catch (const CLI::ParseError &e) {
+    die(fmt::format("{}; see --help", e.what()));
+  }
+  o.models = modelSpecs(dirs, named);
+  return o;
+}

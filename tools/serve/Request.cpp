@@ -1,0 +1,370 @@
+//===- Request.cpp - Requests parsed into plain structs ---------*- C++ -*-===//
+
+#include "tools/serve/Request.h"
+
+#include "tools/translator/Lines.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <climits>
+#include <cmath>
+#include <set>
+
+using namespace tfm_serve;
+using json = nlohmann::json;
+
+namespace {
+
+/// Thrown inside the parsers, returned by their entry points.
+struct Invalid {
+  HttpError error;
+};
+
+[[noreturn]] void refuse(int status, std::string message) {
+  throw Invalid{{status, std::move(message)}};
+}
+
+[[noreturn]] void badRequest(std::string message) {
+  refuse(400, "Invalid request: " + message);
+}
+
+/// "application/json" of "Application/JSON; charset=utf-8".
+std::string mediaType(const std::string &contentType) {
+  std::string type = contentType.substr(0, contentType.find(';'));
+  type.erase(0, type.find_first_not_of(" \t"));
+  type.erase(type.find_last_not_of(" \t") + 1);
+  std::transform(type.begin(), type.end(), type.begin(),
+                 [](unsigned char c) { return char(std::tolower(c)); });
+  return type;
+}
+
+/// nlohmann's message without its "[json.exception...] " tag, kept short.
+std::string jsonMessage(const std::exception &e) {
+  std::string message = e.what();
+  size_t tag = message.find("] ");
+  if (tag != std::string::npos)
+    message.erase(0, tag + 2);
+  if (message.size() > 200)
+    message = message.substr(0, 200) + "...";
+  return message;
+}
+
+json parseJsonObject(const std::string &body, int maxDepth) {
+  json value;
+  auto depthCheck = [maxDepth](int depth, json::parse_event_t, json &) {
+    if (depth > maxDepth)
+      refuse(400, fmt::format("Invalid JSON: nested deeper than {} levels",
+                              maxDepth));
+    return true;
+  };
+  try {
+    value = json::parse(body, depthCheck);
+  } catch (const json::exception &e) {
+    refuse(400, "Invalid JSON: " + jsonMessage(e));
+  }
+  if (!value.is_object())
+    refuse(400, fmt::format("Invalid JSON format: expected an object, found "
+                            "{}",
+                            value.type_name()));
+  return value;
+}
+
+/// Form fields as a JSON object of strings (the first of repeated ones, as
+/// LibreTranslate reads them).
+json parseForm(const std::string &body) {
+  httplib::Params params;
+  httplib::detail::parse_query_text(body, params);
+  json object = json::object();
+  for (const auto &[key, value] : params)
+    if (!object.contains(key))
+      object[key] = value;
+  return object;
+}
+
+const char *kMediaTypes = "application/json or "
+                          "application/x-www-form-urlencoded";
+
+json bodyObject(const std::string &body, const std::string &contentType,
+                const RequestLimits &limits, bool formAllowed) {
+  std::string type = mediaType(contentType);
+  if (type == "application/json")
+    return parseJsonObject(body, limits.maxDepth);
+  if (formAllowed && type == "application/x-www-form-urlencoded")
+    return parseForm(body);
+  refuse(415, fmt::format("Content-Type must be {}, found '{}'",
+                          formAllowed ? kMediaTypes : "application/json",
+                          type.substr(0, 100)));
+}
+
+const json *field(const json &object, const char *name) {
+  auto it = object.find(name);
+  return it == object.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::optional<std::string> stringField(const json &object, const char *name) {
+  const json *value = field(object, name);
+  if (!value)
+    return std::nullopt;
+  if (!value->is_string())
+    badRequest(
+        fmt::format("{} must be a string, found {}", name, value->type_name()));
+  return value->get<std::string>();
+}
+
+std::string requiredString(const json &object, const char *name) {
+  std::optional<std::string> value = stringField(object, name);
+  if (!value || value->empty())
+    badRequest(fmt::format("missing {} parameter", name));
+  return *value;
+}
+
+/// An integer in [min, max]: a JSON integer, an integral number, or
+/// decimal digits (form fields are strings).
+std::optional<int64_t> intField(const json &object, const char *name,
+                                int64_t min, int64_t max) {
+  const json *value = field(object, name);
+  if (!value)
+    return std::nullopt;
+  double number = NAN;
+  if (value->is_number())
+    number = value->get<double>();
+  else if (value->is_string())
+    number = std::strtod(value->get<std::string>().c_str(), nullptr);
+  bool integral = value->is_number_integer() ||
+                  (std::isfinite(number) && number == std::floor(number));
+  if (value->is_string()) {
+    const std::string &text = value->get_ref<const std::string &>();
+    integral = !text.empty() && text.size() < 12 &&
+               text.find_first_not_of("-0123456789") == std::string::npos;
+  }
+  if (!integral)
+    badRequest(fmt::format("{} parameter is not an integer", name));
+  if (number < double(min) || number > double(max))
+    badRequest(fmt::format("{} must be in [{}, {}], found {}", name, min, max,
+                           number));
+  return int64_t(number);
+}
+
+std::optional<double> numberField(const json &object, const char *name,
+                                  double min) {
+  const json *value = field(object, name);
+  if (!value)
+    return std::nullopt;
+  if (!value->is_number())
+    badRequest(
+        fmt::format("{} must be a number, found {}", name, value->type_name()));
+  double number = value->get<double>();
+  if (!std::isfinite(number) || number < min || std::fabs(number) > 1e6)
+    badRequest(fmt::format("{} must be a finite number in [{}, 1e6], found {}",
+                           name, min, number));
+  return number;
+}
+
+std::string itemName(const char *name, size_t index, bool batch) {
+  return batch ? fmt::format("{}[{}]", name, index) : name;
+}
+
+/// Texts within the limits, each valid UTF-8.
+void checkTexts(const std::vector<std::string> &texts, const char *name,
+                bool batch, const RequestLimits &limits) {
+  for (size_t i = 0; i < texts.size(); ++i) {
+    std::string copy = texts[i];
+    if (tfm_translator::replaceInvalidUtf8(copy))
+      badRequest(itemName(name, i, batch) + " is not valid UTF-8");
+    size_t chars = countCodePoints(texts[i]);
+    if (chars > limits.maxItemChars)
+      badRequest(fmt::format("{} has {} characters, more than the limit of {}",
+                             itemName(name, i, batch), chars,
+                             limits.maxItemChars));
+  }
+}
+
+/// An array of strings, within the limit on its items.
+std::vector<std::string> stringArray(const json &array, const char *name,
+                                     const RequestLimits &limits) {
+  if (array.size() > limits.maxItems)
+    badRequest(fmt::format("{} has {} items, more than the limit of {}", name,
+                           array.size(), limits.maxItems));
+  std::vector<std::string> out;
+  for (size_t i = 0; i < array.size(); ++i) {
+    if (!array[i].is_string())
+      badRequest(fmt::format("{}[{}] must be a string, found {}", name, i,
+                             array[i].type_name()));
+    out.push_back(array[i].get<std::string>());
+  }
+  return out;
+}
+
+void readQ(const json &object, TranslateRequest &request,
+           const RequestLimits &limits) {
+  const json *q = field(object, "q");
+  if (!q)
+    badRequest("missing q parameter");
+  if (q->is_string()) {
+    request.q = {q->get<std::string>()};
+  } else if (q->is_array()) {
+    request.batch = true;
+    request.q = stringArray(*q, "q", limits);
+  } else {
+    badRequest(fmt::format("q must be a string or an array of strings, found "
+                           "{}",
+                           q->type_name()));
+  }
+  if (request.q.empty() || (!request.batch && request.q[0].empty()))
+    badRequest("q is empty");
+  checkTexts(request.q, "q", request.batch, limits);
+}
+
+void readFormat(const json &object) {
+  std::string format = stringField(object, "format").value_or("text");
+  if (format == "html")
+    badRequest("format html is not supported yet: send text (format "
+               "\"text\")");
+  if (format != "text")
+    badRequest(fmt::format("format {} is not supported", format.substr(0, 50)));
+}
+
+void readNativeSource(const json &object, NativeRequest &request,
+                      const RequestLimits &limits) {
+  const json *source = field(object, "source");
+  if (!source)
+    badRequest("missing source parameter (a list of sentences)");
+  if (!source->is_array())
+    badRequest(fmt::format("source must be an array of strings, found {}",
+                           source->type_name()));
+  request.source = stringArray(*source, "source", limits);
+  if (request.source.empty())
+    badRequest("source is empty");
+  checkTexts(request.source, "source", true, limits);
+}
+
+std::vector<PrefixToken> prefixTokens(const json &prefix, size_t sentence) {
+  std::string where = fmt::format("target_prefix[{}]", sentence);
+  if (prefix.is_null())
+    return {};
+  if (!prefix.is_array() || prefix.size() > 64)
+    badRequest(where + " must be null or an array of at most 64 pieces "
+                       "(strings) or target ids");
+  std::vector<PrefixToken> tokens;
+  for (const json &token : prefix) {
+    if (token.is_string())
+      tokens.push_back({token.get<std::string>(), -1});
+    else if (token.is_number_integer() && token.get<int64_t>() >= 0 &&
+             token.get<int64_t>() <= INT32_MAX)
+      tokens.push_back({"", token.get<int64_t>()});
+    else
+      badRequest(where + " holds " + token.type_name() +
+                 ": expected a piece (string) or a target id");
+  }
+  return tokens;
+}
+
+void readTargetPrefix(const json &object, NativeRequest &request) {
+  const json *prefix = field(object, "target_prefix");
+  if (!prefix)
+    return;
+  if (!prefix->is_array() || prefix->size() != request.source.size())
+    badRequest(fmt::format("target_prefix must be an array with one prefix "
+                           "(or null) per sentence: {} sentences",
+                           request.source.size()));
+  for (size_t i = 0; i < prefix->size(); ++i)
+    request.targetPrefix.push_back(prefixTokens((*prefix)[i], i));
+}
+
+void refuseUnknownFields(const json &object) {
+  static const std::set<std::string> known = {
+      "source",         "source_lang",   "target_lang",   "beam_size",
+      "n_best",         "max_length",    "min_length",    "max_length_ratio",
+      "length_penalty", "return_scores", "target_prefix", "api_key"};
+  for (const auto &item : object.items())
+    if (!known.count(item.key()))
+      badRequest(fmt::format("unknown field '{}'", item.key().substr(0, 50)));
+}
+
+void readNativeOptions(const json &object, NativeRequest &request,
+                       const RequestLimits &limits) {
+  int maxBeam = limits.maxAlternatives + 1;
+  request.beamSize = intField(object, "beam_size", 1, maxBeam);
+  request.nBest = intField(object, "n_best", 1, maxBeam);
+  request.maxLength = intField(object, "max_length", 1, 1 << 20);
+  request.minLength = intField(object, "min_length", 0, 1 << 20);
+  request.maxLengthRatio = numberField(object, "max_length_ratio", 0);
+  request.lengthPenalty = numberField(object, "length_penalty", -1e6);
+  if (const json *scores = field(object, "return_scores")) {
+    if (!scores->is_boolean())
+      badRequest(fmt::format("return_scores must be a boolean, found {}",
+                             scores->type_name()));
+    request.returnScores = scores->get<bool>();
+  }
+}
+
+} // namespace
+
+size_t tfm_serve::countCodePoints(const std::string &text) {
+  return size_t(std::count_if(text.begin(), text.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
+}
+
+Parsed<TranslateRequest>
+tfm_serve::parseTranslateRequest(const std::string &body,
+                                 const std::string &contentType,
+                                 const RequestLimits &limits) {
+  try {
+    json object = bodyObject(body, contentType, limits, true);
+    TranslateRequest request;
+    readQ(object, request, limits);
+    request.source = requiredString(object, "source");
+    request.target = requiredString(object, "target");
+    readFormat(object);
+    // LibreTranslate takes a negative count as none.
+    int64_t alternatives =
+        intField(object, "alternatives", INT32_MIN, INT32_MAX).value_or(0);
+    if (alternatives > limits.maxAlternatives)
+      badRequest(fmt::format("alternatives parameter must be <= {}",
+                             limits.maxAlternatives));
+    request.alternatives = int(std::max<int64_t>(0, alternatives));
+    request.apiKey = stringField(object, "api_key").value_or("");
+    return request;
+  } catch (const Invalid &invalid) {
+    return invalid.error;
+  }
+}
+
+Parsed<NativeRequest>
+tfm_serve::parseNativeRequest(const std::string &body,
+                              const std::string &contentType,
+                              const RequestLimits &limits) {
+  try {
+    json object = bodyObject(body, contentType, limits, false);
+    refuseUnknownFields(object);
+    NativeRequest request;
+    readNativeSource(object, request, limits);
+    request.sourceLang = stringField(object, "source_lang").value_or("auto");
+    request.targetLang = requiredString(object, "target_lang");
+    readNativeOptions(object, request, limits);
+    readTargetPrefix(object, request);
+    request.apiKey = stringField(object, "api_key").value_or("");
+    return request;
+  } catch (const Invalid &invalid) {
+    return invalid.error;
+  }
+}
+
+Parsed<std::string>
+tfm_serve::parseDetectRequest(const std::string &body,
+                              const std::string &contentType,
+                              const RequestLimits &limits) {
+  try {
+    json object = bodyObject(body, contentType, limits, true);
+    if (!field(object, "q"))
+      badRequest("missing q parameter");
+    return stringField(object, "api_key").value_or("");
+  } catch (const Invalid &invalid) {
+    return invalid.error;
+  }
+}

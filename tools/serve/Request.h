@@ -1,0 +1,95 @@
+//===- Request.h - Requests parsed into plain structs -----------*- C++ -*-===//
+//
+// The bodies of POST /translate (LibreTranslate's fields, JSON or
+// form-encoded) and POST /v1/translate (the translator's options, JSON)
+// parsed and checked into plain structs, or an HTTP status and a message
+// naming the problem. JSON is nlohmann's, form fields cpp-httplib's; no
+// HTTP here beyond the Content-Type, so a fuzzer can call these directly.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_TOOLS_SERVE_REQUEST_H
+#define TFM_TOOLS_SERVE_REQUEST_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace tfm_serve {
+
+/// An error answer: its status and the message of {"error": ...}.
+struct HttpError {
+  int status;
+  std::string message;
+};
+
+template <class T> using Parsed = std::variant<T, HttpError>;
+
+/// The error of a Parsed, or null when it holds a value.
+template <class T> const HttpError *errorOf(const Parsed<T> &parsed) {
+  return std::get_if<HttpError>(&parsed);
+}
+
+struct RequestLimits {
+  /// Items of an array q (sentences of /v1/translate).
+  size_t maxItems = 128;
+  /// Characters (code points) of one item.
+  size_t maxItemChars = 5000;
+  /// alternatives (LibreTranslate), n_best - 1 and beam_size - 1 (native).
+  int maxAlternatives = 8;
+  /// Nesting of JSON arrays and objects.
+  int maxDepth = 16;
+};
+
+/// POST /translate and /detect, LibreTranslate's fields.
+struct TranslateRequest {
+  std::vector<std::string> q;
+  /// q was an array: the answer holds arrays.
+  bool batch = false;
+  std::string source, target, apiKey;
+  int alternatives = 0;
+};
+
+/// A token of a target prefix: a vocabulary piece, or a target id.
+struct PrefixToken {
+  std::string piece;
+  int64_t id = -1;
+};
+
+/// POST /v1/translate: the translator's options, named as the Python API
+/// (and CTranslate2's translate_batch) names them; unset ones take the
+/// server's defaults.
+struct NativeRequest {
+  std::vector<std::string> source;
+  std::string sourceLang = "auto", targetLang, apiKey;
+  std::optional<int> beamSize, nBest, maxLength, minLength;
+  std::optional<double> maxLengthRatio, lengthPenalty;
+  bool returnScores = false;
+  /// Per sentence, the tokens its translations start with (none: empty).
+  std::vector<std::vector<PrefixToken>> targetPrefix;
+};
+
+/// Parses a /translate body whose Content-Type header is `contentType`.
+Parsed<TranslateRequest>
+parseTranslateRequest(const std::string &body, const std::string &contentType,
+                      const RequestLimits &limits = {});
+
+/// Parses a /detect body as far as answering needs: q is there; returns
+/// the api_key (empty without one).
+Parsed<std::string> parseDetectRequest(const std::string &body,
+                                       const std::string &contentType,
+                                       const RequestLimits &limits = {});
+
+/// Parses a /v1/translate body (JSON).
+Parsed<NativeRequest> parseNativeRequest(const std::string &body,
+                                         const std::string &contentType,
+                                         const RequestLimits &limits = {});
+
+/// The number of code points of valid UTF-8 text.
+size_t countCodePoints(const std::string &text);
+
+} // namespace tfm_serve
+
+#endif // TFM_TOOLS_SERVE_REQUEST_H

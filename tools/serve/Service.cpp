@@ -1,0 +1,270 @@
+//===- Service.cpp - Texts in, translations out, through the queues -*- C++
+//-*-===//
+
+#include "tools/serve/Service.h"
+
+#include "tools/translator/Lines.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+using namespace tfm_serve;
+
+namespace {
+
+std::vector<std::string> splitOnNewlines(const std::string &text) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (true) {
+    size_t end = text.find('\n', start);
+    lines.push_back(text.substr(start, end - start));
+    if (end == std::string::npos)
+      return lines;
+    start = end + 1;
+  }
+}
+
+std::string itemName(const char *name, size_t index, bool batch) {
+  return batch ? fmt::format("{}[{}]", name, index) : name;
+}
+
+/// LibreTranslate's alternatives: the other hypotheses, each once, none
+/// equal to the translation.
+std::vector<std::string> alternativesOf(const std::vector<std::string> &ranks) {
+  std::vector<std::string> out;
+  for (size_t k = 1; k < ranks.size(); ++k)
+    if (ranks[k] != ranks[0] &&
+        std::find(out.begin(), out.end(), ranks[k]) == out.end())
+      out.push_back(ranks[k]);
+  return out;
+}
+
+} // namespace
+
+Service::Service(const std::vector<std::unique_ptr<ModelLibrary>> &models,
+                 const Catalog &catalog, Executor &executor, BatchLimits limits,
+                 ServiceOptions options)
+    : models(models), catalog(catalog), executor(executor),
+      maxQueued(limits.maxQueued), options(options) {
+  for (const std::unique_ptr<ModelLibrary> &model : models) {
+    const ModelLibrary *library = model.get();
+    queueOf.push_back(executor.addModel(
+        limits, [library](const tfm_search_options &search,
+                          const std::vector<const Sentence *> &sentences,
+                          std::vector<Hypotheses> &out) {
+          library->translate(search, sentences, out);
+        }));
+  }
+}
+
+Parsed<Service::Lines>
+Service::splitLines(const Route &route, const std::vector<std::string> &texts,
+                    const char *name, bool batch) const {
+  const ModelLibrary &model = *models[route.model];
+  Lines lines;
+  try {
+    tfm_language_tokens frame =
+        model.languageTokens(route.source, route.target);
+    for (size_t i = 0; i < texts.size(); ++i) {
+      lines.index.emplace_back();
+      for (const std::string &line : splitOnNewlines(texts[i])) {
+        if (tfm_translator::isBlank(line)) {
+          lines.index.back().push_back(-1);
+          continue;
+        }
+        Sentence sentence{model.encode(line, frame),
+                          {frame.target_prefix,
+                           frame.target_prefix + frame.target_prefix_length}};
+        lines.index.back().push_back(long(lines.sentences.size()));
+        lines.sentences.push_back(std::move(sentence));
+      }
+    }
+  } catch (const std::exception &e) {
+    return HttpError{400,
+                     fmt::format("Invalid request: {}: {}",
+                                 itemName(name, lines.index.size() - 1, batch),
+                                 e.what())};
+  }
+  if (lines.sentences.size() > maxQueued)
+    return HttpError{400, fmt::format("Invalid request: {} lines to "
+                                      "translate, more than the limit of {} "
+                                      "(--max-queue)",
+                                      lines.sentences.size(), maxQueued)};
+  return lines;
+}
+
+Parsed<std::vector<Hypotheses>> Service::run(size_t model,
+                                             std::shared_ptr<Job> job,
+                                             Clock::time_point arrival) {
+  if (job->size() == 0)
+    return std::vector<Hypotheses>{};
+  if (!executor.submit(queueOf[model], job))
+    return HttpError{503, "the translation queue is full: retry later"};
+  Job::State state = job->wait(arrival + options.deadline);
+  if (state == Job::State::Pending) {
+    executor.cancel(queueOf[model], job);
+    state = job->wait(Clock::now()); // it may have ended meanwhile
+  }
+  if (state == Job::State::Done)
+    return job->results();
+  if (state == Job::State::Failed)
+    return HttpError{500, "Cannot translate text: " + job->error()};
+  return HttpError{
+      504,
+      fmt::format("the translation took longer than the deadline of {} s",
+                  std::chrono::duration<double>(options.deadline).count())};
+}
+
+TextResult Service::textResult(const ModelLibrary &model, const Lines &lines,
+                               const std::vector<Hypotheses> &results) const {
+  TextResult out;
+  for (const std::vector<long> &item : lines.index) {
+    size_t ranks = 1;
+    for (long sentence : item)
+      if (sentence >= 0)
+        ranks = std::max(ranks, results[size_t(sentence)].tokens.size());
+    // Hypothesis k of a text: hypothesis k of each line (a line with fewer
+    // gives its last), lines joined as they came.
+    std::vector<std::string> texts(ranks);
+    for (size_t k = 0; k < ranks; ++k) {
+      for (size_t l = 0; l < item.size(); ++l) {
+        if (l > 0)
+          texts[k] += '\n';
+        if (item[l] < 0 || results[size_t(item[l])].tokens.empty())
+          continue;
+        const auto &tokens = results[size_t(item[l])].tokens;
+        texts[k] += model.decode(tokens[std::min(k, tokens.size() - 1)]);
+      }
+    }
+    out.translations.push_back(texts[0]);
+    out.alternatives.push_back(alternativesOf(texts));
+  }
+  return out;
+}
+
+Parsed<TextResult> Service::translate(const TranslateRequest &request,
+                                      Clock::time_point arrival) {
+  Parsed<Route> route = catalog.route(request.source, request.target);
+  if (const HttpError *error = errorOf(route))
+    return *error;
+  Parsed<Lines> lines =
+      splitLines(std::get<Route>(route), request.q, "q", request.batch);
+  if (const HttpError *error = errorOf(lines))
+    return *error;
+  size_t model = std::get<Route>(route).model;
+  tfm_search_options search = models[model]->defaultSearch();
+  search.beam_size = options.beamSize;
+  if (request.alternatives > 0) {
+    search.n_best = request.alternatives + 1;
+    search.beam_size = std::max(search.beam_size, search.n_best);
+  }
+  Lines &split = std::get<Lines>(lines);
+  auto job = std::make_shared<Job>(search, std::move(split.sentences));
+  Parsed<std::vector<Hypotheses>> results = run(model, job, arrival);
+  if (const HttpError *error = errorOf(results))
+    return *error;
+  TextResult out = textResult(*models[model], split,
+                              std::get<std::vector<Hypotheses>>(results));
+  if (request.source == "auto")
+    out.detected = std::get<Route>(route).sourceCode;
+  return out;
+}
+
+Parsed<tfm_search_options>
+Service::nativeSearch(const ModelLibrary &model,
+                      const NativeRequest &request) const {
+  tfm_search_options search = model.defaultSearch();
+  search.beam_size = request.beamSize.value_or(options.beamSize);
+  search.n_best = request.nBest.value_or(1);
+  if (search.n_best > search.beam_size)
+    return HttpError{400, fmt::format("Invalid request: n_best {} exceeds "
+                                      "beam_size {}",
+                                      search.n_best, search.beam_size)};
+  search.max_length = request.maxLength.value_or(search.max_length);
+  search.min_length = request.minLength.value_or(search.min_length);
+  search.length_penalty =
+      float(request.lengthPenalty.value_or(search.length_penalty));
+  // Past the model's positions a ratio caps nothing (and cannot overflow).
+  search.max_length_ratio =
+      float(std::min(request.maxLengthRatio.value_or(search.max_length_ratio),
+                     double(model.config().max_positions)));
+  return search;
+}
+
+/// The request's target prefixes after each sentence's language token.
+Parsed<bool> Service::addPrefixes(const ModelLibrary &model,
+                                  const NativeRequest &request,
+                                  Lines &lines) const {
+  const tfm_model_config &config = model.config();
+  for (size_t i = 0; i < request.targetPrefix.size(); ++i) {
+    long sentence = lines.index[i][0];
+    for (const PrefixToken &token : request.targetPrefix[i]) {
+      std::string where = fmt::format("target_prefix[{}]", i);
+      int64_t id = token.id;
+      if (!token.piece.empty() || id < 0) {
+        try {
+          id = model.pieceId(token.piece);
+        } catch (const std::exception &e) {
+          return HttpError{400, "Invalid request: " + where + ": " + e.what()};
+        }
+      }
+      if (id >= config.target_vocab_size || id == config.eos_token_id ||
+          id == config.pad_token_id)
+        return HttpError{400, fmt::format("Invalid request: {}: {} is not a "
+                                          "target id in [0, {}) other than "
+                                          "EOS and padding",
+                                          where, id, config.target_vocab_size)};
+      if (sentence >= 0)
+        lines.sentences[size_t(sentence)].prefix.push_back(int32_t(id));
+    }
+  }
+  return true;
+}
+
+Parsed<NativeResult> Service::translate(const NativeRequest &request,
+                                        Clock::time_point arrival) {
+  for (size_t i = 0; i < request.source.size(); ++i)
+    if (request.source[i].find('\n') != std::string::npos)
+      return HttpError{400, fmt::format("Invalid request: source[{}] holds a "
+                                        "newline: one sentence per item",
+                                        i)};
+  Parsed<Route> route = catalog.route(request.sourceLang, request.targetLang);
+  if (const HttpError *error = errorOf(route))
+    return *error;
+  size_t model = std::get<Route>(route).model;
+  const ModelLibrary &library = *models[model];
+  Parsed<Lines> lines =
+      splitLines(std::get<Route>(route), request.source, "source", true);
+  if (const HttpError *error = errorOf(lines))
+    return *error;
+  Parsed<tfm_search_options> search = nativeSearch(library, request);
+  if (const HttpError *error = errorOf(search))
+    return *error;
+  Lines &split = std::get<Lines>(lines);
+  Parsed<bool> prefixed = addPrefixes(library, request, split);
+  if (const HttpError *error = errorOf(prefixed))
+    return *error;
+  auto job = std::make_shared<Job>(std::get<tfm_search_options>(search),
+                                   std::move(split.sentences));
+  Parsed<std::vector<Hypotheses>> results = run(model, job, arrival);
+  if (const HttpError *error = errorOf(results))
+    return *error;
+  NativeResult out;
+  for (const std::vector<long> &item : split.index) {
+    out.hypotheses.emplace_back();
+    out.scores.emplace_back();
+    if (item[0] < 0) { // a blank sentence: "", as the translator gives it
+      out.hypotheses.back().push_back("");
+      out.scores.back().push_back(0.0f);
+      continue;
+    }
+    const Hypotheses &h =
+        std::get<std::vector<Hypotheses>>(results)[size_t(item[0])];
+    for (size_t k = 0; k < h.tokens.size(); ++k) {
+      out.hypotheses.back().push_back(library.decode(h.tokens[k]));
+      out.scores.back().push_back(h.scores[k]);
+    }
+  }
+  return out;
+}
