@@ -48,7 +48,7 @@ llvm_config.with_system_environment(["HOME", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.tfm_tools_dir, config.llvm_tools_dir]
-tools = ["tfm-opt", "tfm-run", "tfmc", "tfm-bench"]
+tools = ["tfm-opt", "tfm-run", "tfmc", "tfm-bench", "tfm-serve"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.tfm_tools_dir, append_path=True)

@@ -1,0 +1,481 @@
+"""Drives tfm-serve for the lit tests in test/Serve: starts it on a free
+loopback port, talks to it with urllib (and raw sockets where a client
+must misbehave), stops it with SIGTERM. Every loop is bounded in requests
+and every wait in time.
+
+  serve_driver.py api MODEL SRC CLI NBEST       answers equal the translator's
+  serve_driver.py keys MODEL SRC CLI KEYS       API keys and the request rate
+  serve_driver.py load MODEL SRC CLI            64 clients x 20 requests
+  serve_driver.py overload MODEL SRC CLI        a small queue: only 200 and 503
+  serve_driver.py sigterm MODEL SRC CLI         SIGTERM under load, then restart
+  serve_driver.py hostile MODEL SRC CLI         malformed and hostile requests
+"""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+SERVE = "tfm-serve"
+TIMEOUT = 60  # seconds any one request may take
+
+
+def fail(message):
+    print("FAIL: " + message)
+    sys.exit(1)
+
+
+class Server:
+    """tfm-serve on a free port; stop() sends SIGTERM and returns its exit code."""
+
+    def __init__(self, model, *options):
+        self.proc = subprocess.Popen(
+            [SERVE, "--port", "0", "--quiet", *options, model],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self._first_line(30)
+        match = re.search(r"listening on http://([\d.]+):(\d+)", line)
+        if not match:
+            self.proc.kill()
+            fail("tfm-serve did not start: %r %s" % (line, self.proc.stderr.read()))
+        self.url = "http://127.0.0.1:%s" % match.group(2)
+
+    def _first_line(self, seconds):
+        result = []
+        reader = threading.Thread(target=lambda: result.append(self.proc.stdout.readline()))
+        reader.daemon = True
+        reader.start()
+        reader.join(seconds)
+        return result[0] if result else ""
+
+    def stop(self, seconds=60):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(seconds)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            fail("tfm-serve did not exit within %d s of SIGTERM" % seconds)
+
+    def alive(self):
+        return self.proc.poll() is None
+
+
+def post(url, body, content_type="application/json", timeout=TIMEOUT):
+    """(status, parsed JSON answer or raw text, headers)."""
+    data = json.dumps(body).encode() if not isinstance(body, bytes) else body
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": content_type})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            return answer.status, _decode(answer.read()), answer.headers
+    except urllib.error.HTTPError as error:
+        return error.code, _decode(error.read()), error.headers
+
+
+def get(url, timeout=TIMEOUT):
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def _decode(raw):
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode(errors="replace")
+
+
+def read_lines(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read().split("\n")[:-1]
+
+
+def read_nbest(path):
+    """translator -n N lines 'INDEX ||| TEXT ||| SCORE' grouped per sentence."""
+    groups = {}
+    for line in read_lines(path):
+        index, text, score = line.split(" ||| ")
+        groups.setdefault(int(index), []).append((text, float(score)))
+    return [groups[i] for i in sorted(groups)]
+
+
+def translate(url, q, **fields):
+    return post(url + "/translate", dict(q=q, source="en", target="de", **fields))
+
+
+def expect(what, actual, expected):
+    if actual != expected:
+        fail("%s: expected %r, found %r" % (what, expected, actual))
+
+
+def unique_alternatives(best, others):
+    out = []
+    for text in others:
+        if text != best and text not in out:
+            out.append(text)
+    return out
+
+
+# --- api ------------------------------------------------------------------
+
+
+def check_single_and_array(url, src, cli):
+    for i in range(0, len(src), 7):
+        status, answer, _ = translate(url, src[i])
+        if src[i].strip():
+            expect("line %d" % i, (status, answer), (200, {"translatedText": cli[i]}))
+    status, answer, _ = translate(url, src)
+    expect("array q", (status, answer), (200, {"translatedText": cli}))
+    status, answer, _ = post(url + "/translate", urllib.parse.urlencode(
+        {"q": src[1], "source": "en", "target": "de"}).encode(),
+        "application/x-www-form-urlencoded")
+    expect("form-encoded q", (status, answer), (200, {"translatedText": cli[1]}))
+
+
+def check_multiline(url, src, cli):
+    text = "\n".join(src[:12])
+    status, answer, _ = translate(url, text)
+    expect("multi-line q", (status, answer), (200, {"translatedText": "\n".join(cli[:12])}))
+    status, answer, _ = translate(url, [text, src[20]])
+    expect("multi-line q in an array", answer["translatedText"], ["\n".join(cli[:12]), cli[20]])
+
+
+def check_alternatives(url, src, nbest):
+    for i in range(0, 12):
+        if not src[i].strip():
+            continue
+        status, answer, _ = translate(url, src[i], alternatives=2)
+        texts = [text for text, _ in nbest[i]]
+        expected = {"translatedText": texts[0],
+                    "alternatives": unique_alternatives(texts[0], texts[1:])}
+        expect("alternatives of line %d" % i, (status, answer), (200, expected))
+
+
+def check_native(url, src, nbest):
+    body = {"source": src[:12], "source_lang": "en", "target_lang": "de",
+            "beam_size": 3, "n_best": 3, "return_scores": True}
+    status, answer, _ = post(url + "/v1/translate", body)
+    expect("/v1/translate status", status, 200)
+    for i, result in enumerate(answer["results"]):
+        if not src[i].strip():
+            expect("blank sentence %d" % i, result["hypotheses"], [""])
+            continue
+        expect("hypotheses of %d" % i, result["hypotheses"], [t for t, _ in nbest[i]])
+        for score, (_, expected) in zip(result["scores"], nbest[i]):
+            if abs(score - expected) > 1e-3:
+                fail("score of %d: %f, the translator's %f" % (i, score, expected))
+
+
+def check_languages(url):
+    status, text = get(url + "/languages")
+    expect("/languages", (status, json.loads(text)),
+           (200, [{"code": "de", "name": "German", "targets": []},
+                  {"code": "en", "name": "English", "targets": ["de"]}]))
+    status, answer, _ = post(url + "/translate", {"q": "Hello.", "source": "auto", "target": "de"})
+    expect("source auto picks the only source", answer.get("detectedLanguage"),
+           {"confidence": 100.0, "language": "en"})
+
+
+def run_api(model, src_path, cli_path, nbest_path):
+    src, cli, nbest = read_lines(src_path), read_lines(cli_path), read_nbest(nbest_path)
+    server = Server(model)
+    check_single_and_array(server.url, src, cli)
+    check_multiline(server.url, src, cli)
+    check_alternatives(server.url, src, nbest)
+    check_native(server.url, src, nbest)
+    check_languages(server.url)
+    expect("exit status after SIGTERM", server.stop(), 0)
+    print("api: single, array, form, multi-line, alternatives, /v1/translate "
+          "and /languages as the translator's")
+
+
+# --- keys -----------------------------------------------------------------
+
+
+def run_keys(model, src_path, cli_path, keys_path):
+    src, cli = read_lines(src_path), read_lines(cli_path)
+    server = Server(model, "--api-keys", keys_path, "--key-rate", "3")
+    status, answer, _ = translate(server.url, src[1])
+    expect("no key", (status, answer.get("error", "")[:15]), (403, "Invalid request"))
+    status, answer, _ = translate(server.url, src[1], api_key="wrong")
+    expect("a wrong key", (status, answer), (403, {"error": "Invalid API key"}))
+    statuses = [translate(server.url, src[1], api_key="key-two")[0] for _ in range(5)]
+    expect("3 a minute with key-two", statuses, [200, 200, 200, 429, 429])
+    status, answer, headers = translate(server.url, src[1], api_key="key-one")
+    expect("key-one has a rate of its own", (status, answer), (200, {"translatedText": cli[1]}))
+    expect("exit status", server.stop(), 0)
+    print("keys: 403 without a valid key, 429 past the rate, per key")
+
+
+# --- load -----------------------------------------------------------------
+
+
+def run_clients(url, src, cli, clients, requests, outcomes, sentence_of):
+    def client(c):
+        for r in range(requests):
+            i = sentence_of(c, r)
+            try:
+                status, answer, _ = translate(url, src[i])
+            except (OSError, urllib.error.URLError) as error:
+                outcomes.append((c, r, "error", str(error)))
+                continue
+            ok = status == 200 and answer == {"translatedText": cli[i]}
+            outcomes.append((c, r, status, "ok" if ok else repr(answer)))
+
+    threads = [threading.Thread(target=client, args=(c,), daemon=True) for c in range(clients)]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+def join_all(threads, seconds):
+    deadline = time.monotonic() + seconds
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    if any(thread.is_alive() for thread in threads):
+        fail("clients still waiting after %d s" % seconds)
+
+
+def metric(text, name, labels=""):
+    match = re.search(r"^%s%s (\S+)$" % (re.escape(name), re.escape(labels)), text, re.M)
+    return float(match.group(1)) if match else None
+
+
+def nonblank(src):
+    return [i for i, line in enumerate(src) if line.strip()]
+
+
+def run_load(model, src_path, cli_path):
+    src, cli = read_lines(src_path), read_lines(cli_path)
+    lines = nonblank(src)
+    server = Server(model)
+    outcomes = []
+    start = time.monotonic()
+    threads = run_clients(server.url, src, cli, 64, 20, outcomes,
+                          lambda c, r: lines[(c * 20 + r) % len(lines)])
+    join_all(threads, 300)
+    seconds = time.monotonic() - start
+    seen = sorted((c, r) for c, r, _, _ in outcomes)
+    expect("one answer per request", seen, [(c, r) for c in range(64) for r in range(20)])
+    bad = [o for o in outcomes if o[2] != 200 or o[3] != "ok"]
+    if bad:
+        fail("%d answers wrong, first: %r" % (len(bad), bad[0]))
+    _, text = get(server.url + "/metrics")
+    name = 'tfm_serve_batch_sentences'
+    label = '{model="%s"' % os.path.basename(model.rstrip("/"))
+    batches = metric(text, name + "_count", label + "}")
+    ones = metric(text, name + "_bucket", label + ',le="1"}')
+    sentences = metric(text, "tfm_serve_sentences_total", label + "}")
+    expect("sentences counted", sentences, 1280.0)
+    if not batches or batches - ones < 1:
+        fail("no batch larger than 1 in /metrics: %s batches, %s of 1" % (batches, ones))
+    expect("exit status", server.stop(), 0)
+    print("load: 1280 answers, each once and as the translator's; batches larger than 1: yes")
+    print("load: %.0f requests/s, %.1f sentences per batch on average"
+          % (1280 / seconds, sentences / batches), file=sys.stderr)
+
+
+# --- overload ---------------------------------------------------------------
+
+
+def run_overload(model, src_path, cli_path):
+    src, cli = read_lines(src_path), read_lines(cli_path)
+    lines = nonblank(src)
+    server = Server(model, "--max-queue", "2", "--max-batch-sentences", "2")
+    statuses = {}
+    lock = threading.Lock()
+
+    def client(c):
+        for r in range(10):
+            status, answer, headers = translate(server.url, [src[i] for i in lines[:2]])
+            if status == 503 and headers.get("Retry-After") is None:
+                status = "503 without Retry-After"
+            elif status == 200 and answer["translatedText"] != [cli[i] for i in lines[:2]]:
+                status = "200 with a wrong answer"
+            with lock:
+                statuses[status] = statuses.get(status, 0) + 1
+
+    threads = [threading.Thread(target=client, args=(c,), daemon=True) for c in range(64)]
+    for thread in threads:
+        thread.start()
+    join_all(threads, 300)
+    if set(statuses) != {200, 503}:
+        fail("expected 200s and 503s only, found %r" % statuses)
+    status, answer, _ = translate(server.url, src[lines[0]])
+    expect("after the overload", (status, answer), (200, {"translatedText": cli[lines[0]]}))
+    expect("exit status", server.stop(), 0)
+    print("overload: only 200 and 503 (with Retry-After), then served normally")
+    print("overload: %r" % statuses, file=sys.stderr)
+
+
+# --- sigterm ----------------------------------------------------------------
+
+
+def run_sigterm(model, src_path, cli_path):
+    src, cli = read_lines(src_path), read_lines(cli_path)
+    lines = nonblank(src)
+    server = Server(model)
+    outcomes = []
+    threads = run_clients(server.url, src, cli, 32, 30, outcomes,
+                          lambda c, r: lines[(c + r) % len(lines)])
+    deadline = time.monotonic() + 30
+    while len(outcomes) < 100 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    code = server.stop()
+    join_all(threads, 120)
+    expect("exit status after SIGTERM under load", code, 0)
+    answered = [o for o in outcomes if o[2] != "error"]
+    wrong = [o for o in answered if o[2] != 200 or o[3] != "ok"]
+    if wrong:
+        fail("%d accepted requests not answered right, first: %r" % (len(wrong), wrong[0]))
+    if len(answered) < 100:
+        fail("only %d answers before the signal" % len(answered))
+    again = Server(model)
+    status, answer, _ = translate(again.url, src[lines[0]])
+    expect("restarted", (status, answer), (200, {"translatedText": cli[lines[0]]}))
+    expect("exit status of the restarted server", again.stop(), 0)
+    print("sigterm: every accepted request answered right, exit 0, restarted and served")
+    print("sigterm: %d answered, %d refused at the door"
+          % (len(answered), len(outcomes) - len(answered)), file=sys.stderr)
+
+
+# --- hostile ----------------------------------------------------------------
+
+
+def raw_exchange(url, data, seconds=10):
+    """Sends bytes on a socket; returns the status of the answer (None: closed)."""
+    host, port = url.split("//")[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=seconds) as sock:
+        sock.sendall(data)
+        answer = b""
+        try:
+            while b"\r\n" not in answer:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                answer += chunk
+        except socket.timeout:
+            return "timeout"
+    match = re.match(rb"HTTP/1\.[01] (\d+)", answer)
+    return int(match.group(1)) if match else None
+
+
+def slow_client(url, seconds):
+    """A request line sent, then silence: the server must drop it in time."""
+    host, port = url.split("//")[1].split(":")
+    start = time.monotonic()
+    with socket.create_connection((host, int(port)), timeout=seconds + 10) as sock:
+        sock.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\n")
+        try:
+            sock.recv(4096)
+        except socket.timeout:
+            return None
+    return time.monotonic() - start
+
+
+def hostile_cases(src):
+    ok = {"q": src[1], "source": "en", "target": "de"}
+    deep = "[" * 10000 + "]" * 10000
+    form = "application/x-www-form-urlencoded"
+    return [
+        ("bad JSON", b'{"q": "a", ', "application/json", 400),
+        ("JSON not an object", b"[1, 2]", "application/json", 400),
+        ("q a number", dict(ok, q=5), "application/json", 400),
+        ("q an array with a number", dict(ok, q=["a", 3]), "application/json", 400),
+        ("q missing", {"source": "en", "target": "de"}, "application/json", 400),
+        ("q empty", dict(ok, q=""), "application/json", 400),
+        ("q an empty array", dict(ok, q=[]), "application/json", 400),
+        ("target missing", {"q": "a", "source": "en"}, "application/json", 400),
+        ("an unknown target", dict(ok, target="xx"), "application/json", 400),
+        ("an unknown pair", dict(ok, source="de", target="en"), "application/json", 400),
+        ("format html", dict(ok, format="html"), "application/json", 400),
+        ("alternatives too many", dict(ok, alternatives=100), "application/json", 400),
+        ("alternatives not a number", dict(ok, alternatives="x"), "application/json", 400),
+        ("a huge body", b'{"q": "' + b"a" * (2 << 20) + b'"}', "application/json", 413),
+        ("a huge q array", dict(ok, q=["a"] * 1000), "application/json", 400),
+        ("a huge q item", dict(ok, q="a " * 6000), "application/json", 400),
+        ("deep nesting", ('{"q": %s}' % deep).encode(), "application/json", 400),
+        ("wrong content type", json.dumps(ok).encode(), "text/plain", 415),
+        ("invalid UTF-8 in JSON", b'{"q": "\xff\xfe", "source": "en", "target": "de"}',
+         "application/json", 400),
+        ("invalid UTF-8 in a form", b"q=%FF%FE&source=en&target=de", form, 400),
+        ("a lone surrogate", b'{"q": "\\udc80", "source": "en", "target": "de"}',
+         "application/json", 400),
+        ("/v1: an unknown field", {"source": ["a"], "target_lang": "de", "beamsize": 2},
+         "application/json", 400),
+        ("/v1: n_best over beam_size", {"source": ["a"], "target_lang": "de", "n_best": 3},
+         "application/json", 400),
+        ("/v1: EOS in a prefix", {"source": ["a"], "target_lang": "de",
+                                  "target_prefix": [["</s>"]]}, "application/json", 400),
+    ]
+
+
+def check_hostile_posts(url, src):
+    cases = hostile_cases(src)
+    for what, body, content_type, expected in cases:
+        path = "/v1/translate" if what.startswith("/v1") else "/translate"
+        try:
+            status, answer, _ = post(url + path, body, content_type)
+        except (OSError, urllib.error.URLError) as error:
+            status, answer = "error", str(error)
+        if status != expected or not (isinstance(answer, dict) and answer.get("error")):
+            fail("%s: expected %d with an error, found %r %r" % (what, expected, status,
+                                                                str(answer)[:200]))
+    return len(cases)
+
+
+def check_hostile_raw(url):
+    many = b"".join(b"X-Flood-%d: y\r\n" % i for i in range(200))
+    cases = [
+        ("many headers", b"GET /health HTTP/1.1\r\nHost: x\r\n" + many + b"\r\n", 431),
+        ("garbage request line", b"HELLO THERE\r\n\r\n", 400),
+        ("a Content-Length past the limit",
+         b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n\r\n", 413),
+        ("an unknown path", b"GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n", 404),
+        ("GET /translate", b"GET /translate HTTP/1.1\r\nHost: x\r\n\r\n", 405),
+        ("DELETE /languages", b"DELETE /languages HTTP/1.1\r\nHost: x\r\n\r\n", 405),
+        ("POST /detect", b"POST /detect HTTP/1.1\r\nHost: x\r\nContent-Type: "
+         b"application/json\r\nContent-Length: 10\r\n\r\n{\"q\": \"a\"}", 400),
+    ]
+    for what, data, expected in cases:
+        expect(what, raw_exchange(url, data), expected)
+    return len(cases)
+
+
+def run_hostile(model, src_path, cli_path):
+    src, cli = read_lines(src_path), read_lines(cli_path)
+    server = Server(model, "--io-timeout", "2", "--max-body", "1048576")
+    stalled = []
+    staller = threading.Thread(target=lambda: stalled.append(slow_client(server.url, 2)))
+    staller.start()
+    count = check_hostile_posts(server.url, src) + check_hostile_raw(server.url)
+    staller.join(30)
+    if not stalled or stalled[0] is None or stalled[0] > 10:
+        fail("a slow client was not dropped in time: %r" % stalled)
+    if not server.alive():
+        fail("the server died")
+    expect("health afterwards", get(server.url + "/health"), (200, '{"status":"ok"}'))
+    status, answer, _ = translate(server.url, src[1])
+    expect("served afterwards", (status, answer), (200, {"translatedText": cli[1]}))
+    expect("exit status", server.stop(), 0)
+    print("hostile: %d bad requests, each its 4xx with an error; a slow client "
+          "dropped; the server stayed up" % (count + 1))
+
+
+def main():
+    command, model = sys.argv[1], sys.argv[2]
+    commands = {"api": run_api, "keys": run_keys, "load": run_load,
+                "overload": run_overload, "sigterm": run_sigterm, "hostile": run_hostile}
+    commands[command](model, *sys.argv[3:])
+
+
+if __name__ == "__main__":
+    main()
