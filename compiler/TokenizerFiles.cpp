@@ -1,7 +1,8 @@
 //===- TokenizerFiles.cpp - A model's tokenizer, carried along --*- C++ -*-===//
 //
 // The families' id rules are those of their Hugging Face tokenizers
-// (tokenization_m2m_100.py, tokenization_nllb.py, tokenization_mbart50.py):
+// (tokenization_m2m_100.py, tokenization_nllb.py, tokenization_mbart50.py,
+// tokenization_t5.py):
 //
 //   M2M-100    vocab.json gives the pieces' ids; the language tokens __xx__
 //              follow at len(vocab.json) + their index in fairseq's list,
@@ -15,6 +16,13 @@
 //
 // and the target language's token is forced first (forced_bos_token_id).
 //
+//   T5, mT5    SentencePiece's own ids (<pad> 0, </s> 1, <unk> 2), the
+//              sentinels <extra_id_N> after the pieces, counting down;
+//              source = pieces </s>
+//   MADLAD-400 T5's, with target languages among the pieces (<2de>): the
+//              target's token goes in the source, as "<2de> text" is cut
+//              (▁ <2de> pieces </s>), and nothing is forced
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/TokenizerFiles.h"
@@ -25,6 +33,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -39,6 +48,7 @@ using mlir::tfm::TokenizerTarget;
 static const char *const kTokenizerFileNames[] = {"source.spm", "target.spm",
                                                   "vocab.json"};
 static const char kSentencePieceName[] = "sentencepiece.bpe.model";
+static const char kT5SentencePieceName[] = "spiece.model";
 
 // fairseq's language lists, in the order the tokenizers number them.
 static const char kM2M100Codes[] =
@@ -215,12 +225,21 @@ mlir::tfm::findTokenizerFiles(StringRef modelDir, int64_t vocabSize,
 
 namespace {
 
-/// The size of a SentencePiece model and its first pieces, read from the
-/// serialized ModelProto (its field 1, repeated, is the pieces; a piece's
-/// field 1 its text), so that tfmc needs no SentencePiece library.
+/// What tfmc needs of a SentencePiece model, read from the serialized
+/// ModelProto so that tfmc needs no SentencePiece library: its field 1,
+/// repeated, is the pieces (a piece's field 1 its text); its field 3 the
+/// NormalizerSpec, whose field 3 is add_dummy_prefix (true unless given).
 struct SentencePieceSummary {
-  int64_t pieces = 0;
-  SmallVector<std::string, 3> first;
+  std::vector<std::string> pieces; // every piece's text, in id order
+  bool dummyPrefix = true; // "▁" put before a text, as if it began a word
+};
+
+/// One field of a protocol buffer message.
+struct ProtoField {
+  uint64_t number = 0;
+  uint64_t wireType = 0; // 0: a varint, 2: length-delimited, ...
+  StringRef payload;     // a length-delimited field's bytes
+  uint64_t value = 0;    // a varint's value
 };
 
 class ProtoReader {
@@ -237,16 +256,17 @@ public:
     }
     return false;
   }
-  /// The next field: its number, and for a length-delimited one its bytes.
-  bool field(uint64_t &number, StringRef &payload) {
+  /// The next field; false when the bytes are not a message.
+  bool field(ProtoField &out) {
     uint64_t key, length;
     if (!varint(key))
       return false;
-    number = key >> 3;
-    payload = StringRef();
-    switch (key & 7) {
+    out = ProtoField();
+    out.number = key >> 3;
+    out.wireType = key & 7;
+    switch (out.wireType) {
     case 0:
-      return varint(length);
+      return varint(out.value);
     case 1:
       return skip(8);
     case 5:
@@ -254,7 +274,7 @@ public:
     case 2:
       if (!varint(length) || length > bytes.size() - pos)
         return false;
-      payload = bytes.substr(pos, length);
+      out.payload = bytes.substr(pos, length);
       pos += length;
       return true;
     default:
@@ -273,6 +293,28 @@ private:
   size_t pos = 0;
 };
 
+/// The text of a serialized SentencePiece (its field 1).
+std::string pieceText(StringRef piece) {
+  ProtoReader fields(piece);
+  ProtoField f;
+  std::string text;
+  while (!fields.done() && fields.field(f))
+    if (f.number == 1)
+      text = f.payload.str();
+  return text;
+}
+
+/// NormalizerSpec's add_dummy_prefix (its field 3).
+bool addsDummyPrefix(StringRef normalizerSpec) {
+  ProtoReader fields(normalizerSpec);
+  ProtoField f;
+  bool dummyPrefix = true;
+  while (!fields.done() && fields.field(f))
+    if (f.number == 3 && f.wireType == 0)
+      dummyPrefix = f.value != 0;
+  return dummyPrefix;
+}
+
 Expected<SentencePieceSummary> readSentencePiece(StringRef path) {
   auto bytes = MemoryBuffer::getFile(path, /*IsText=*/false,
                                      /*RequiresNullTerminator=*/false);
@@ -280,26 +322,17 @@ Expected<SentencePieceSummary> readSentencePiece(StringRef path) {
     return fail(path + ": " + bytes.getError().message());
   SentencePieceSummary summary;
   ProtoReader model((*bytes)->getBuffer());
+  ProtoField f;
   while (!model.done()) {
-    uint64_t number;
-    StringRef piece;
-    if (!model.field(number, piece))
+    if (!model.field(f))
       return fail(path + ": not a SentencePiece model (a serialized "
                          "ModelProto)");
-    if (number != 1)
-      continue;
-    ++summary.pieces;
-    if (summary.first.size() == 3)
-      continue;
-    ProtoReader fields(piece);
-    std::string text;
-    StringRef payload;
-    while (!fields.done() && fields.field(number, payload))
-      if (number == 1)
-        text = payload.str();
-    summary.first.push_back(text);
+    if (f.number == 1)
+      summary.pieces.push_back(pieceText(f.payload));
+    else if (f.number == 3)
+      summary.dummyPrefix = addsDummyPrefix(f.payload);
   }
-  if (summary.pieces == 0)
+  if (summary.pieces.empty())
     return fail(path + ": not a SentencePiece model: it has no pieces");
   return summary;
 }
@@ -344,11 +377,17 @@ private:
   Expected<bool> fairseqAligned(Description &d, StringRef kind, StringRef codes,
                                 StringRef defaultSource);
   Expected<bool> multilingual(Description &d);
+  Expected<bool> t5(Description &d, StringRef outDir);
+  void describeT5(Description &d, const SentencePieceSummary &spm,
+                  int64_t sentinels, ArrayRef<Language> languages) const;
   Expected<bool> marianLayout(Description &d, StringRef outDir);
+  Expected<bool> describe(Description &d, StringRef outDir);
   Error checkSize(const Twine &what, int64_t size) const;
   Error checkFairseqSpecials(StringRef path,
                              const SentencePieceSummary &spm) const;
-  Error checkPair() const;
+  Error checkT5Specials(StringRef path, const SentencePieceSummary &spm) const;
+  Expected<int64_t> sentinelCount() const;
+  Error checkPair(StringRef table) const;
   std::string defaultSource(ArrayRef<Language> languages,
                             StringRef fallback) const;
 
@@ -388,28 +427,55 @@ Error FamilyTokenizer::checkSize(const Twine &what, int64_t size) const {
               Twine(model.vocabSize));
 }
 
+/// The first pieces an id rule assumes (`whose`: the rule, for the
+/// message), as SentencePiece's special pieces.
+static Error checkFirstPieces(StringRef path, const SentencePieceSummary &spm,
+                              ArrayRef<const char *> expected,
+                              StringRef whose) {
+  for (size_t i = 0; i < expected.size(); ++i)
+    if (i >= spm.pieces.size() || spm.pieces[i] != expected[i])
+      return fail(path + ": piece " + Twine(i) + " is \"" +
+                  (i < spm.pieces.size() ? spm.pieces[i] : "") + "\", but " +
+                  whose + " need " + join(expected, ", ") + " first");
+  return Error::success();
+}
+
 /// fairseq's alignment holds only where SentencePiece's first pieces are
-/// <unk>, <s>, </s>, and the model's EOS and padding are fairseq's.
+/// <unk>, <s>, </s>, and the model's EOS is fairseq's.
 Error FamilyTokenizer::checkFairseqSpecials(
     StringRef path, const SentencePieceSummary &spm) const {
-  static const char *const kFirst[] = {"<unk>", "<s>", "</s>"};
-  for (size_t i = 0; i < 3; ++i)
-    if (i >= spm.first.size() || spm.first[i] != kFirst[i])
-      return fail(path + ": piece " + Twine(i) + " is \"" +
-                  (i < spm.first.size() ? spm.first[i] : "") +
-                  "\", but fairseq's ids need <unk>, <s>, </s> first");
+  if (Error err = checkFirstPieces(path, spm, {"<unk>", "<s>", "</s>"},
+                                   "fairseq's ids"))
+    return err;
   if (model.eosTokenId != 2)
     return fail(path + ": </s> is token 2, but the model's EOS is " +
                 Twine(model.eosTokenId));
   return Error::success();
 }
 
+/// T5's ids are SentencePiece's own: its first pieces are T5's specials
+/// (spm_train --pad_id=0 --eos_id=1 --unk_id=2), the model's EOS and
+/// padding theirs.
+Error FamilyTokenizer::checkT5Specials(StringRef path,
+                                       const SentencePieceSummary &spm) const {
+  if (Error err =
+          checkFirstPieces(path, spm, {"<pad>", "</s>", "<unk>"}, "T5's ids"))
+    return err;
+  if (model.eosTokenId != 1)
+    return fail(path + ": </s> is token 1, but the model's EOS is " +
+                Twine(model.eosTokenId));
+  if (model.padTokenId >= 0 && model.padTokenId != 0)
+    return fail(path + ": <pad> is token 0, but the model's padding is " +
+                Twine(model.padTokenId));
+  return Error::success();
+}
+
 /// Languages given to tfmc are for models of one pair.
-Error FamilyTokenizer::checkPair() const {
+Error FamilyTokenizer::checkPair(StringRef table) const {
   if (model.sourceLang.empty())
     return Error::success();
   return fail("--source-lang/--target-lang: a " + model.modelType +
-              " model has a language table (" + kSentencePieceName +
+              " model has a language table (" + table +
               "); its languages are given per translation (translator "
               "--source-lang/--target-lang), not to tfmc");
 }
@@ -500,7 +566,7 @@ Expected<bool> FamilyTokenizer::fairseqAligned(Description &d, StringRef kind,
     return summary.takeError();
   if (Error err = checkFairseqSpecials(spm, *summary))
     return std::move(err);
-  int64_t n = summary->pieces;
+  int64_t n = int64_t(summary->pieces.size());
   SmallVector<Language> languages;
   StringMap<int> prefixes; // ISO 639-3 part of NLLB's codes
   for (StringRef code : words(codes)) {
@@ -547,7 +613,7 @@ Expected<bool> FamilyTokenizer::fairseqAligned(Description &d, StringRef kind,
 /// M2M-100 and NLLB (model_type m2m_100: tokenizer_config.json's class
 /// tells them apart, else M2M-100's vocab.json) and mBART-50 (mbart).
 Expected<bool> FamilyTokenizer::multilingual(Description &d) {
-  if (Error err = checkPair())
+  if (Error err = checkPair(kSentencePieceName))
     return std::move(err);
   StringRef tokenizerClass = configString("tokenizer_class", "");
   if (model.modelType == "mbart") {
@@ -561,6 +627,102 @@ Expected<bool> FamilyTokenizer::multilingual(Description &d) {
       !sys::fs::exists(pathIn(dir, "vocab.json")))
     return fairseqAligned(d, "nllb", kNllbCodes, "eng_Latn");
   return m2m100(d);
+}
+
+/// tokenizer_config.json's extra_ids: T5Tokenizer's sentinels, 100 unless
+/// it says otherwise.
+Expected<int64_t> FamilyTokenizer::sentinelCount() const {
+  const json::Value *value = tokenizerConfig.get("extra_ids");
+  if (!value)
+    return 100;
+  std::optional<int64_t> count = value->getAsInteger();
+  if (!count || *count < 0)
+    return fail(pathIn(dir, "tokenizer_config.json") + ": extra_ids is " +
+                formatv("{0}", *value) + ", not a number of sentinels");
+  return *count;
+}
+
+/// MADLAD-400's target languages: its pieces <2xx> (<2de>, <2pt_BR>,
+/// <2zxx_xx_dtynoise>), plain pieces of the SentencePiece model (not
+/// special tokens), chosen by the code inside them too.
+static SmallVector<Language> madladLanguages(const SentencePieceSummary &spm) {
+  auto isCodeChar = [](char c) { return isAlnum(c) || c == '_' || c == '-'; };
+  SmallVector<Language> languages;
+  for (size_t id = 0; id < spm.pieces.size(); ++id) {
+    StringRef code = spm.pieces[id];
+    if (code.consume_front("<2") && code.consume_back(">") && !code.empty() &&
+        isAlpha(code.front()) && llvm::all_of(code, isCodeChar))
+      languages.push_back({spm.pieces[id], int64_t(id), {code.str()}});
+  }
+  return languages;
+}
+
+/// The ids before the language's token in a source: MADLAD-400 is given
+/// "<2de> text", which T5Tokenizer cuts with SentencePiece into "▁" "<2de>"
+/// "▁text"...: the dummy prefix "▁" stays a piece of its own, since no
+/// piece joins it to a user-defined symbol (<unk> where no piece is "▁"),
+/// and the text's pieces are those it has alone.
+static std::string languageLead(const SentencePieceSummary &spm) {
+  if (!spm.dummyPrefix)
+    return "";
+  auto space = llvm::find(spm.pieces, "\xe2\x96\x81");
+  int64_t id = space == spm.pieces.end() ? 2 : space - spm.pieces.begin();
+  return std::to_string(id) + " ";
+}
+
+/// T5Tokenizer's description: SentencePiece's ids, <pad> </s> <unk> first,
+/// then the sentinels, counting down from the last (the rule is
+/// tokenization_t5.py's _convert_token_to_id: <extra_id_N> is
+/// vocab_size - N - 1, its vocab_size being the pieces + extra_ids), and
+/// the languages; source = pieces </s>, MADLAD-400's language token before
+/// them when a target language is given (nothing is forced on the target).
+void FamilyTokenizer::describeT5(Description &d,
+                                 const SentencePieceSummary &spm,
+                                 int64_t sentinels,
+                                 ArrayRef<Language> languages) const {
+  int64_t size = int64_t(spm.pieces.size()) + sentinels;
+  d.os << "source-spm " << kT5SentencePieceName << "\ntarget-spm "
+       << kT5SentencePieceName << "\noffset 0\nsize " << size
+       << "\nspecial <pad> 0\nspecial </s> 1\nspecial <unk> 2\n";
+  for (int64_t n = 0; n < sentinels; ++n)
+    d.os << "special <extra_id_" << n << "> " << size - 1 - n << "\n";
+  d.languages(languages);
+  d.os << "source-suffix " << model.eosTokenId << "\n";
+  if (!languages.empty())
+    d.os << "source-prefix-with-target " << languageLead(spm) << "target\n";
+  else if (!model.sourceLang.empty())
+    d.os << "pair " << model.sourceLang << " " << model.targetLang << "\n";
+  d.kind = "t5";
+}
+
+/// T5, mT5 and MADLAD-400 (t5, mt5) with spiece.model; without it, a
+/// model of Marian's layout or none.
+Expected<bool> FamilyTokenizer::t5(Description &d, StringRef outDir) {
+  std::string spm = pathIn(dir, kT5SentencePieceName);
+  if (!sys::fs::exists(spm))
+    return marianLayout(d, outDir);
+  Expected<SentencePieceSummary> summary = readSentencePiece(spm);
+  if (!summary)
+    return summary.takeError();
+  if (Error err = checkT5Specials(spm, *summary))
+    return std::move(err);
+  Expected<int64_t> sentinels = sentinelCount();
+  if (!sentinels)
+    return sentinels.takeError();
+  int64_t pieces = int64_t(summary->pieces.size());
+  if (Error err = checkSize(spm + ": " + Twine(pieces) + " pieces + " +
+                                Twine(*sentinels) +
+                                " sentinels (tokenizer_config.json's "
+                                "extra_ids, 100 unless given)",
+                            pieces + *sentinels))
+    return std::move(err);
+  SmallVector<Language> languages = madladLanguages(*summary);
+  if (!languages.empty())
+    if (Error err = checkPair(kT5SentencePieceName))
+      return std::move(err);
+  files.push_back(spm);
+  describeT5(d, *summary, *sentinels, languages);
+  return true;
 }
 
 /// Marian's layout (and no tokenizer for other families), described only
@@ -593,14 +755,21 @@ Expected<bool> FamilyTokenizer::marianLayout(Description &d, StringRef outDir) {
   return true;
 }
 
+/// The description of the model's family, if it has a tokenizer.
+Expected<bool> FamilyTokenizer::describe(Description &d, StringRef outDir) {
+  StringRef type = model.modelType;
+  if (type == "m2m_100" || type == "mbart")
+    return multilingual(d);
+  if (type == "t5" || type == "mt5")
+    return t5(d, outDir);
+  return marianLayout(d, outDir);
+}
+
 Expected<TokenizerFiles> FamilyTokenizer::find(StringRef outDir) {
   if (Error err = readTokenizerConfig())
     return std::move(err);
   Description d;
-  Expected<bool> described =
-      model.modelType == "m2m_100" || model.modelType == "mbart"
-          ? multilingual(d)
-          : marianLayout(d, outDir);
+  Expected<bool> described = describe(d, outDir);
   if (!described)
     return described.takeError();
   TokenizerFiles out;

@@ -3,13 +3,13 @@
 // A checkpoint may have its tokenizer's files beside it: Marian's layout
 // (source.spm, target.spm, vocab.json), or a Hugging Face family's
 // (M2M-100: sentencepiece.bpe.model and vocab.json; NLLB and mBART-50:
-// sentencepiece.bpe.model). tfmc checks them against the model, describes
-// them in a file of its own (tokenizer.tfm: how pieces get ids, the
-// special tokens, the language table with ids, a one-pair model's
-// languages; tfm/abi/EmbeddedFiles.h has the format) and copies them
-// beside the translator, or embeds them in it with the weights; the runtime
-// checks them again and follows the description, with no family logic of
-// its own.
+// sentencepiece.bpe.model; T5, mT5 and MADLAD-400: spiece.model). tfmc
+// checks them against the model, describes them in a file of its own
+// (tokenizer.tfm: how pieces get ids, the special tokens, the language
+// table with ids, a one-pair model's languages; tfm/abi/EmbeddedFiles.h
+// has the format) and copies them beside the translator, or embeds them in
+// it with the weights; the runtime checks them again and follows the
+// description, with no family logic of its own.
 //
 //===----------------------------------------------------------------------===//
 

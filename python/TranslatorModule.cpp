@@ -781,7 +781,8 @@ PYBIND11_MODULE(tfmc, m) {
            "translator's --source-lang and --target-lang do: str sentences "
            "get the source language's token (id sentences are taken as "
            "given), the target language's token is forced first, before "
-           "any target_prefix. "
+           "any target_prefix (MADLAD-400's goes before str sentences "
+           "instead). "
            "A bad argument raises TypeError or ValueError naming it and "
            "the sentence (its index in `source`); the GIL is released while "
            "translating.");

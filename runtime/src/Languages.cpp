@@ -130,8 +130,12 @@ tfm_status tfm_runtime::languageTokens(const TokenizerInfo &info,
   } else if (source < 0 && !info.defaultSource.empty()) {
     findLanguage(info, info.defaultSource.c_str(), &source); // checked
   }
-  if (tfm_status s = fill(info, info.sourcePrefix, source, target,
-                          out.source_prefix, out.source_prefix_length))
+  // MADLAD-400's source holds the target language when one is given.
+  const std::vector<int32_t> &prefix =
+      target >= 0 && info.sourcePrefixWithTarget ? *info.sourcePrefixWithTarget
+                                                 : info.sourcePrefix;
+  if (tfm_status s = fill(info, prefix, source, target, out.source_prefix,
+                          out.source_prefix_length))
     return s;
   if (tfm_status s = fill(info, info.sourceSuffix, source, target,
                           out.source_suffix, out.source_suffix_length))

@@ -3,12 +3,12 @@
 // As tfmc's tokenizer.tfm describes it (tfm/abi/EmbeddedFiles.h): a
 // SentencePiece model cuts the source text into pieces, which get ids from
 // a JSON vocabulary (Marian, M2M-100) or from SentencePiece's own ids with
-// fairseq's offset (NLLB, mBART-50); a source is framed with the tokens the
-// description gives (its language's token, </s>); output ids become pieces
-// that the target's SentencePiece model joins into text, the special and
-// language tokens left out. A model without the description has Marian's
-// layout: source.spm, target.spm and vocab.json, one vocabulary for both
-// sides. The files sit beside the weights, or inside a translator with
+// fairseq's offset (NLLB, mBART-50) or none (T5); a source is framed with
+// the tokens the description gives (a language's token, </s>); output ids
+// become pieces that the target's SentencePiece model joins into text, the
+// special and language tokens left out. A model without the description has
+// Marian's layout: source.spm, target.spm and vocab.json, one vocabulary for
+// both sides. The files sit beside the weights, or inside a translator with
 // embedded weights (ModelFiles.h). Each is checked when opened, and every
 // message names the file.
 //
@@ -444,9 +444,10 @@ tfm_status pieceIds(const tfm_tokenizer &tok, const char *text, size_t length,
     return makeError("cannot cut the text into pieces: {}", s.ToString());
   for (const std::string &piece : pieces) {
     if (tok.offsetIds) {
-      // SentencePiece's id 0 is its unknown piece (fairseq's alignment).
+      // SentencePiece's unknown piece is the description's <unk>: its id 0
+      // under fairseq's alignment, T5's 2.
       int id = tok.source.PieceToId(piece);
-      out.push_back(id == 0 ? tok.unk : id + tok.offset);
+      out.push_back(tok.source.IsUnknown(id) ? tok.unk : id + tok.offset);
       continue;
     }
     auto it = tok.ids.find(piece);
@@ -547,8 +548,9 @@ tfm_status tfm_runtime::pieceId(const tfm_tokenizer &tok, const char *piece,
       return nullptr;
     }
     if (tok.offsetIds) {
+      // An unknown piece gets SentencePiece's unknown id: not a piece.
       int id = tok.source.PieceToId(wanted);
-      if (id > 0) {
+      if (!tok.source.IsUnknown(id)) {
         *out_id = id + tok.offset;
         return nullptr;
       }

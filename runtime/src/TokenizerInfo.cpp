@@ -5,6 +5,7 @@
 #include "runtime/src/Status.h"
 #include "tfm/abi/EmbeddedFiles.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <sstream>
@@ -155,6 +156,8 @@ tfm_status InfoParser::record(const std::string &key,
     return frame(fields, info.sourcePrefix);
   if (key == "source-suffix")
     return frame(fields, info.sourceSuffix);
+  if (key == "source-prefix-with-target")
+    return frame(fields, info.sourcePrefixWithTarget.emplace());
   if (key == "target-prefix")
     return frame(fields, info.targetPrefix);
   if (key == "pair") {
@@ -184,21 +187,24 @@ tfm_status InfoParser::checkWhole() const {
         return makeError("{}: the name '{}' is given to two languages",
                          file.name, name);
   }
+  std::vector<const std::vector<int32_t> *> sourceFrames = {&info.sourcePrefix,
+                                                            &info.sourceSuffix};
+  if (info.sourcePrefixWithTarget)
+    sourceFrames.push_back(&*info.sourcePrefixWithTarget);
   bool needsSource = false;
-  for (int32_t id : info.sourcePrefix)
-    needsSource |= id == kSourceLanguageToken;
-  for (int32_t id : info.sourceSuffix)
-    needsSource |= id == kSourceLanguageToken;
-  int32_t index = 0;
+  for (const std::vector<int32_t> *frame : sourceFrames)
+    for (int32_t id : *frame)
+      needsSource |= id == kSourceLanguageToken;
   if (needsSource && info.defaultSource.empty())
     return makeError("{}: the source is framed with its language, but no "
                      "default-source is given",
                      file.name);
-  if (!info.defaultSource.empty())
-    for (index = 0; index < int32_t(info.languages.size()); ++index)
-      if (info.languages[index].code == info.defaultSource)
-        break;
-  if (index == int32_t(info.languages.size()))
+  // A description without languages (T5 without MADLAD-400's) has no
+  // default source either.
+  if (!info.defaultSource.empty() &&
+      std::none_of(
+          info.languages.begin(), info.languages.end(),
+          [&](const LanguageEntry &l) { return l.code == info.defaultSource; }))
     return makeError("{}: default-source '{}' is not one of its languages",
                      file.name, info.defaultSource);
   if (info.size > config.target_vocab_size)

@@ -14,6 +14,7 @@
 #include "runtime/src/ModelFiles.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,6 +45,9 @@ struct TokenizerInfo {
   std::vector<LanguageEntry> languages;
   std::string defaultSource;
   std::vector<int32_t> sourcePrefix, sourceSuffix, targetPrefix;
+  /// The source prefix when a target language is given, if the model has
+  /// one of its own (the record source-prefix-with-target).
+  std::optional<std::vector<int32_t>> sourcePrefixWithTarget;
   /// A one-pair model's languages (indexes into `languages`), or -1.
   int32_t pairSource = -1, pairTarget = -1;
 };

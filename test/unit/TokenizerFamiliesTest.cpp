@@ -8,8 +8,11 @@
 // NLLB's and mBART-50's fairseq alignment (a piece's id SentencePiece's +
 // 1, <unk> 3) with their codes after the pieces (NLLB-200: eng_Latn 256047,
 // deu_Latn 256042, <mask> 256203 after 256000 pieces; mBART-50: en_XX
-// 250004, de_DE 250003, <mask> 250053 after 250000 pieces). The test
-// models are tiny SentencePiece models written here.
+// 250004, de_DE 250003, <mask> 250053 after 250000 pieces); T5's own
+// SentencePiece ids with T5Tokenizer's sentinels after them, counting down
+// (<extra_id_0> = pieces + extra_ids - 1), and MADLAD-400's <2xx> pieces
+// before the source text (as "<2de> text" is cut: ▁ <2de> pieces </s>).
+// The test models are tiny SentencePiece models written here.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,10 +48,16 @@ std::string field(int number, const std::string &payload) {
   return varint(uint64_t(number) << 3 | 2) + varint(payload.size()) + payload;
 }
 
-/// A serialized SentencePiece ModelProto (unigram, identity normalizer)
-/// with <unk>, <s>, </s> and then `pieces`.
-std::string sentencePiece(const std::vector<std::string> &pieces,
-                          const char *first = "<unk>") {
+// SentencePiece's piece types.
+constexpr int kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4;
+
+/// A serialized SentencePiece ModelProto (unigram, identity normalizer,
+/// which adds the dummy prefix "▁" unless `dummyPrefix` is false): the
+/// `specials` (text and type), then `pieces`, user-defined where they look
+/// like MADLAD-400's <2xx>.
+std::string modelProto(const std::vector<std::pair<std::string, int>> &specials,
+                       const std::vector<std::string> &pieces,
+                       bool dummyPrefix = true) {
   std::string model;
   auto add = [&](const std::string &text, float score, int type) {
     std::string bits(4, '\0');
@@ -56,13 +65,31 @@ std::string sentencePiece(const std::vector<std::string> &pieces,
     model += field(1, field(1, text) + varint(2 << 3 | 5) + bits +
                           varint(3 << 3) + varint(uint64_t(type)));
   };
-  add(first, 0, 2);
-  add("<s>", 0, 3);
-  add("</s>", 0, 3);
+  for (const auto &[text, type] : specials)
+    add(text, 0, type);
   for (size_t i = 0; i < pieces.size(); ++i)
-    add(pieces[i], -1.0f - float(i) / 100, 1);
-  return model + field(2, varint(3 << 3) + varint(1)) +
-         field(3, field(1, "identity"));
+    add(pieces[i], -1.0f - float(i) / 100,
+        pieces[i].rfind("<2", 0) == 0 ? kUserDefined : kNormal);
+  std::string normalizer = field(1, "identity");
+  if (!dummyPrefix)
+    normalizer += varint(3 << 3) + varint(0); // add_dummy_prefix: false
+  return model + field(2, varint(3 << 3) + varint(1)) + field(3, normalizer);
+}
+
+/// SentencePiece's default first pieces (<unk>, <s>, </s>), fairseq's
+/// alignment's, then `pieces`.
+std::string sentencePiece(const std::vector<std::string> &pieces,
+                          const char *first = "<unk>") {
+  return modelProto({{first, kUnknown}, {"<s>", kControl}, {"</s>", kControl}},
+                    pieces);
+}
+
+/// T5's first pieces (<pad>, </s>, <unk>), then `pieces`.
+std::string t5SentencePiece(const std::vector<std::string> &pieces,
+                            bool dummyPrefix = true) {
+  return modelProto(
+      {{"<pad>", kControl}, {"</s>", kControl}, {"<unk>", kUnknown}}, pieces,
+      dummyPrefix);
 }
 
 const std::vector<std::string> kPieces = {"\xe2\x96\x81hello",
@@ -277,6 +304,143 @@ TEST(TokenizerFamilies, MBart50) {
   EXPECT_EQ(prefixOf(t), std::vector<int32_t>{de});
   EXPECT_EQ(f.find("de"), f.find("de_DE"));
   EXPECT_EQ(f.decode({de, 5, 4, mask, 2}), "world hello");
+}
+
+namespace {
+
+// T5: SentencePiece's own ids; MADLAD-400's <2xx> pieces are languages
+// ("<2>" is none); 3 sentinels after the 9 pieces count down (<extra_id_0>
+// 11, <extra_id_2> 9); rows 12..15 have no piece.
+const std::vector<std::string> kT5Pieces = {
+    "\xe2\x96\x81", "\xe2\x96\x81hello", "\xe2\x96\x81world",
+    "<2de>",        "<2pt_BR>",          "<2>"};
+
+/// T5's EOS and padding, and 3 sentinels.
+void makeT5(Family &f) {
+  f.config.eos_token_id = 1;
+  f.config.pad_token_id = f.config.decoder_start_token_id = 0;
+  f.add("tokenizer_config.json", R"({"extra_ids": 3})");
+}
+
+} // namespace
+
+TEST(TokenizerFamilies, T5) {
+  Family f;
+  makeT5(f);
+  f.add("spiece.model", t5SentencePiece(kT5Pieces));
+  ASSERT_EQ(f.compile("t5", 16), "");
+  ASSERT_EQ(f.open(), "");
+  ASSERT_TRUE(f.tokenizer && f.languages);
+  EXPECT_EQ(tfm_languages_count(f.languages), 2);
+  EXPECT_EQ(f.find("pt_BR"), f.find("<2pt_BR>"));
+  EXPECT_EQ(tfm_languages_token(f.languages, f.find("de")), 6);
+  // source = pieces </s>; an unknown piece is <unk>, 2 (SentencePiece
+  // cuts "▁zzz" into "▁" and "zzz").
+  EXPECT_EQ(f.encode("hello zzz world"), (std::vector<int32_t>{4, 3, 2, 5, 1}));
+  // A target language goes in the source as "<2de> text" is cut:
+  // "▁" <2de>, then the text's pieces; nothing is forced, and the source
+  // language changes no id.
+  tfm_language_tokens t = f.tokens("de", "pt_BR");
+  EXPECT_EQ(f.encode("hello", &t), (std::vector<int32_t>{3, 7, 4, 1}));
+  EXPECT_EQ(prefixOf(t), std::vector<int32_t>{});
+  t = f.tokens("pt_BR", nullptr);
+  EXPECT_EQ(f.encode("world", &t), (std::vector<int32_t>{5, 1}));
+  // Text output leaves out the special tokens, the sentinels, the
+  // languages and the rows past the tokenizer's.
+  EXPECT_EQ(f.decode({6, 4, 11, 9, 13, 15, 2, 5, 1, 0}), "hello world");
+  int32_t id = 0;
+  for (auto [piece, expected] : {std::pair{"<extra_id_0>", 11},
+                                 {"<extra_id_2>", 9},
+                                 {"\xe2\x96\x81world", 5},
+                                 {"<2de>", 6}}) {
+    EXPECT_EQ(Family::message(tfm_tokenizer_piece_id(f.tokenizer, piece,
+                                                     std::strlen(piece), &id)),
+              "");
+    EXPECT_EQ(id, expected) << piece;
+  }
+  EXPECT_EQ(Family::message(tfm_tokenizer_piece_id(f.tokenizer, "zzz", 3, &id)),
+            "\"zzz\" is not a piece of the vocabulary");
+}
+
+TEST(TokenizerFamilies, T5WithoutDummyPrefixPutsTheLanguageAlone) {
+  Family f;
+  makeT5(f);
+  f.add("spiece.model", t5SentencePiece(kT5Pieces, /*dummyPrefix=*/false));
+  ASSERT_EQ(f.compile("mt5", 16), "");
+  ASSERT_EQ(f.open(), "");
+  tfm_language_tokens t = f.tokens(nullptr, "de");
+  EXPECT_EQ(std::vector<int32_t>(t.source_prefix,
+                                 t.source_prefix + t.source_prefix_length),
+            std::vector<int32_t>{6});
+}
+
+TEST(TokenizerFamilies, T5WithoutASpacePieceLeadsWithUnknown) {
+  // SentencePiece cuts "<2de> hello" into an unknown "▁", <2de>, "▁hello".
+  Family f;
+  makeT5(f);
+  f.add("spiece.model", t5SentencePiece({"\xe2\x96\x81hello", "<2de>"}));
+  ASSERT_EQ(f.compile("t5", 8), "");
+  ASSERT_EQ(f.open(), "");
+  tfm_language_tokens t = f.tokens(nullptr, "de");
+  EXPECT_EQ(f.encode("hello", &t), (std::vector<int32_t>{2, 4, 3, 1}));
+}
+
+TEST(TokenizerFamilies, T5WithoutLanguageTokensHasNoLanguages) {
+  Family f;
+  makeT5(f);
+  f.add("spiece.model", t5SentencePiece({"\xe2\x96\x81hello"}));
+  ASSERT_EQ(f.compile("t5", 16), "");
+  ASSERT_EQ(f.open(), "");
+  ASSERT_NE(f.tokenizer, nullptr);
+  EXPECT_EQ(f.languages, nullptr);
+  EXPECT_EQ(f.encode("hello"), (std::vector<int32_t>{3, 1}));
+  // <extra_id_0> is the last of 4 + 3 ids.
+  int32_t id = 0;
+  EXPECT_EQ(Family::message(
+                tfm_tokenizer_piece_id(f.tokenizer, "<extra_id_0>", 12, &id)),
+            "");
+  EXPECT_EQ(id, 6);
+}
+
+TEST(TokenizerFamilies, T5Refusals) {
+  {
+    Family f;
+    makeT5(f);
+    f.add("spiece.model", sentencePiece(kT5Pieces));
+    EXPECT_NE(f.compile("t5", 16).find(
+                  "spiece.model: piece 0 is \"<unk>\", but T5's ids need "
+                  "<pad>, </s>, <unk> first"),
+              std::string::npos);
+  }
+  {
+    Family f;
+    makeT5(f);
+    f.add("spiece.model", t5SentencePiece(kT5Pieces));
+    EXPECT_NE(f.compile("t5", 11).find(
+                  "spiece.model: 9 pieces + 3 sentinels (tokenizer_config."
+                  "json's extra_ids, 100 unless given) = 12 token ids, but "
+                  "the model's vocabulary has 11"),
+              std::string::npos);
+  }
+  {
+    Family f;
+    makeT5(f);
+    f.config.eos_token_id = 2;
+    f.add("spiece.model", t5SentencePiece(kT5Pieces));
+    EXPECT_NE(f.compile("t5", 16).find(
+                  "spiece.model: </s> is token 1, but the model's EOS is 2"),
+              std::string::npos);
+  }
+  {
+    Family f;
+    makeT5(f);
+    f.add("tokenizer_config.json", R"({"extra_ids": -1})");
+    f.add("spiece.model", t5SentencePiece(kT5Pieces));
+    EXPECT_NE(f.compile("t5", 16).find(
+                  "tokenizer_config.json: extra_ids is -1, not a number of "
+                  "sentinels"),
+              std::string::npos);
+  }
 }
 
 TEST(TokenizerFamilies, EmbeddedFilesGiveTheSameIds) {

@@ -44,13 +44,17 @@ and of its length (the length limit grows to hold them and one more
 token), and they may not hold EOS or padding.
 
 Languages: --source-lang and --target-lang take ISO 639-1 codes (de) or
-the model's own (__de__, deu_Latn, de_DE) and do what the model's Hugging
-Face tokenizer and generate do: source text gets the source language's
-token (without --source-lang: the tokenizer's default, English), and the
-target language's token is forced first (with ids output it is printed;
-text output leaves special and language tokens out). Source ids are taken
-as given. A model of one pair compiled with tfmc --source-lang/--target-lang
-takes its two codes only; --model-info lists a model's languages.
+the model's own (__de__, deu_Latn, de_DE, <2de>) and do what the model's
+Hugging Face tokenizer and generate do: source text gets the source
+language's token (without --source-lang: the tokenizer's default,
+English), and the target language's token is forced first (with ids output
+it is printed; text output leaves special and language tokens out).
+MADLAD-400 (a T5 with <2xx> pieces) takes the target language in the
+source instead: --target-lang de puts <2de> before source text, as
+"<2de> text" is cut, and forces nothing; its --source-lang is accepted and
+changes no id. Source ids are taken as given. A model of one pair compiled
+with tfmc --source-lang/--target-lang takes its two codes only;
+--model-info lists a model's languages.
 
 Weights are checked against tfmc's checksums at every load (about 50 ms
 per GB on 2 threads; --no-verify-weights skips it). An output file is
@@ -222,11 +226,13 @@ void addSearchOptions(CLI::App &app, Options &o) {
   app.add_option("--source-lang", o.sourceLang,
                  "the source language (de, or the model's code: __de__, "
                  "deu_Latn, de_DE): text is framed with its token as the "
-                 "model's tokenizer frames it; ids are taken as given")
+                 "model's tokenizer frames it (MADLAD-400: no token, no "
+                 "change); ids are taken as given")
       ->type_name("CODE");
   app.add_option("--target-lang", o.targetLang,
                  "the target language: its token is forced first in every "
-                 "translation, before any --target-prefix")
+                 "translation, before any --target-prefix (MADLAD-400: "
+                 "<2de> goes before source text instead)")
       ->type_name("CODE");
 }
 

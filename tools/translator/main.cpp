@@ -143,7 +143,8 @@ void openTokenizer(const Options &o, Session &s) {
     die(fmt::format("--{}-format text needs a tokenizer, and this model has "
                     "none (no source.spm, target.spm and vocab.json with "
                     "{}); use ids (tfmc carries the tokenizers of Marian, "
-                    "M2M-100, NLLB and mBART-50; not BART's byte-level BPE)",
+                    "M2M-100, NLLB, mBART-50 and T5; not BART's byte-level "
+                    "BPE)",
                     s.inputFormat == Format::Text ? "input" : "output",
                     o.weights));
 }

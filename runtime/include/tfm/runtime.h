@@ -167,10 +167,12 @@ void tfm_free(void *memory);
 /* Languages, as the family's Hugging Face tokenizer and `generate` use
  * them: a multilingual model (M2M-100, NLLB, mBART-50) frames a source text
  * with its language's token and forces the target language's token first;
- * a model of one pair (Marian, BART) compiled with `tfmc compile
- * --source-lang L --target-lang L` knows its two languages, which have no
- * tokens. Read from tokenizer.tfm, tfmc's description of the tokenizer
- * (beside the weights or embedded with them). */
+ * MADLAD-400 (T5 with <2xx> pieces) puts the target language's token before
+ * the source text and forces nothing; a model of one pair (Marian, BART)
+ * compiled with `tfmc compile --source-lang L --target-lang L` knows its
+ * two languages, which have no tokens. Read from tokenizer.tfm, tfmc's
+ * description of the tokenizer (beside the weights or embedded with
+ * them). */
 typedef struct tfm_languages_t tfm_languages;
 
 /* Opens the languages of the model at `model_path` (what tfm_model_open
@@ -202,7 +204,8 @@ tfm_status tfm_languages_find(const tfm_languages *languages, const char *code,
 /* Translating from one language to another: a source text becomes
  * source_prefix, its pieces' ids, source_suffix (which ends in EOS); the
  * target_prefix tokens are forced first in every translation (the target
- * language's token). At most 4 tokens each. */
+ * language's token, except for MADLAD-400, whose source_prefix holds it).
+ * At most 4 tokens each. */
 typedef struct tfm_language_tokens {
   int32_t source_prefix[4], source_prefix_length;
   int32_t source_suffix[4], source_suffix_length;

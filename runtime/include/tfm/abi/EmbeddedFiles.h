@@ -17,14 +17,15 @@
 // fields separated by spaces (no field holds one):
 //
 //   tfm-tokenizer 1             the first line: the format's version
-//   kind KIND                   marian, m2m100, nllb, mbart50, none (ids
-//                               only): what to call it in messages
+//   kind KIND                   marian, m2m100, nllb, mbart50, t5, none
+//                               (ids only): what to call it in messages
 //   source-spm FILE             the SentencePiece model that cuts source text
 //   target-spm FILE             the one that joins output pieces into text
 //   vocab FILE COUNT            pieces get ids from FILE, a JSON object of
 //                               COUNT pieces (a piece not in it is <unk>)
-//   offset N                    or: id = SentencePiece's id + N, its id 0
-//                               (unknown) being <unk> (fairseq's alignment)
+//   offset N                    or: id = SentencePiece's id + N, its
+//                               unknown piece being <unk> (fairseq's
+//                               alignment: N = 1; T5's own ids: N = 0)
 //   size N                      the tokenizer's ids are [0, N); the model's
 //                               rows past N are never text
 //   special PIECE ID            <s>, <pad>, </s>, <unk>, <mask>: found by
@@ -38,6 +39,11 @@
 //   source-prefix TOKEN...      before a source text's pieces: ids, or
 //                               `source` for the source language's token
 //   source-suffix TOKEN...      after them (ids, `source`)
+//   source-prefix-with-target TOKEN...
+//                               in place of source-prefix when a target
+//                               language is given: ids, `source`, `target`
+//                               (MADLAD-400 takes the target language in
+//                               the source: ▁'s id, then `target`)
 //   target-prefix TOKEN...      forced first in a translation when a target
 //                               language is given: ids, or `target`
 //   pair SOURCE TARGET          a model of one language pair (tfmc compile
