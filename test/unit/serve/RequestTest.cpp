@@ -1,0 +1,95 @@
+//===- RequestTest.cpp - tfm-serve's request parsing ------------*- C++ -*-===//
+
+#include "tools/serve/Request.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+using namespace tfm_serve;
+
+namespace {
+
+const char *kJson = "application/json";
+
+HttpError errorOf(const std::string &body,
+                  const std::string &type = "application/json") {
+  Parsed<TranslateRequest> parsed = parseTranslateRequest(body, type);
+  const HttpError *error = tfm_serve::errorOf(parsed);
+  return error ? *error : HttpError{200, ""};
+}
+
+} // namespace
+
+TEST(ServeRequest, LibreTranslateFieldsFromJsonAndForms) {
+  auto json = parseTranslateRequest(
+      R"({"q": ["a", "b"], "source": "en", "target": "de", "alternatives": 2,
+          "api_key": "k"})",
+      "application/json; charset=utf-8");
+  ASSERT_TRUE(std::holds_alternative<TranslateRequest>(json));
+  const TranslateRequest &r = std::get<TranslateRequest>(json);
+  EXPECT_TRUE(r.batch);
+  EXPECT_EQ(r.q, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(r.alternatives, 2);
+  EXPECT_EQ(r.apiKey, "k");
+  auto form = parseTranslateRequest("q=Open+the%20file.&source=en&target=de&"
+                                    "alternatives=1",
+                                    "application/x-www-form-urlencoded");
+  ASSERT_TRUE(std::holds_alternative<TranslateRequest>(form));
+  EXPECT_EQ(std::get<TranslateRequest>(form).q[0], "Open the file.");
+  EXPECT_FALSE(std::get<TranslateRequest>(form).batch);
+}
+
+TEST(ServeRequest, ErrorsNameTheProblem) {
+  EXPECT_EQ(errorOf(R"({"source": "en", "target": "de"})").message,
+            "Invalid request: missing q parameter");
+  EXPECT_EQ(errorOf(R"({"q": [1], "source": "en", "target": "de"})").message,
+            "Invalid request: q[0] must be a string, found number");
+  EXPECT_EQ(errorOf(R"({"q": "a", "source": "en"})").message,
+            "Invalid request: missing target parameter");
+  EXPECT_EQ(errorOf("{\"q\": \"a\"").status, 400);
+  EXPECT_EQ(errorOf("{}", "text/plain").status, 415);
+  EXPECT_EQ(
+      errorOf("q=%FF&source=en&target=de", "application/x-www-form-urlencoded")
+          .message,
+      "Invalid request: q is not valid UTF-8");
+  std::string deep = std::string(100, '[') + std::string(100, ']');
+  EXPECT_EQ(errorOf("{\"q\": " + deep + "}").message,
+            "Invalid JSON: nested deeper than 16 levels");
+  std::string many = "{\"q\": [" + std::string(200 * 4, ' ');
+  for (int i = 0; i < 200; ++i)
+    many += std::string(i ? "," : "") + "\"a\"";
+  EXPECT_EQ(
+      errorOf(many + "], \"source\": \"en\", \"target\": \"de\"}").message,
+      "Invalid request: q has 200 items, more than the limit of 128");
+}
+
+TEST(ServeRequest, NativeOptionsAreChecked) {
+  auto ok = parseNativeRequest(
+      R"({"source": ["a"], "target_lang": "de", "beam_size": 4, "n_best": 2,
+          "return_scores": true, "target_prefix": [["▁Die", 5]]})",
+      kJson);
+  ASSERT_TRUE(std::holds_alternative<NativeRequest>(ok));
+  const NativeRequest &r = std::get<NativeRequest>(ok);
+  EXPECT_EQ(*r.beamSize, 4);
+  EXPECT_EQ(r.targetPrefix[0][1].id, 5);
+  auto unknown = parseNativeRequest(
+      R"({"source": ["a"], "target_lang": "de", "x": 1})", kJson);
+  ASSERT_NE(tfm_serve::errorOf(unknown), nullptr);
+  EXPECT_EQ(tfm_serve::errorOf(unknown)->message,
+            "Invalid request: unknown field 'x'");
+}
+
+TEST(ServeRequest, RandomBytesGiveErrorsNotCrashes) {
+  std::mt19937 random(7);
+  for (int i = 0; i < 2000; ++i) {
+    std::string body(size_t(random() % 64), '\0');
+    for (char &c : body)
+      c = "{}[]\":,qa1\\u \xff"[random() % 15];
+    for (const char *type : {kJson, "application/x-www-form-urlencoded"}) {
+      Parsed<TranslateRequest> parsed = parseTranslateRequest(body, type);
+      if (const HttpError *error = tfm_serve::errorOf(parsed))
+        EXPECT_EQ(error->status, 400) << body;
+    }
+  }
+}
