@@ -317,14 +317,15 @@ def TfmOutlineKernelsPass : Pass<"tfm-outline-kernels", "::mlir::ModuleOp"> {
 
 def TfmApproximateVectorMathPass
     : Pass<"tfm-approximate-vector-math", "::mlir::ModuleOp"> {
-  let summary = "Polynomial exp and erf on f32 vectors";
+  let summary = "Polynomial exp, erf and tanh on f32 vectors";
   let description = [{
-    Rewrites `math.exp` and `math.erf` on vectors of f32 into upstream
-    MLIR's polynomial approximations (exp: range reduction to 2^k · exp(r)
-    and a polynomial in r, inputs clamped to about [-87.8, 88.8]; erf:
-    piecewise rational polynomials), built from vector arith and FMA.
-    Without it LLVM scalarizes a vector exp or erf into one libm call per
-    lane. Scalar ops keep libm's.
+    Rewrites `math.exp`, `math.erf` and `math.tanh` on vectors of f32 into
+    upstream MLIR's polynomial approximations (exp: range reduction to
+    2^k · exp(r) and a polynomial in r, inputs clamped to about
+    [-87.8, 88.8]; erf: piecewise rational polynomials; tanh: a rational
+    polynomial on inputs clamped to about [-7.9, 7.9], x itself near 0),
+    built from vector arith and FMA. Without it LLVM scalarizes a vector
+    exp, erf or tanh into one libm call per lane. Scalar ops keep libm's.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",

@@ -1,9 +1,9 @@
 //===- ApproximateVectorMath.cpp - Polynomial exp on vectors ---*- C++ -*-===//
 //
 // The vectorized kernels (attention's online softmax, the linears' SiLU and
-// GELU epilogues) take exp and erf of whole vectors. LLVM has no vector exp
-// or erf on x86 and would call libm once per lane; MLIR's polynomial
-// approximations keep them in vector registers. Only vector ops are
+// GELU epilogues, T5's tanh GELU) take exp, erf and tanh of whole vectors.
+// LLVM has no vector exp, erf or tanh on x86 and would call libm once per
+// lane; MLIR's polynomial approximations keep them in vector registers. Only vector ops are
 // rewritten, so scalar code keeps libm.
 //
 //===----------------------------------------------------------------------===//
@@ -33,7 +33,7 @@ struct TfmApproximateVectorMathPass
   void runOnOperation() override {
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
-      if (!isa<math::ExpOp, math::ErfOp>(op))
+      if (!isa<math::ExpOp, math::ErfOp, math::TanhOp>(op))
         return;
       auto type = dyn_cast<VectorType>(op->getResult(0).getType());
       if (type && type.getElementType().isF32())

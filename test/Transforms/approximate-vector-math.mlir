@@ -26,3 +26,15 @@ func.func @scalars(%x: f32, %y: vector<4xf64>) -> (f32, f32, vector<4xf64>) {
   %d = math.exp %y : vector<4xf64>
   return %e, %r, %d : f32, f32, vector<4xf64>
 }
+
+// tanh of f32 vectors (T5's GELU) becomes a rational polynomial: clamped
+// input, a division, and x itself where |x| is tiny.
+// CHECK-LABEL: func.func @tanh
+// CHECK-NOT: math.tanh
+// CHECK: arith.divf {{.*}} : vector<16xf32>
+// CHECK: arith.select {{.*}} : vector<16xi1>, vector<16xf32>
+// CHECK: return
+func.func @tanh(%x: vector<16xf32>) -> vector<16xf32> {
+  %t = math.tanh %x : vector<16xf32>
+  return %t : vector<16xf32>
+}
