@@ -3,8 +3,8 @@
 // The vectorized kernels (attention's online softmax, the linears' SiLU and
 // GELU epilogues, T5's tanh GELU) take exp, erf and tanh of whole vectors.
 // LLVM has no vector exp, erf or tanh on x86 and would call libm once per
-// lane; MLIR's polynomial approximations keep them in vector registers. Only vector ops are
-// rewritten, so scalar code keeps libm.
+// lane; MLIR's polynomial approximations keep them in vector registers. Only
+// vector ops are rewritten, so scalar code keeps libm.
 //
 //===----------------------------------------------------------------------===//
 
