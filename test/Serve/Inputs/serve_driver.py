@@ -450,6 +450,23 @@ def check_hostile_raw(url):
     return len(cases)
 
 
+def check_deadline(model, src):
+    """A request past --timeout: 504, its queued sentences dropped."""
+    server = Server(model, "--timeout", "0.001", "--max-batch-sentences", "1")
+    status, answer, _ = translate(server.url, [src[1]] * 20)
+    expect("past the deadline", (status, str(answer.get("error"))[:40]),
+           (504, "the translation took longer than the dea"))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        queued = metric(get(server.url + "/metrics")[1], "tfm_serve_queue_sentences",
+                        '{model="%s"}' % os.path.basename(model.rstrip("/")))
+        if queued == 0:
+            break
+        time.sleep(0.05)
+    expect("sentences left in the queue", queued, 0)
+    expect("exit status", server.stop(), 0)
+
+
 def run_hostile(model, src_path, cli_path):
     src, cli = read_lines(src_path), read_lines(cli_path)
     server = Server(model, "--io-timeout", "2", "--max-body", "1048576")
@@ -466,8 +483,9 @@ def run_hostile(model, src_path, cli_path):
     status, answer, _ = translate(server.url, src[1])
     expect("served afterwards", (status, answer), (200, {"translatedText": cli[1]}))
     expect("exit status", server.stop(), 0)
+    check_deadline(model, src)
     print("hostile: %d bad requests, each its 4xx with an error; a slow client "
-          "dropped; the server stayed up" % (count + 1))
+          "dropped; the server stayed up; past --timeout: 504" % (count + 1))
 
 
 def main():
