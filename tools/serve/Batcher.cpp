@@ -1,5 +1,4 @@
-//===- Batcher.cpp - Dynamic batching across concurrent requests -*- C++
-//-*-===//
+//===- Batcher.cpp - Batching across requests -------------------*- C++ -*-===//
 
 #include "tools/serve/Batcher.h"
 

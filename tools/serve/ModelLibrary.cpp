@@ -1,5 +1,4 @@
-//===- ModelLibrary.cpp - One compiled model, loaded with dlopen -*- C++
-//-*-===//
+//===- ModelLibrary.cpp - A compiled model, dlopened ------------*- C++ -*-===//
 
 #include "tools/serve/ModelLibrary.h"
 

@@ -1,5 +1,4 @@
-//===- Service.cpp - Texts in, translations out, through the queues -*- C++
-//-*-===//
+//===- Service.cpp - Texts in, translations out -----------------*- C++ -*-===//
 
 #include "tools/serve/Service.h"
 

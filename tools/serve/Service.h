@@ -1,5 +1,4 @@
-//===- Service.h - Texts in, translations out, through the queues -*- C++
-//-*-===//
+//===- Service.h - Texts in, translations out -------------------*- C++ -*-===//
 //
 // Between the HTTP layer and the batcher: a request's texts become
 // sentences (a text of several lines one sentence a line, blank lines left
