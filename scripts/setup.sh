@@ -19,6 +19,8 @@ packages=(
   libyaml-cpp-dev
   # tfm-serve: HTTP (cpp-httplib), JSON (nlohmann), the load benchmark (wrk)
   libcpp-httplib-dev nlohmann-json3-dev wrk
+  # tfm-serve's page in a real browser (test/Serve/serve-page.test)
+  chromium chromium-driver python3-selenium
   # the Python API (import tfmc), pictures of the graph (tfmc graph)
   pybind11-dev python3-dev graphviz
   # corpus translation on a Slurm cluster (and its test's one-node cluster)

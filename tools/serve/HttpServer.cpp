@@ -1,7 +1,7 @@
-//===- HttpServer.cpp - LibreTranslate's routes over cpp-httplib -*- C++
-//-*-===//
+//===- HttpServer.cpp - LibreTranslate's routes over httplib ----*- C++ -*-===//
 
 #include "tools/serve/HttpServer.h"
+#include "tools/serve/page/IndexHtml.h"
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -21,7 +21,15 @@ namespace {
 const char *kJson = "application/json";
 const std::set<std::string> kPostPaths = {"/translate", "/detect",
                                           "/v1/translate"};
-const std::set<std::string> kGetPaths = {"/languages", "/health", "/metrics"};
+const std::set<std::string> kGetPaths = {"/", "/languages", "/health",
+                                         "/metrics"};
+
+/// The page's own script and style are inline; it fetches from its server
+/// only and never loads, frames or submits anything else.
+const char *kPagePolicy =
+    "default-src 'none'; script-src 'unsafe-inline'; style-src "
+    "'unsafe-inline'; connect-src 'self'; img-src data:; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'none'";
 
 /// httplib's Server, whose listening backlog (5, compiled into Debian's
 /// library) can be deepened: a burst of clients (64 at once) would
@@ -102,6 +110,16 @@ json nativeAnswer(const NativeRequest &request, const NativeResult &result) {
   return json{{"results", results}};
 }
 
+/// The page at GET /. Revalidated on every load (no-cache): a new binary's
+/// page must not meet an old page's script in the browser's cache.
+void replyPage(Response &res) {
+  res.set_header("Content-Security-Policy", kPagePolicy);
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_content(reinterpret_cast<const char *>(kIndexHtml),
+                  sizeof(kIndexHtml), "text/html; charset=utf-8");
+}
+
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -179,6 +197,7 @@ void HttpServer::addRoutes() {
   server->Get("/languages", [this](const Request &req, Response &res) {
     getLanguages(req, res);
   });
+  server->Get("/", [](const Request &, Response &res) { replyPage(res); });
   server->Get("/health", [](const Request &, Response &res) {
     res.set_content(dump(json{{"status", "ok"}}), kJson);
   });
