@@ -680,12 +680,14 @@ void FamilyTokenizer::describeT5(Description &d,
                                  const SentencePieceSummary &spm,
                                  int64_t sentinels,
                                  ArrayRef<Language> languages) const {
-  int64_t size = int64_t(spm.pieces.size()) + sentinels;
+  int64_t numbered = int64_t(spm.pieces.size()) + sentinels;
+  int64_t size = std::min(numbered, model.vocabSize);
   d.os << "source-spm " << kT5SentencePieceName << "\ntarget-spm "
        << kT5SentencePieceName << "\noffset 0\nsize " << size
        << "\nspecial <pad> 0\nspecial </s> 1\nspecial <unk> 2\n";
   for (int64_t n = 0; n < sentinels; ++n)
-    d.os << "special <extra_id_" << n << "> " << size - 1 - n << "\n";
+    if (numbered - 1 - n < size)
+      d.os << "special <extra_id_" << n << "> " << numbered - 1 - n << "\n";
   d.languages(languages);
   d.os << "source-suffix " << model.eosTokenId << "\n";
   if (!languages.empty())
@@ -710,12 +712,18 @@ Expected<bool> FamilyTokenizer::t5(Description &d, StringRef outDir) {
   if (!sentinels)
     return sentinels.takeError();
   int64_t pieces = int64_t(summary->pieces.size());
-  if (Error err = checkSize(spm + ": " + Twine(pieces) + " pieces + " +
-                                Twine(*sentinels) +
-                                " sentinels (tokenizer_config.json's "
-                                "extra_ids, 100 unless given)",
-                            pieces + *sentinels))
+  if (Error err = checkSize(spm + ": " + Twine(pieces) + " pieces", pieces))
     return std::move(err);
+  // Checkpoints whose rows stop at the pieces (MADLAD-400's 256000) still
+  // get T5Tokenizer's numbering; the sentinels it puts past the rows could
+  // not be embedded, and a translation never needs them.
+  int64_t past = pieces + *sentinels - model.vocabSize;
+  if (past > 0)
+    warning = (spm + ": " + Twine(past) + " of the " + Twine(*sentinels) +
+               " sentinels <extra_id_N> (tokenizer_config.json's extra_ids, "
+               "100 unless given) have ids past the model's vocabulary of " +
+               Twine(model.vocabSize) + " and are left out")
+                  .str();
   SmallVector<Language> languages = madladLanguages(*summary);
   if (!languages.empty())
     if (Error err = checkPair(kT5SentencePieceName))
