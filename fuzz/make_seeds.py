@@ -162,6 +162,51 @@ def lines_seeds():
     put("Lines", "overlong", b"word " * 40000 + b"\n\xe2\x82\xac" * 1000)
 
 
+def serve_request_seeds():
+    """Request bodies of tfm-serve after the byte choosing their
+    Content-Type (ServeRequestFuzzer.cpp): 0 JSON, 1 a form, 2 JSON with
+    parameters, 3 text/plain; +4 small limits. LibreTranslate's requests,
+    /v1/translate's options, and test/Serve/serve-hostile.test's bad ones
+    made small."""
+    ok = {"q": "Open the file.", "source": "en", "target": "de"}
+    def js(name, value, mode=0):
+        body = value if isinstance(value, bytes) else json.dumps(value, ensure_ascii=False).encode()
+        put("ServeRequest", name, bytes([mode]) + body)
+    js("translate", ok)
+    js("translate-params", dict(ok, alternatives=2, api_key="k", format="text"), 2)
+    js("batch", dict(ok, q=["Open the file.", "", "Schließe sie.\nZwei Zeilen."]))
+    js("batch-small-limits", dict(ok, q=["a", "b", "c", "d", "e"], alternatives=3), 4)
+    js("long-item-small-limits", dict(ok, q="ö" * 20), 4)
+    js("escapes", b'{"q": "\\u00d6\\ud83d\\ude00\\n", "source": "auto", "target": "de", '
+                  b'"alternatives": "-1", "api_key": null}')
+    js("native", {"source": ["a", "b"], "source_lang": "en", "target_lang": "de",
+                  "beam_size": 4, "n_best": 2, "return_scores": True, "max_length": 64,
+                  "max_length_ratio": 3, "min_length": 0, "length_penalty": 1.0,
+                  "target_prefix": [["\u2581Die", 5], None]})
+    js("native-numbers", {"source": ["a"], "target_lang": "de", "beam_size": 2.0,
+                          "max_length": 1e300, "length_penalty": -0.5})
+    form = ("q=Open+the%20file.&source=en&target=de&alternatives=1&api_key=k%26"
+            "&q=second").encode()
+    js("form", form, 1)
+    js("form-small-limits", b"q=" + b"%C3%A9" * 20 + b"&source=en&target=de&alternatives=-3", 5)
+    js("text-plain", ok, 3)
+    # The bad requests of test/Serve/serve-hostile.test.
+    for name, value in [
+            ("bad-json", b'{"q": "a", '), ("not-object", b"[1, 2]"),
+            ("q-number", dict(ok, q=5)), ("q-array-number", dict(ok, q=["a", 3])),
+            ("q-empty-array", dict(ok, q=[])), ("format-html", dict(ok, format="html")),
+            ("alternatives-x", dict(ok, alternatives="x")),
+            ("alternatives-many", dict(ok, alternatives=100)),
+            ("deep", b'{"q": ' + b"[" * 40 + b"]" * 40 + b"}"),
+            ("invalid-utf8", b'{"q": "\xff\xfe", "source": "en", "target": "de"}'),
+            ("lone-surrogate", b'{"q": "\\udc80", "source": "en", "target": "de"}'),
+            ("native-unknown", {"source": ["a"], "target_lang": "de", "beamsize": 2}),
+            ("native-prefix", {"source": ["a"], "target_lang": "de",
+                               "target_prefix": [["</s>", -1, 1 << 40]]})]:
+        js(name, value)
+    js("form-invalid-utf8", b"q=%FF%FE&source=en&target=de", 1)
+
+
 def ir_seeds():
     n = 0
     for d in ["test/Dialect/Tfm", "test/Transforms"]:
@@ -219,7 +264,7 @@ def main():
         # which stay as regression seeds.
         for target in ["Safetensors", "ModelConfig", "TorchCheckpoint",
                        "MarianCheckpoint", "WeightsFile", "Tokenizer", "Lines",
-                       "TfmIR"]:
+                       "TfmIR", "ServeRequest"]:
             d = os.path.join(CORPUS, target)
             for name in os.listdir(d) if os.path.isdir(d) else []:
                 if not name.startswith("crash-"):
@@ -231,6 +276,7 @@ def main():
     tokenizer_seeds()
     lines_seeds()
     ir_seeds()
+    serve_request_seeds()
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz/) in build/ and runs them:
 #   scripts/fuzz.sh [TARGET] [SECONDS]
-# TARGET: Safetensors, ModelConfig, WeightsFile, Tokenizer, Lines, TfmIR, or
-# all (the default); SECONDS per target (default 60). Each run starts from
+# TARGET: Safetensors, ModelConfig, WeightsFile, Tokenizer, Lines, TfmIR,
+# ServeRequest, or all (the default); SECONDS per target (default 60). Each run starts from
 # the seeds in fuzz/corpus/TARGET and keeps what it finds new in
 # build/fuzz/corpus/TARGET; a crash leaves its input in build/fuzz/ and
 # makes the script fail. libFuzzer's last lines ("Done N runs", cov:, ft:)
@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TARGETS=(Safetensors ModelConfig WeightsFile Tokenizer Lines TfmIR)
+TARGETS=(Safetensors ModelConfig WeightsFile Tokenizer Lines TfmIR ServeRequest)
 TARGET=${1:-all}
 SECONDS_PER_TARGET=${2:-60}
 BUILD_DIR=${BUILD_DIR:-build}

@@ -122,6 +122,16 @@ std::string requiredString(const json &object, const char *name) {
   return *value;
 }
 
+/// The value of decimal digits with an optional minus sign (a form's
+/// number), or NaN for any other text: "1-2" or "-" is not a number.
+double integerText(const std::string &text) {
+  size_t start = !text.empty() && text[0] == '-' ? 1 : 0;
+  bool digits =
+      text.size() > start && text.size() < 12 &&
+      text.find_first_not_of("0123456789", start) == std::string::npos;
+  return digits ? std::strtod(text.c_str(), nullptr) : NAN;
+}
+
 /// An integer in [min, max]: a JSON integer, an integral number, or
 /// decimal digits (form fields are strings).
 std::optional<int64_t> intField(const json &object, const char *name,
@@ -133,14 +143,9 @@ std::optional<int64_t> intField(const json &object, const char *name,
   if (value->is_number())
     number = value->get<double>();
   else if (value->is_string())
-    number = std::strtod(value->get<std::string>().c_str(), nullptr);
+    number = integerText(value->get_ref<const std::string &>());
   bool integral = value->is_number_integer() ||
                   (std::isfinite(number) && number == std::floor(number));
-  if (value->is_string()) {
-    const std::string &text = value->get_ref<const std::string &>();
-    integral = !text.empty() && text.size() < 12 &&
-               text.find_first_not_of("-0123456789") == std::string::npos;
-  }
   if (!integral)
     badRequest(fmt::format("{} parameter is not an integer", name));
   if (number < double(min) || number > double(max))

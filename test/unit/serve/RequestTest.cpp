@@ -53,6 +53,15 @@ TEST(ServeRequest, ErrorsNameTheProblem) {
       errorOf("q=%FF&source=en&target=de", "application/x-www-form-urlencoded")
           .message,
       "Invalid request: q is not valid UTF-8");
+  // A form's count is digits with an optional sign, not a prefix of them
+  // (ServeRequestFuzzer's crash-alternatives-not-integer).
+  for (const char *count : {"1-2", "-", "--1", "1e2"})
+    EXPECT_EQ(
+        errorOf(std::string("q=a&source=en&target=de&alternatives=") + count,
+                "application/x-www-form-urlencoded")
+            .message,
+        "Invalid request: alternatives parameter is not an integer")
+        << count;
   std::string deep = std::string(100, '[') + std::string(100, ']');
   EXPECT_EQ(errorOf("{\"q\": " + deep + "}").message,
             "Invalid JSON: nested deeper than 16 levels");
