@@ -10,6 +10,7 @@ all in one run.
 
   options: [--size base|small|tiny] [--backends llvm,onednn,auto]
            [--precisions fp32,bf16,int8] [--families marian,bart,...]
+           [--serve [--serve-clients 1,8,64] [--serve-seconds 30]]
            [--sentences 128] [--reference-sentences 16] [--runs 3]
            [--cases greedy-b1,greedy-b32,beam4-b1,beam4-b32]
            [--no-micro | --micro-only] [--plot] [--build build]
@@ -47,6 +48,13 @@ Marian's of the same run, with what runs its attention (`translator
 --model-info`). A family this checkout cannot make, compile or run is
 skipped with the reason. See bench/families.py; test/Bench/families.test
 runs it on tiny models.
+
+--serve: tfm-serve under load (wrk, 1, 8 and 64 clients sending one
+sentence a request) on the model of --size with examples/en-de's tokenizer,
+backend auto and precisions fp32,int8 unless given, beside `translator
+--batch-size 32` on the same sentences; latency at 1 client beside the
+translator's own time for the sentence; the batches the server formed. See
+bench/serve.py; test/Bench/serve.test runs it on the tiny model.
 """
 import argparse
 import json
@@ -61,6 +69,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import families  # noqa: E402
 import micro  # noqa: E402
+import serve  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = "/usr/bin/python3"
@@ -421,6 +430,13 @@ def main():
                     help="model families, comma-separated: some of "
                          + ",".join(families.FAMILIES) + " (Marian always): each family's "
                          "model of --size, end to end only (bench/families.py)")
+    ap.add_argument("--serve", action="store_true",
+                    help="tfm-serve under load with wrk, beside the translator "
+                         "(bench/serve.py); end to end only")
+    ap.add_argument("--serve-clients", default="1,8,64",
+                    help="--serve: wrk's connections per run, comma-separated")
+    ap.add_argument("--serve-seconds", type=int,
+                    help="--serve: seconds of load per run (default 30; --quick 2)")
     ap.add_argument("--sentences", type=int, default=128)
     ap.add_argument("--reference-sentences", type=int, default=16)
     ap.add_argument("--runs", type=int, default=3)
@@ -448,13 +464,25 @@ def main():
             ap.error(str(e))
         if args.micro_only:
             ap.error("--families measures end to end: it cannot take --micro-only")
-    args.backends = args.backends or ("auto" if args.families else "llvm,onednn,auto")
-    args.precisions = (args.precisions or ("fp32,int8" if args.families else "fp32")).split(",")
+    if args.serve:
+        if args.families or args.micro_only:
+            ap.error("--serve measures tfm-serve alone: it cannot take --families or "
+                     "--micro-only")
+        try:
+            args.serve_clients = [int(c) for c in args.serve_clients.split(",")]
+        except ValueError:
+            ap.error(f"--serve-clients {args.serve_clients}: expected numbers, e.g. 1,8,64")
+        if not args.serve_clients or min(args.serve_clients) < 1:
+            ap.error("--serve-clients: at least one client per run")
+    whole = args.families or args.serve
+    args.backends = args.backends or ("auto" if whole else "llvm,onednn,auto")
+    args.precisions = (args.precisions or ("fp32,int8" if whole else "fp32")).split(",")
     bad = [p for p in args.precisions if p not in ("fp32", "bf16", "int8")]
     if bad:
         ap.error(f"unknown precision(s) {', '.join(bad)}: expected fp32, bf16 or int8")
     if args.quick:
         args.size, args.sentences, args.reference_sentences, args.runs = "tiny", 8, 8, 1
+    args.serve_seconds = args.serve_seconds or (2 if args.quick else 30)
 
     os.makedirs(args.out, exist_ok=True)
     notes = []
@@ -465,10 +493,15 @@ def main():
         sections.append(families.tables(results["families"]))
         if args.plot:
             notes.append("--plot draws the Marian run alone: no picture of the families")
+    elif args.serve:
+        results["serve"] = serve.end_to_end(args, notes, sys.modules[__name__])
+        sections.append(serve.tables(results["serve"]))
+        if args.plot:
+            notes.append("--plot draws the Marian run alone: no picture of --serve")
     elif not args.micro_only:
         results["end_to_end"] = end_to_end(args, notes)
         sections.append(e2e_table(results["end_to_end"]))
-    if not args.no_micro and not args.families:
+    if not args.no_micro and not args.families and not args.serve:
         results["micro"] = micro.run(args.build, args.backends.split(","), args.quick,
                                      args.threads, precisions=args.precisions)
         sections.append("\n\n".join(
