@@ -119,6 +119,49 @@ size_t ModelQueue::takeRound(Batch &batch, size_t &longest) {
   return taken;
 }
 
+/// Tokens a sentence takes in a padded batch.
+static size_t paddedLength(const Sentence &sentence) {
+  return sentence.source.size() + sentence.prefix.size();
+}
+
+/// When more jobs wait than a batch holds: the oldest job's next sentence,
+/// then the next sentences of the others closest to its length (older
+/// first among equals), one a job. A batch of similar lengths is less
+/// padding, as the translator's length-sorted batches are; the oldest is
+/// always taken and the jobs passed over move to the front, so none waits
+/// for long. False (nothing taken) when every waiting job fits.
+bool ModelQueue::takeClosest(Batch &batch, size_t &longest) {
+  std::vector<std::shared_ptr<Job>> candidates;
+  for (const std::shared_ptr<Job> &job : jobs)
+    if (job->nextToQueue < job->size() &&
+        sameSearch(job->options, batch.search))
+      candidates.push_back(job);
+  if (candidates.size() <= limits.maxSentences)
+    return false;
+  auto nextLength = [](const std::shared_ptr<Job> &job) {
+    return paddedLength(job->sentences[job->nextToQueue]);
+  };
+  size_t anchor = nextLength(candidates.front());
+  auto distance = [&](const std::shared_ptr<Job> &job) {
+    size_t length = nextLength(job);
+    return length > anchor ? length - anchor : anchor - length;
+  };
+  std::stable_sort(candidates.begin() + 1, candidates.end(),
+                   [&](const auto &a, const auto &b) {
+                     return distance(a) < distance(b);
+                   });
+  for (const std::shared_ptr<Job> &job : candidates) {
+    if (batch.items.size() >= limits.maxSentences)
+      break;
+    const Sentence &next = job->sentences[job->nextToQueue];
+    if (!fits(batch, longest, next))
+      continue;
+    longest = std::max(longest, paddedLength(next));
+    batch.items.emplace_back(job, job->nextToQueue++);
+  }
+  return true;
+}
+
 ModelQueue::Batch ModelQueue::take() {
   Batch batch;
   if (jobs.empty())
@@ -128,9 +171,10 @@ ModelQueue::Batch ModelQueue::take() {
   for (const std::shared_ptr<Job> &job : jobs)
     before.push_back(job->nextToQueue);
   size_t longest = 0;
-  while (batch.items.size() < limits.maxSentences &&
-         takeRound(batch, longest) > 0) {
-  }
+  if (!takeClosest(batch, longest))
+    while (batch.items.size() < limits.maxSentences &&
+           takeRound(batch, longest) > 0) {
+    }
   queuedSentences -= batch.items.size();
   // Jobs that gave sentences and have more go behind those that gave none.
   std::deque<std::shared_ptr<Job>> waiting, served;

@@ -141,6 +141,7 @@ public:
 private:
   bool fits(const Batch &batch, size_t longest, const Sentence &next) const;
   size_t takeRound(Batch &batch, size_t &longest);
+  bool takeClosest(Batch &batch, size_t &longest);
 
   BatchLimits limits;
   BatchRunner runner;

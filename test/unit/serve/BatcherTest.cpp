@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
 #include <stdexcept>
 
 using namespace tfm_serve;
@@ -67,6 +68,47 @@ TEST(ServeBatcher, ShortRequestsInterleaveWithALongOne) {
     fromLong += item.first == longJob;
   EXPECT_EQ(fromLong, 1u); // the three short ones are all in the first batch
   EXPECT_EQ(queue.queued(), 9u);
+}
+
+// More waiting requests than a batch holds: the oldest and those closest
+// to its length, so that a batch pads little; the others stay first in
+// line and form the next batch.
+TEST(ServeBatcher, CrowdedQueuesBatchSimilarLengths) {
+  ModelQueue queue(limits(4), echo);
+  std::map<const Job *, size_t> lengthOf;
+  for (size_t length : {5, 40, 41, 6, 39, 5, 42, 7}) {
+    std::shared_ptr<Job> job = jobOf({length});
+    lengthOf[job.get()] = length;
+    ASSERT_TRUE(queue.push(job));
+  }
+  auto lengths = [&](const ModelQueue::Batch &batch) {
+    std::vector<size_t> out;
+    for (auto &item : batch.items)
+      out.push_back(lengthOf[item.first.get()]);
+    return out;
+  };
+  EXPECT_EQ(lengths(queue.take()), (std::vector<size_t>{5, 5, 6, 7}));
+  EXPECT_EQ(lengths(queue.take()), (std::vector<size_t>{39, 40, 41, 42}));
+  EXPECT_EQ(queue.queued(), 0u);
+}
+
+// A request of unusual length is passed over at most until it is the
+// oldest waiting.
+TEST(ServeBatcher, AnUnusualLengthWaitsOnlyUntilItIsOldest) {
+  ModelQueue queue(limits(2), echo);
+  auto odd = jobOf({50});
+  ASSERT_TRUE(queue.push(jobOf({5})));
+  ASSERT_TRUE(queue.push(odd));
+  ASSERT_TRUE(queue.push(jobOf({5})));
+  ModelQueue::Batch first = queue.take();
+  ASSERT_EQ(first.items.size(), 2u);
+  EXPECT_NE(first.items[0].first, odd);
+  EXPECT_NE(first.items[1].first, odd);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(queue.push(jobOf({5})));
+  ModelQueue::Batch second = queue.take();
+  ASSERT_EQ(second.items.size(), 2u);
+  EXPECT_TRUE(second.items[0].first == odd || second.items[1].first == odd);
 }
 
 TEST(ServeBatcher, BatchesAreSortedByLengthAndKeepTheTokenBudget) {
