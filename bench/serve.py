@@ -297,11 +297,17 @@ def measure_translator(h, args, engine, sentences, one, env):
     out = os.path.join(args.out, f"serve-{engine['name']}")
     # Passes of at least 128 sentences beyond the first (4 batches of 32).
     extra = max(1, -(-128 // len(sentences)))
-    seconds, translations = translator_seconds(h, engine["translator"], sentences, BATCH,
-                                               args, env, out + ".de", extra)
-    one_seconds, _ = translator_seconds(h, engine["translator"], [one], 1, args, env,
-                                        out + ".one.de", 8)
-    if min(seconds, one_seconds) <= 0:
+    # A difference of two runs: on a busy host (the quick mode's tiny model
+    # runs in milliseconds, beside other tests) it can come out negative;
+    # the quick mode tries again.
+    for _ in range(5 if args.quick else 1):
+        seconds, translations = translator_seconds(h, engine["translator"], sentences,
+                                                   BATCH, args, env, out + ".de", extra)
+        one_seconds, _ = translator_seconds(h, engine["translator"], [one], 1, args, env,
+                                            out + ".one.de", 8)
+        if min(seconds, one_seconds) > 0:
+            break
+    else:
         sys.exit(f"bench: {engine['name']}: the translator's time per pass is not "
                  f"positive ({seconds:.4f} s, {one_seconds:.4f} s): the machine is too "
                  "noisy for this measurement")
