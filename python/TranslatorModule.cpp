@@ -21,7 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tfm/runtime.h"
+#include "tfm/RuntimeApi.h"
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -43,35 +43,7 @@ namespace py = pybind11;
 
 namespace {
 
-/// The runtime's C API, as found in one model's libtranslator.so.
-struct RuntimeApi {
-#define TFM_API(name) decltype(&::name) name = nullptr;
-#define TFM_API_LIST                                                           \
-  TFM_API(tfm_status_message)                                                  \
-  TFM_API(tfm_status_free)                                                     \
-  TFM_API(tfm_model_open)                                                      \
-  TFM_API(tfm_model_close)                                                     \
-  TFM_API(tfm_model_get_config)                                                \
-  TFM_API(tfm_search_options_default)                                          \
-  TFM_API(tfm_set_num_threads)                                                 \
-  TFM_API(tfm_translate_prefixed)                                              \
-  TFM_API(tfm_results_count)                                                   \
-  TFM_API(tfm_results_tokens)                                                  \
-  TFM_API(tfm_results_score)                                                   \
-  TFM_API(tfm_results_free)                                                    \
-  TFM_API(tfm_tokenizer_open)                                                  \
-  TFM_API(tfm_tokenizer_close)                                                 \
-  TFM_API(tfm_tokenizer_encode)                                                \
-  TFM_API(tfm_tokenizer_decode)                                                \
-  TFM_API(tfm_tokenizer_piece_id)                                              \
-  TFM_API(tfm_tokenizer_encode_framed)                                         \
-  TFM_API(tfm_languages_open)                                                  \
-  TFM_API(tfm_languages_close)                                                 \
-  TFM_API(tfm_languages_tokens)                                                \
-  TFM_API(tfm_free)
-  TFM_API_LIST
-#undef TFM_API
-};
+using tfm_runtime::RuntimeApi;
 
 bool isFile(const std::string &path) {
   struct stat st;
@@ -276,12 +248,8 @@ public:
     if (!handle)
       throw std::runtime_error(std::string("cannot load ") + library + ": " +
                                dlerror());
-#define TFM_API(name)                                                          \
-  api.name = reinterpret_cast<decltype(api.name)>(dlsym(handle, #name));       \
-  if (!api.name)                                                               \
-    throw std::runtime_error(library + " lacks " #name);
-    TFM_API_LIST
-#undef TFM_API
+    if (const char *missing = api.bind(handle))
+      throw std::runtime_error(library + " lacks " + missing);
     // The weights beside the library, else inside the translator.
     weights = modelDir + "/model.tfmw";
     if (!isFile(weights))

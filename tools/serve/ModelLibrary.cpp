@@ -45,12 +45,8 @@ void ModelLibrary::load(const std::string &dir) {
   handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle)
     throw std::runtime_error("cannot load " + library + ": " + dlerror());
-#define TFM_API(name)                                                          \
-  api.name = reinterpret_cast<decltype(api.name)>(dlsym(handle, #name));       \
-  if (!api.name)                                                               \
-    throw std::runtime_error(library + " lacks " #name);
-  TFM_API_LIST
-#undef TFM_API
+  if (const char *missing = api.bind(handle))
+    throw std::runtime_error(library + " lacks " + missing);
   // The weights beside the library, else inside the translator.
   std::string weights = dir + "/model.tfmw";
   if (!isFile(weights))

@@ -14,7 +14,7 @@
 
 #include "tools/serve/Batcher.h"
 
-#include "tfm/runtime.h"
+#include "tfm/RuntimeApi.h"
 
 #include <cstdint>
 #include <memory>
@@ -23,39 +23,7 @@
 
 namespace tfm_serve {
 
-/// The runtime's C API, as found in one model's libtranslator.so.
-struct RuntimeApi {
-#define TFM_API(name) decltype(&::name) name = nullptr;
-#define TFM_API_LIST                                                           \
-  TFM_API(tfm_status_message)                                                  \
-  TFM_API(tfm_status_free)                                                     \
-  TFM_API(tfm_model_open)                                                      \
-  TFM_API(tfm_model_close)                                                     \
-  TFM_API(tfm_model_get_config)                                                \
-  TFM_API(tfm_search_options_default)                                          \
-  TFM_API(tfm_set_num_threads)                                                 \
-  TFM_API(tfm_translate_prefixed)                                              \
-  TFM_API(tfm_results_count)                                                   \
-  TFM_API(tfm_results_tokens)                                                  \
-  TFM_API(tfm_results_score)                                                   \
-  TFM_API(tfm_results_free)                                                    \
-  TFM_API(tfm_tokenizer_open)                                                  \
-  TFM_API(tfm_tokenizer_close)                                                 \
-  TFM_API(tfm_tokenizer_decode)                                                \
-  TFM_API(tfm_tokenizer_piece_id)                                              \
-  TFM_API(tfm_tokenizer_encode_framed)                                         \
-  TFM_API(tfm_languages_open)                                                  \
-  TFM_API(tfm_languages_close)                                                 \
-  TFM_API(tfm_languages_count)                                                 \
-  TFM_API(tfm_languages_code)                                                  \
-  TFM_API(tfm_languages_names)                                                 \
-  TFM_API(tfm_languages_pair)                                                  \
-  TFM_API(tfm_languages_find)                                                  \
-  TFM_API(tfm_languages_tokens)                                                \
-  TFM_API(tfm_free)
-  TFM_API_LIST
-#undef TFM_API
-};
+using tfm_runtime::RuntimeApi;
 
 /// A language of a model: its code and the other names that choose it.
 struct Language {
