@@ -91,11 +91,16 @@ bool ModelQueue::ready(Clock::time_point now, Clock::time_point &wakeAt) const {
   return true;
 }
 
+/// Tokens a sentence takes in a padded batch.
+static size_t paddedLength(const Sentence &sentence) {
+  return sentence.source.size() + sentence.prefix.size();
+}
+
 bool ModelQueue::fits(const Batch &batch, size_t longest,
                       const Sentence &next) const {
   // The runtime pads every sentence to the longest one.
-  size_t padded = (batch.items.size() + 1) *
-                  std::max(longest, next.source.size() + next.prefix.size());
+  size_t padded =
+      (batch.items.size() + 1) * std::max(longest, paddedLength(next));
   return batch.items.empty() || padded <= limits.maxTokens;
 }
 
@@ -112,16 +117,11 @@ size_t ModelQueue::takeRound(Batch &batch, size_t &longest) {
     const Sentence &next = job->sentences[job->nextToQueue];
     if (!fits(batch, longest, next))
       continue;
-    longest = std::max(longest, next.source.size() + next.prefix.size());
+    longest = std::max(longest, paddedLength(next));
     batch.items.emplace_back(job, job->nextToQueue++);
     ++taken;
   }
   return taken;
-}
-
-/// Tokens a sentence takes in a padded batch.
-static size_t paddedLength(const Sentence &sentence) {
-  return sentence.source.size() + sentence.prefix.size();
 }
 
 /// When more jobs wait than a batch holds: the oldest job's next sentence,
