@@ -146,10 +146,9 @@ bool ModelQueue::takeClosest(Batch &batch, size_t &longest) {
     size_t length = nextLength(job);
     return length > anchor ? length - anchor : anchor - length;
   };
-  std::stable_sort(candidates.begin() + 1, candidates.end(),
-                   [&](const auto &a, const auto &b) {
-                     return distance(a) < distance(b);
-                   });
+  std::stable_sort(
+      candidates.begin() + 1, candidates.end(),
+      [&](const auto &a, const auto &b) { return distance(a) < distance(b); });
   for (const std::shared_ptr<Job> &job : candidates) {
     if (batch.items.size() >= limits.maxSentences)
       break;
