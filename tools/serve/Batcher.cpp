@@ -81,10 +81,12 @@ void ModelQueue::remove(const std::shared_ptr<Job> &job) {
 bool ModelQueue::ready(Clock::time_point now, Clock::time_point &wakeAt) const {
   if (queuedSentences == 0)
     return false;
-  if (queuedSentences >= limits.maxSentences)
-    return true;
-  // Right after a batch: wait a little for as many sentences as it had.
-  if (windowEnd && now < *windowEnd && queuedSentences < lastBatch) {
+  // Right after a batch: wait a little for as many sentences as it had
+  // beside those it left waiting. Even when a full batch waits already,
+  // the choice among them and the answered clients' next sentences makes
+  // batches of closer lengths (takeClosest), which finish together.
+  size_t awaited = std::min(lastBatch + leftWaiting, limits.maxQueued);
+  if (windowEnd && now < *windowEnd && queuedSentences < awaited) {
     wakeAt = std::min(wakeAt, *windowEnd);
     return false;
   }
@@ -175,6 +177,7 @@ ModelQueue::Batch ModelQueue::take() {
            takeRound(batch, longest) > 0) {
     }
   queuedSentences -= batch.items.size();
+  leftWaiting = queuedSentences;
   // Jobs that gave sentences and have more go behind those that gave none.
   std::deque<std::shared_ptr<Job>> waiting, served;
   for (size_t i = 0; i < jobs.size(); ++i) {

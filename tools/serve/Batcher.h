@@ -11,7 +11,8 @@
 // options, then sorted by length. A queue is ready at once when its model
 // was idle; right after one of its batches ran it waits up to `wait` for as
 // many sentences as that batch had (the clients just answered tend to send
-// again), or for a full batch. No HTTP here: requests are Jobs.
+// again) beside those the batch left waiting. No HTTP here: requests are
+// Jobs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -149,6 +150,8 @@ private:
   std::deque<std::shared_ptr<Job>> jobs;
   size_t queuedSentences = 0;
   size_t lastBatch = 0;
+  /// Sentences still queued when the last batch was taken.
+  size_t leftWaiting = 0;
   std::optional<Clock::time_point> windowEnd;
 };
 

@@ -132,7 +132,8 @@ void addBatchOptions(CLI::App &app, ServeOptions &o) {
                std::chrono::duration<double, std::milli>(ms));
          },
          "after a batch, wait at most this long for as many sentences as it "
-         "had (an idle model runs a request at once) [5]")
+         "had beside those it left waiting (an idle model runs a request at "
+         "once) [5]")
       ->check(CLI::Range(0.0, 10000.0));
 }
 

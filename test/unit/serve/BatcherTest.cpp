@@ -156,6 +156,24 @@ TEST(ServeBatcher, AnIdleModelRunsAtOnceAndABusyOneWaitsBriefly) {
   EXPECT_TRUE(queue.ready(now + 1ms, wakeAt)); // as many as the last batch
 }
 
+// A batch of 2 left 2 waiting: a full batch waits, yet the queue gives the
+// 2 answered clients the window to send again, so that 4 are chosen from.
+TEST(ServeBatcher, ACrowdedQueueWaitsForTheAnsweredClients) {
+  ModelQueue queue(limits(2), echo);
+  Clock::time_point now = Clock::now(), wakeAt = Clock::time_point::max();
+  for (size_t length : {3, 9, 8, 4})
+    ASSERT_TRUE(queue.push(jobOf({length})));
+  queue.take();
+  queue.ran(2, now);
+  EXPECT_EQ(queue.queued(), 2u);
+  EXPECT_FALSE(queue.ready(now + 1ms, wakeAt)); // a full batch, no choice
+  EXPECT_EQ(wakeAt, now + 5ms);
+  ASSERT_TRUE(queue.push(jobOf({2})));
+  EXPECT_FALSE(queue.ready(now + 1ms, wakeAt));
+  ASSERT_TRUE(queue.push(jobOf({7})));
+  EXPECT_TRUE(queue.ready(now + 1ms, wakeAt)); // both clients came back
+}
+
 TEST(ServeBatcher, TheExecutorAnswersEachJobInOrder) {
   Executor executor(nullptr, nullptr);
   size_t model = executor.addModel(limits(3), echo);
