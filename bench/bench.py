@@ -165,11 +165,22 @@ def step_weight_bytes(model, precision="fp32"):
 
 def read_bandwidth(build, threads, env):
     """The machine's read bandwidth now (GB/s), as tfm-bench measures it."""
+    return read_bandwidths(build, threads, env, [])[0]
+
+
+def read_bandwidths(build, threads, env, sizes):
+    """The read bandwidth now (GB/s) of the memory (tfm-bench's 1 GiB) and
+    of arrays of `sizes` bytes read again and again (a dict by size): those
+    near the last-level cache's size read partly from it."""
     tool = os.path.join(build, "bin", "tfm-bench")
-    out = subprocess.run([tool, f"--num-threads={threads}"], check=True, env=env,
-                         capture_output=True, text=True).stdout
-    measured = json.loads(out)["read_bandwidth_gbs"]
-    return sum(measured) / len(measured)
+    cmd = [tool, f"--num-threads={threads}"]
+    if sizes:
+        cmd.append("--read-bytes=" + ",".join(str(int(b)) for b in sizes))
+    out = json.loads(subprocess.run(cmd, check=True, env=env, capture_output=True,
+                                    text=True).stdout)
+    measured = out["read_bandwidth_gbs"]
+    sized = {r["bytes"]: r["gbs"] for r in out.get("read_bandwidth_by_size", [])}
+    return sum(measured) / len(measured), sized
 
 
 def tfmc_backends(tfmc, wanted, notes):

@@ -118,6 +118,11 @@ static cl::opt<int> repetitions("repetitions", cl::init(5),
                                 cl::desc("Timed repetitions (median)"));
 static cl::opt<double> settle("settle", cl::init(0.25),
                               cl::desc("Seconds of sleep between engines"));
+static cl::list<int64_t> readBytes(
+    "read-bytes", cl::CommaSeparated,
+    cl::desc("Also the read bandwidth of arrays of these sizes (bytes), "
+             "each read again and again: the bound of a decode step whose "
+             "weights are that size"));
 static cl::opt<double> rtol("rtol", cl::init(1e-4),
                             cl::desc("Largest difference from the peer "
                                      "allowed, relative to its largest value"));
@@ -615,26 +620,33 @@ struct Instance {
 /// times the largest last-level cache of this project's hosts (32 MiB).
 constexpr int64_t kStreamedBytes = int64_t(256) << 20;
 
-/// The machine's read bandwidth with `threads` threads, in GB/s: each sums
-/// its share of a 1 GiB array (8 independent vector sums, so neither
-/// latency nor the adder binds), best of 5 passes after a warm-up.
-double readBandwidth(int threads) {
+/// The machine's read bandwidth with `threads` threads, in GB/s, reading a
+/// `bytes` array again and again as a decode step reads its weights once a
+/// token: each thread sums its share (8 independent vector sums, so neither
+/// latency nor the adder binds), enough passes for 1 GiB a sample, best of
+/// 5 samples after a warm-up. An array well past the last-level cache
+/// gives the memory's bandwidth; one near its size, what the cache adds.
+double readBandwidth(int threads, int64_t bytes = int64_t(1) << 30) {
   typedef float Vec __attribute__((vector_size(32)));
-  const int64_t bytes = int64_t(1) << 30, vectors = bytes / sizeof(Vec);
-  auto *data = static_cast<Vec *>(std::aligned_alloc(64, bytes));
-  if (!data)
-    fail("cannot allocate 1 GiB to measure the read bandwidth");
-  std::memset(static_cast<void *>(data), 1, bytes);
+  const int64_t vectors = bytes / sizeof(Vec);
+  const int64_t passes = std::max<int64_t>(1, (int64_t(1) << 30) / bytes);
+  auto *data =
+      static_cast<Vec *>(std::aligned_alloc(64, vectors * sizeof(Vec)));
+  if (vectors < 8 * threads || !data)
+    fail("cannot allocate " + Twine(bytes) +
+         " bytes to measure the read bandwidth");
+  std::memset(static_cast<void *>(data), 1, vectors * sizeof(Vec));
   std::vector<float> sink(threads);
-  auto pass = [&] {
+  auto sample = [&] {
     std::vector<std::thread> workers;
     for (int t = 0; t < threads; ++t)
       workers.emplace_back([&, t] {
         int64_t begin = vectors * t / threads, end = vectors * (t + 1) / threads;
         Vec acc[8] = {};
-        for (int64_t i = begin; i + 8 <= end; i += 8)
-          for (int j = 0; j < 8; ++j)
-            acc[j] += data[i + j];
+        for (int64_t p = 0; p < passes; ++p)
+          for (int64_t i = begin; i + 8 <= end; i += 8)
+            for (int j = 0; j < 8; ++j)
+              acc[j] += data[i + j];
         float total = 0;
         for (const Vec &v : acc)
           for (int j = 0; j < 8; ++j)
@@ -644,17 +656,17 @@ double readBandwidth(int threads) {
     for (std::thread &w : workers)
       w.join();
   };
-  pass();
+  sample();
   double best = 1e30;
   for (int i = 0; i < 5; ++i) {
     double start = now();
-    pass();
+    sample();
     best = std::min(best, now() - start);
   }
   std::free(data);
   if (sink[0] == 42.0f) // keep the sums alive
     errs() << "";
-  return bytes / best * 1e-9;
+  return double(vectors * sizeof(Vec)) * passes / best * 1e-9;
 }
 
 json::Value runBenchmark(Benchmark &b, mlir::MLIRContext &context,
@@ -929,6 +941,11 @@ int main(int argc, char **argv) {
       {"benchmarks", std::move(results)},
       {"read_bandwidth_gbs", json::Array{bandwidthBefore, bandwidthAfter}},
   };
+  json::Array sized;
+  for (int64_t bytes : readBytes)
+    sized.push_back(
+        json::Object{{"bytes", bytes}, {"gbs", readBandwidth(threads, bytes)}});
+  document["read_bandwidth_by_size"] = std::move(sized);
   json::Array precisionList{"fp32"};
   for (const std::string &p : precisions)
     if (p != "fp32")
