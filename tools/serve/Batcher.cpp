@@ -216,7 +216,7 @@ size_t Executor::addModel(BatchLimits limits, BatchRunner runner) {
 }
 
 void Executor::start() {
-  thread = std::thread([this] { loop(); });
+  thread = std::thread([this] { run(); });
 }
 
 void Executor::stop() {
@@ -265,7 +265,7 @@ std::optional<size_t> Executor::pickReady(Clock::time_point &wakeAt) {
   return std::nullopt;
 }
 
-void Executor::loop() {
+void Executor::run() {
   if (onStart)
     onStart();
   std::unique_lock<std::mutex> lock(mutex);

@@ -4,6 +4,9 @@
 // executor thread forms batches from the queues and runs them, one batch at
 // a time across all models (a single OpenMP root thread: the cores are never
 // shared by two batches, and no idle OpenMP team spins beside a busy one).
+// tfm-serve runs it on the main thread, which loaded the models (their
+// weight check is an OpenMP loop): a second root thread's first parallel
+// regions stalled for seconds on a crowded host.
 //
 // A batch takes sentences round-robin over the requests that wait (so a long
 // request does not hold back short ones: their sentences interleave), up to
@@ -155,7 +158,8 @@ private:
   std::optional<Clock::time_point> windowEnd;
 };
 
-/// Runs every model's batches on one thread, one at a time.
+/// Runs every model's batches on one thread, one at a time: the caller's
+/// (run) or its own (start).
 class Executor {
 public:
   /// `onStart` runs first on the executor thread (the runtime's thread
@@ -164,10 +168,14 @@ public:
            std::function<void(const BatchReport &)> onBatch);
   ~Executor();
 
-  /// Adds a model before start(); returns its index.
+  /// Adds a model before run() or start(); returns its index.
   size_t addModel(BatchLimits limits, BatchRunner runner);
+  /// Runs batches on the calling thread until stop().
+  void run();
+  /// Runs batches on a thread of its own.
   void start();
-  /// Finishes every queued sentence, then ends the thread.
+  /// Finishes every queued sentence, then ends run() (and joins the thread
+  /// of start()). Any thread may call it.
   void stop();
 
   /// Queues a job for a model; false when its queue is full.
@@ -177,7 +185,6 @@ public:
   size_t queued(size_t model) const;
 
 private:
-  void loop();
   std::optional<size_t> pickReady(Clock::time_point &wakeAt);
   void runBatch(size_t model, ModelQueue::Batch batch);
 

@@ -98,7 +98,6 @@ int main(int argc, char **argv) {
       },
       [&](const BatchReport &report) { metrics.observeBatch(report); });
   Service service(models, *catalog, executor, o.batch, o.service);
-  executor.start();
 
   HttpServer http(
       service, *catalog, metrics, access,
@@ -116,8 +115,14 @@ int main(int argc, char **argv) {
     sigwait(&stopSignals, &signal);
     http.stop();
   }).detach();
-  bool served = http.listen();
-  executor.stop();
+  bool served = false;
+  std::thread listener([&] {
+    served = http.listen();
+    executor.stop();
+  });
+  // Batches run on this thread, which loaded the models (see Batcher.h).
+  executor.run();
+  listener.join();
   if (!o.quiet)
     fmt::print(stderr, "tfm-serve: stopped\n");
   return served ? 0 : 1;
