@@ -29,9 +29,10 @@ Per engine:
   latency   one connection sending one sentence (the sentences' median by
             length) again and again: median and p99 latency beside the
             translator's own time for that sentence with the model loaded
-            (--batch-size 1) and the server's mean batch time from
-            /metrics; overhead = the median latency minus the translator's
-            time (target: <= 2 ms)
+            (--batch-size 1), measured just before and just after the
+            server's run (the host drifts over minutes), and the server's
+            mean batch time from /metrics; overhead = the median latency
+            minus the mean of the translator's two times (target: <= 2 ms)
 
 The translator's times are its --timing's, for a pass over the sentences
 once it runs: a run over them once subtracted from a run over them
@@ -290,30 +291,36 @@ def same_as_translator(server, sentences, translations):
     return sum(a == b for a, b in zip(answer, translations))
 
 
-def measure_translator(h, args, engine, sentences, one, env):
-    """The translator on the sentences at batch 32 and on the latency
-    sentence alone at batch 1 (per pass, as translator_seconds); its
-    translations, to compare the server's with."""
+def pass_seconds(h, args, engine, lines, batch, out, extra, env):
+    """translator_seconds, tried again when it comes out not positive: a
+    difference of two runs can on a busy host (the quick mode's tiny model
+    runs in milliseconds, beside other tests); the quick mode tries 5
+    times."""
+    for _ in range(5 if args.quick else 1):
+        seconds, translations = translator_seconds(h, engine["translator"], lines, batch,
+                                                   args, env, out, extra)
+        if seconds > 0:
+            return seconds, translations
+    sys.exit(f"bench: {engine['name']}: the translator's time per pass is not "
+             f"positive ({seconds:.4f} s): the machine is too noisy for this measurement")
+
+
+def measure_translator(h, args, engine, sentences, env):
+    """The translator on the sentences at batch 32 (per pass, as
+    translator_seconds); its translations, to compare the server's with."""
     out = os.path.join(args.out, f"serve-{engine['name']}")
     # Passes of at least 128 sentences beyond the first (4 batches of 32).
     extra = max(1, -(-128 // len(sentences)))
-    # A difference of two runs: on a busy host (the quick mode's tiny model
-    # runs in milliseconds, beside other tests) it can come out negative;
-    # the quick mode tries again.
-    for _ in range(5 if args.quick else 1):
-        seconds, translations = translator_seconds(h, engine["translator"], sentences,
-                                                   BATCH, args, env, out + ".de", extra)
-        one_seconds, _ = translator_seconds(h, engine["translator"], [one], 1, args, env,
-                                            out + ".one.de", 8)
-        if min(seconds, one_seconds) > 0:
-            break
-    else:
-        sys.exit(f"bench: {engine['name']}: the translator's time per pass is not "
-                 f"positive ({seconds:.4f} s, {one_seconds:.4f} s): the machine is too "
-                 "noisy for this measurement")
+    seconds, translations = pass_seconds(h, args, engine, sentences, BATCH, out + ".de",
+                                         extra, env)
     return {"batch_size": BATCH, "seconds": seconds, "extra_passes": extra,
-            "sentences_per_second": len(sentences) / seconds,
-            "one_sentence_ms": one_seconds * 1e3}, translations
+            "sentences_per_second": len(sentences) / seconds}, translations
+
+
+def one_sentence_ms(h, args, engine, one, env):
+    """The translator's time for the latency sentence alone at batch 1."""
+    out = os.path.join(args.out, f"serve-{engine['name']}.one.de")
+    return pass_seconds(h, args, engine, [one], 1, out, 8, env)[0] * 1e3
 
 
 def load_level(args, engine, paths, connections, translator, env):
@@ -333,17 +340,24 @@ def load_level(args, engine, paths, connections, translator, env):
             "batches": batches}
 
 
-def latency_run(args, engine, paths, sentence, translator, env):
+def latency_run(h, args, engine, paths, sentence, env):
+    """The server's latency for one sentence, between two measurements of
+    the translator's time for it (the host's speed drifts over minutes:
+    the mean of the two is the translator's time during the run)."""
+    before = one_sentence_ms(h, args, engine, sentence, env)
     figures, batches = served_run(args, engine, paths["one_body"], 1, args.serve_seconds,
                                   env)
+    after = one_sentence_ms(h, args, engine, sentence, env)
+    translator_ms = (before + after) / 2
     p50 = figures["latency_p50_us"] / 1e3
     return {"sentence": sentence, "requests": figures["requests"],
             "non_2xx": figures["non_2xx"], "p50_ms": p50,
             "p99_ms": figures["latency_p99_us"] / 1e3,
             "mean_ms": figures["latency_mean_us"] / 1e3,
-            "translator_ms": translator["one_sentence_ms"],
+            "translator_ms": translator_ms,
+            "translator_ms_before_after": [before, after],
             "server_batch_ms": batches["mean_batch_ms"],
-            "overhead_ms": p50 - translator["one_sentence_ms"],
+            "overhead_ms": p50 - translator_ms,
             "overhead_over_batch_ms": p50 - batches["mean_batch_ms"]}
 
 
@@ -390,7 +404,7 @@ def end_to_end(args, notes, h):
 def measure_engine(h, args, engine, paths, one, env):
     with open(paths["sentences"]) as f:
         sentences = f.read().splitlines()
-    translator, translations = measure_translator(h, args, engine, sentences, one, env)
+    translator, translations = measure_translator(h, args, engine, sentences, env)
     checked = min(4, len(sentences))
     server = Server(engine["serve"], engine["dir"], args.threads, env, engine["log"])
     try:
@@ -403,7 +417,7 @@ def measure_engine(h, args, engine, paths, one, env):
     for connections in args.serve_clients:
         record["load"][str(connections)] = load_level(args, engine, paths, connections,
                                                       translator, env)
-    record["latency"] = latency_run(args, engine, paths, one, translator, env)
+    record["latency"] = latency_run(h, args, engine, paths, one, env)
     return record
 
 
@@ -433,18 +447,20 @@ def tables(results):
                         f"{r['socket_errors']} | {r['batches']['batches']} | "
                         f"{r['batches']['mean_sentences']:.1f} |")
     text += "\n\n**Throughput** (target: >= 0.8x the translator at 64 clients)\n\n" + "\n".join(rows)
-    rows = ["| engine | requests | p50 (ms) | p99 (ms) | translator --timing (ms) | "
-            "overhead (ms) | server batch, /metrics (ms) | p50 - batch (ms) |",
+    rows = ["| engine | requests | p50 (ms) | p99 (ms) | translator --timing, before / "
+            "after (ms) | overhead (ms) | server batch, /metrics (ms) | p50 - batch (ms) |",
             "|---|---|---|---|---|---|---|---|"]
     for name, e in engines.items():
         r = e["latency"]
         rows.append(f"| {name} | {r['requests']} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | "
-                    f"{r['translator_ms']:.1f} | {r['overhead_ms']:+.1f} | "
+                    + " / ".join(f"{t:.1f}" for t in r["translator_ms_before_after"])
+                    + f" | {r['overhead_ms']:+.1f} | "
                     f"{r['server_batch_ms']:.1f} | {r['overhead_over_batch_ms']:+.1f} |")
     one = next(iter(engines.values()))["latency"]["sentence"]
     text += (f"\n\n**Latency at 1 client**, one sentence (\"{one}\") again and again; "
              "overhead = p50 minus the translator's own time for it with the model "
-             "loaded (target: <= 2 ms)\n\n" + "\n".join(rows))
+             "loaded, the mean of its times just before and just after the server's "
+             "run (target: <= 2 ms)\n\n" + "\n".join(rows))
     rows = ["| engine | clients | batches | sentences per batch: batches |", "|---|---|---|---|"]
     for name, e in engines.items():
         for c, r in e["load"].items():
