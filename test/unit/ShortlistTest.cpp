@@ -1,6 +1,7 @@
-//===- ShortlistTest.cpp - The vmap reader and the batch shortlist -------===//
+//===- ShortlistTest.cpp - The vmap formats and the batch shortlist ------===//
 
 #include "runtime/src/Shortlist.h"
+#include "tfm/abi/Vmap.h"
 
 #include "gtest/gtest.h"
 
@@ -35,24 +36,28 @@ const char kVmap[] = "\ta b\n"
                      "red house\tf\n"
                      "cat\tg\n";
 
-Shortlist parse(std::string_view text, VmapSkips *skipsOut = nullptr) {
-  Shortlist shortlist;
+VocabularyMap parseMap(std::string_view text, VmapSkips *skipsOut = nullptr) {
+  VocabularyMap map;
   VmapSkips skips;
   std::string error;
-  EXPECT_TRUE(Shortlist::parseVmap(text, "map.txt", wordId, letterId, 10,
-                                   shortlist, skips, error))
+  EXPECT_TRUE(
+      parseVmap(text, "map.txt", wordId, letterId, 10, map, skips, error))
       << error;
   if (skipsOut)
     *skipsOut = skips;
-  return shortlist;
+  return map;
+}
+
+Shortlist parse(std::string_view text, VmapSkips *skipsOut = nullptr) {
+  return Shortlist(parseMap(text, skipsOut));
 }
 
 std::string parseError(std::string_view text) {
-  Shortlist shortlist;
+  VocabularyMap map;
   VmapSkips skips;
   std::string error;
-  EXPECT_FALSE(Shortlist::parseVmap(text, "map.txt", wordId, letterId, 10,
-                                    shortlist, skips, error));
+  EXPECT_FALSE(
+      parseVmap(text, "map.txt", wordId, letterId, 10, map, skips, error));
   return error;
 }
 
@@ -85,10 +90,9 @@ std::string resealed(std::string bytes) {
 }
 
 std::string deserializeError(std::string_view bytes, int32_t vocab = 10) {
-  Shortlist shortlist;
+  VocabularyMap map;
   std::string error;
-  EXPECT_FALSE(
-      Shortlist::deserialize(bytes, "m/vmap.bin", vocab, shortlist, error));
+  EXPECT_FALSE(deserializeVmap(bytes, "m/vmap.bin", vocab, map, error));
   return error;
 }
 
@@ -96,8 +100,8 @@ std::string deserializeError(std::string_view bytes, int32_t vocab = 10) {
 
 TEST(Shortlist, UnigramsBigramsAndAlwaysIncluded) {
   Shortlist shortlist = parse(kVmap);
-  EXPECT_EQ(shortlist.longestNgram(), 2u);
-  EXPECT_EQ(shortlist.always(), (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(shortlist.vocabularyMap().longest, 2u);
+  EXPECT_EQ(shortlist.vocabularyMap().always, (std::vector<int32_t>{0, 1}));
   // "the house": a b (always), c (the), d e (house).
   EXPECT_EQ(candidatesOf(shortlist, {{0, 1}}),
             (std::vector<int32_t>{0, 1, 2, 3, 4}));
@@ -125,22 +129,23 @@ TEST(Shortlist, BatchIsTheUnionOfItsSentences) {
 TEST(Shortlist, SpecialTokensAndPrefixes) {
   Shortlist shortlist = parse(kVmap);
   shortlist.alwaysInclude({9, 8, 9, -1, 10});
-  EXPECT_EQ(shortlist.always(), (std::vector<int32_t>{0, 1, 8, 9}));
+  EXPECT_EQ(shortlist.vocabularyMap().always,
+            (std::vector<int32_t>{0, 1, 8, 9}));
   EXPECT_EQ(candidatesOf(shortlist, {{3}}, {{7, 2}, {}}),
             (std::vector<int32_t>{0, 1, 2, 6, 7, 8, 9}));
 }
 
-TEST(Shortlist, RepeatedNgramReplacesAsCTranslate2Does) {
+TEST(VmapText, RepeatedNgramReplacesAsCTranslate2Does) {
   Shortlist shortlist = parse("the\ta b\nthe\tc\n\td\n");
   EXPECT_EQ(candidatesOf(shortlist, {{0}}), (std::vector<int32_t>{2, 3}));
 }
 
-TEST(Shortlist, CrlfAndBlankLinesAndExtraSpaces) {
+TEST(VmapText, CrlfAndBlankLinesAndExtraSpaces) {
   Shortlist shortlist = parse("the\tc  d\r\n\r\n\n  \ta\r\n");
   EXPECT_EQ(candidatesOf(shortlist, {{0}}), (std::vector<int32_t>{0, 2, 3}));
 }
 
-TEST(Shortlist, UnknownPiecesAreSkippedAndCounted) {
+TEST(VmapText, UnknownPiecesAreSkippedAndCounted) {
   VmapSkips skips;
   Shortlist shortlist = parse("the\tc zz d\nhouse\te\ndog\tf\n", &skips);
   EXPECT_EQ(skips.targetPieces, 1u);
@@ -154,7 +159,7 @@ TEST(Shortlist, UnknownPiecesAreSkippedAndCounted) {
   EXPECT_EQ(candidatesOf(shortlist, {{0}}), (std::vector<int32_t>{2, 3}));
 }
 
-TEST(Shortlist, MalformedTextIsRefusedWithFileAndLine) {
+TEST(VmapText, MalformedTextIsRefusedWithFileAndLine) {
   EXPECT_EQ(parseError("the\tc\nhouse d\n"),
             "map.txt:2: no TAB between the source n-gram and its target "
             "pieces");
@@ -169,35 +174,32 @@ TEST(Shortlist, MalformedTextIsRefusedWithFileAndLine) {
             "another vocabulary");
 }
 
-TEST(Shortlist, TargetIdBeyondTheModelIsRefused) {
-  Shortlist shortlist;
+TEST(VmapText, TargetIdBeyondTheModelIsRefused) {
+  VocabularyMap map;
   VmapSkips skips;
   std::string error;
-  EXPECT_FALSE(Shortlist::parseVmap("the\tj\n", "map.txt", wordId, letterId, 5,
-                                    shortlist, skips, error));
+  EXPECT_FALSE(
+      parseVmap("the\tj\n", "map.txt", wordId, letterId, 5, map, skips, error));
   EXPECT_EQ(error, "map.txt:1: the target piece 'j' has id 9, outside the "
                    "model's vocabulary of 5");
 }
 
-TEST(Shortlist, CompactFormKeepsTheMap) {
-  Shortlist shortlist = parse(kVmap);
-  std::string bytes = shortlist.serialize();
-  Shortlist loaded;
+TEST(VmapCompact, CompactFormKeepsTheMap) {
+  VocabularyMap map = parseMap(kVmap);
+  std::string bytes = serializeVmap(map);
+  VocabularyMap loaded;
   std::string error;
-  ASSERT_TRUE(Shortlist::deserialize(bytes, "m/vmap.bin", 10, loaded, error))
-      << error;
-  EXPECT_EQ(loaded.ruleCount(), 4u);
-  EXPECT_EQ(loaded.longestNgram(), 2u);
-  for (std::vector<int32_t> sentence :
-       {std::vector<int32_t>{0, 1}, {2, 1}, {3, 2, 1, 0}, {}})
-    EXPECT_EQ(candidatesOf(loaded, {sentence}),
-              candidatesOf(shortlist, {sentence}));
+  ASSERT_TRUE(deserializeVmap(bytes, "m/vmap.bin", 10, loaded, error)) << error;
+  EXPECT_EQ(loaded.rules.size(), 4u);
+  EXPECT_EQ(loaded.longest, 2u);
+  EXPECT_EQ(loaded.rules, map.rules);
+  EXPECT_EQ(loaded.always, map.always);
   // The same map, the same bytes.
-  EXPECT_EQ(loaded.serialize(), bytes);
+  EXPECT_EQ(serializeVmap(loaded), bytes);
 }
 
-TEST(Shortlist, CorruptCompactFormIsRefusedWithFileAndOffset) {
-  std::string bytes = parse(kVmap).serialize();
+TEST(VmapCompact, CorruptCompactFormIsRefusedWithFileAndOffset) {
+  std::string bytes = serializeVmap(parseMap(kVmap));
   EXPECT_EQ(deserializeError("TFMVMAP2"),
             "m/vmap.bin: offset 0: not a compiled vmap (no TFMVMAP1 at its "
             "start)");

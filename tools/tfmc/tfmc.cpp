@@ -8,6 +8,9 @@
 //                [--mlir-print-ir-after=PASS] [--tfm-pass-statistics] ...
 //   tfmc compile GRAPH.mlir --weights MODEL_DIR [the options above]
 //   tfmc graph   MODEL_DIR [--stage=imported|fused|backends] -o model.svg
+//   tfmc shortlist --source SRC.pieces --target TGT.pieces -o vmap.txt
+//   tfmc shortlist --measure --vmap vmap.txt --vocab vocab.json
+//                  --source TEST.pieces [--target REF.pieces]
 //
 // `import` reads a checkpoint of one of the families and prints it as `tfm`
 // IR in primitive form. `compile` runs the compiler's pipeline on it: to a
@@ -16,7 +19,10 @@
 // pass-manager options (print the IR after any pass, timing) apply. Given a
 // `tfm` graph instead (imported, edited, fused), `compile` takes it with the
 // tensors it names from MODEL_DIR. `graph` draws the model at a stage of
-// the pipeline with Graphviz.
+// the pipeline with Graphviz. `shortlist` builds a vocabulary map from a
+// tokenized parallel corpus (ShortlistBuilder.h), which `compile --vmap`
+// stores with the model (Vmap.h), or measures a map's shortlists on a test
+// set.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,7 +37,10 @@
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
 #include "tfm/abi/ModelInfo.h"
+#include "tfm/abi/Vmap.h"
 #include "tools/Version.h"
+#include "tools/tfmc/ShortlistBuilder.h"
+#include "tools/tfmc/Vmap.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
@@ -63,6 +72,13 @@ enum class Stage { Imported, Fused, Backends };
 // tfmc's own options; --help shows only these (--help-hidden: all of
 // LLVM's and MLIR's, which work as usual).
 static cl::OptionCategory tfmcOptions("tfmc options");
+// `tfmc shortlist` takes no model directory: a subcommand of its own, so
+// that the positional argument the others require does not apply.
+static cl::SubCommand
+    shortlistCommand("shortlist",
+                     "build a vocabulary map (vmap) from a tokenized parallel "
+                     "corpus, or measure one's shortlists");
+static cl::OptionCategory shortlistOptions("tfmc shortlist options");
 
 static cl::opt<std::string>
     modelDir(cl::Positional, cl::Required,
@@ -78,7 +94,9 @@ static cl::opt<std::string>
     outputFile("o",
                cl::desc("Output: a directory for a translator, else a file "
                         "(default: stdout)"),
-               cl::value_desc("path"), cl::init("-"), cl::cat(tfmcOptions));
+               cl::value_desc("path"), cl::init("-"), cl::cat(tfmcOptions),
+               cl::sub(cl::SubCommand::getTopLevel()),
+               cl::sub(shortlistCommand));
 static cl::opt<bool>
     summary("summary", cl::desc("import: print an overview instead of the IR"),
             cl::cat(tfmcOptions));
@@ -158,6 +176,68 @@ static cl::opt<std::string> targetLang(
     cl::desc("compile: the target language of a model of one pair, e.g. de; "
              "with --source-lang"),
     cl::value_desc("code"), cl::cat(tfmcOptions));
+static cl::opt<std::string> vmapFile(
+    "vmap",
+    cl::desc("compile: a vocabulary map (CTranslate2's vmap: 'SOURCE "
+             "PIECES<TAB>TARGET PIECES' a line) to store with the model for "
+             "the translator's shortlist, checked against the model's "
+             "vocabulary; shortlist --measure: the map to measure"),
+    cl::value_desc("file"), cl::cat(tfmcOptions),
+    cl::sub(cl::SubCommand::getTopLevel()), cl::sub(shortlistCommand));
+static cl::opt<std::string> corpusSource(
+    "source",
+    cl::desc("The source side of the parallel corpus: SentencePiece pieces "
+             "separated by spaces, a sentence a line (spm_encode "
+             "--model=source.spm writes them)"),
+    cl::value_desc("file"), cl::cat(shortlistOptions),
+    cl::sub(shortlistCommand));
+static cl::opt<std::string> corpusTarget(
+    "target",
+    cl::desc("The target side, as many lines (with --measure: the "
+             "references, for the share of their pieces the shortlist holds)"),
+    cl::value_desc("file"), cl::cat(shortlistOptions),
+    cl::sub(shortlistCommand));
+static cl::opt<unsigned> shortlistTopK(
+    "top-k",
+    cl::desc("Target pieces kept per source n-gram: those of highest "
+             "p(t|s) = pairs(s,t) / pairs(s), besides the frequent ones"),
+    cl::init(100), cl::cat(shortlistOptions), cl::sub(shortlistCommand));
+static cl::opt<unsigned> shortlistFrequent(
+    "frequent",
+    cl::desc("Target pieces always included: those in the most sentence "
+             "pairs"),
+    cl::init(100), cl::cat(shortlistOptions), cl::sub(shortlistCommand));
+static cl::opt<double> shortlistMinProbability(
+    "min-probability",
+    cl::desc("Keep a target piece for a source n-gram only if p(t|s) is at "
+             "least this"),
+    cl::init(0.0), cl::cat(shortlistOptions), cl::sub(shortlistCommand));
+static cl::opt<unsigned> shortlistMinCount(
+    "min-count",
+    cl::desc("Source pieces seen in fewer sentence pairs get no line"),
+    cl::init(1), cl::cat(shortlistOptions), cl::sub(shortlistCommand));
+static cl::opt<unsigned> shortlistNgrams(
+    "ngrams",
+    cl::desc("1: source pieces; 2: source bigrams too, seen in at least "
+             "--min-ngram-count pairs, with the targets their pieces' lines "
+             "lack"),
+    cl::init(1), cl::cat(shortlistOptions), cl::sub(shortlistCommand));
+static cl::opt<unsigned> shortlistMinNgramCount(
+    "min-ngram-count",
+    cl::desc("Source bigrams seen in fewer sentence pairs get no line"),
+    cl::init(5), cl::cat(shortlistOptions), cl::sub(shortlistCommand));
+static cl::opt<bool> shortlistMeasure(
+    "measure",
+    cl::desc("Measure --vmap instead: the median size of the shortlist of "
+             "the batches of --source (pieces), with --vocab"),
+    cl::cat(shortlistOptions), cl::sub(shortlistCommand));
+static cl::opt<std::string>
+    shortlistVocab("vocab", cl::desc("--measure: the model's vocab.json"),
+                   cl::value_desc("file"), cl::cat(shortlistOptions),
+                   cl::sub(shortlistCommand));
+static cl::list<unsigned> shortlistBatchSizes(
+    "batch-sizes", cl::desc("--measure: the batch sizes (default 1,32)"),
+    cl::CommaSeparated, cl::cat(shortlistOptions), cl::sub(shortlistCommand));
 static cl::opt<bool> passStatistics(
     "tfm-pass-statistics",
     cl::desc("Print what the tfm passes did (blocks fused, ...) to stderr"),
@@ -174,7 +254,14 @@ static const char *kUsage =
     "  tfmc compile MODEL_DIR --compile-to=input|fused|llvm [-o out.mlir]\n"
     "  tfmc compile GRAPH.mlir --weights MODEL_DIR [the options above]\n"
     "  tfmc graph   MODEL_DIR [--stage=imported|fused|backends] -o "
-    "model.svg\n\n"
+    "model.svg\n"
+    "  tfmc compile MODEL_DIR -o OUT_DIR --vmap vmap.txt   (a vocabulary "
+    "shortlist)\n"
+    "  tfmc shortlist --source SRC.pieces --target TGT.pieces -o vmap.txt "
+    "[--top-k K]\n"
+    "               [--frequent M] [--min-probability P] [--ngrams 1|2]\n"
+    "  tfmc shortlist --measure --vmap vmap.txt --vocab vocab.json --source "
+    "TEST.pieces\n\n"
     "MODEL_DIR holds a Hugging Face checkpoint (config.json, model.safetensors "
     "or\npytorch_model.bin; model_type marian, bart, mbart, m2m_100, t5, mt5) "
     "or a Marian\n.npz release, and for text in and out the family's "
@@ -378,6 +465,53 @@ prepareOutput(mlir::ModuleOp module) {
   return tokenizer;
 }
 
+/// `compile --vmap`: the map read with the model's vocabulary and stored
+/// as OUT_DIR/vmap.bin, which joins the files copied or embedded. The
+/// special tokens are always included. The vocabulary is vocab.json (the
+/// Marian layout's, M2M-100's): the families whose ids come from a
+/// SentencePiece model alone are not read yet.
+static Error storeVmap(mlir::ModuleOp module,
+                       mlir::tfm::TokenizerFiles &tokenizer) {
+  auto vocabPath = llvm::find_if(tokenizer.files, [](const std::string &file) {
+    return sys::path::filename(file) == "vocab.json";
+  });
+  if (vocabPath == tokenizer.files.end())
+    return createStringError(
+        inconvertibleErrorCode(),
+        "--vmap " + vmapFile +
+            ": the model's target pieces get ids from its vocab.json, and " +
+            checkpointDir() +
+            " has none (only Marian's layout and "
+            "M2M-100's have one)");
+  Expected<tfm_tools::Vocabulary> vocabulary =
+      tfm_tools::readVocabulary(*vocabPath);
+  if (!vocabulary)
+    return vocabulary.takeError();
+  auto model = module->getAttrOfType<mlir::DictionaryAttr>("tfm.model");
+  auto modelInt = [&](StringRef key) {
+    auto value = model ? model.getAs<mlir::IntegerAttr>(key) : nullptr;
+    return value ? int32_t(value.getInt()) : int32_t(-1);
+  };
+  std::vector<int32_t> specials;
+  for (StringRef key : {"eos_token_id", "pad_token_id",
+                        "decoder_start_token_id", "forced_bos_token_id"})
+    specials.push_back(modelInt(key));
+  if (vocabulary->count("<unk>"))
+    specials.push_back(vocabulary->lookup("<unk>"));
+  llvm::erase_if(specials, [](int32_t id) { return id < 0; });
+  SmallString<256> outPath(outputFile);
+  sys::path::append(outPath, tfm_runtime::kVmapFileName);
+  std::string warning;
+  if (Error err = tfm_tools::storeVmap(vmapFile, *vocabulary,
+                                       modelInt("target_vocab_size"), specials,
+                                       outPath, warning))
+    return err;
+  if (!warning.empty())
+    WithColor::warning(errs(), "tfmc") << warning << "\n";
+  tokenizer.files.push_back(outPath.str().str());
+  return Error::success();
+}
+
 static int compileTranslator(mlir::ModuleOp module,
                              ArrayRef<std::string> tokenizerFiles) {
   SmallString<256> object(outputFile), weights(outputFile),
@@ -509,6 +643,53 @@ static int drawGraph(mlir::ModuleOp module) {
   return 0;
 }
 
+/// `tfmc shortlist`: builds a vmap from --source and --target, or with
+/// --measure reports the shortlists of --vmap on --source.
+static int runShortlist() {
+  if (corpusSource.empty())
+    return reportError("shortlist needs --source: the source side's pieces");
+  if (shortlistMeasure) {
+    if (vmapFile.empty() || shortlistVocab.empty())
+      return reportError("shortlist --measure needs --vmap and --vocab");
+    Expected<tfm_tools::Vocabulary> vocabulary =
+        tfm_tools::readVocabulary(shortlistVocab);
+    if (!vocabulary)
+      return reportError(toString(vocabulary.takeError()));
+    std::vector<unsigned> batches(shortlistBatchSizes.begin(),
+                                  shortlistBatchSizes.end());
+    if (batches.empty())
+      batches = {1, 32};
+    if (llvm::is_contained(batches, 0u))
+      return reportError("--batch-sizes: a batch has at least 1 sentence");
+    if (Error err = tfm_tools::measureShortlist(
+            vmapFile, *vocabulary, corpusSource, corpusTarget, batches, outs()))
+      return reportError(toString(std::move(err)));
+    return 0;
+  }
+  if (corpusTarget.empty())
+    return reportError("shortlist needs --target: the target side's pieces");
+  if (shortlistNgrams < 1 || shortlistNgrams > 2)
+    return reportError("--ngrams is 1 (source pieces) or 2 (and bigrams)");
+  tfm_tools::ShortlistOptions options;
+  options.topK = shortlistTopK;
+  options.frequent = shortlistFrequent;
+  options.minProbability = shortlistMinProbability;
+  options.minCount = shortlistMinCount;
+  options.ngrams = shortlistNgrams;
+  options.minNgramCount = shortlistMinNgramCount;
+  std::string text;
+  raw_string_ostream os(text);
+  Expected<tfm_tools::ShortlistSummary> summary =
+      tfm_tools::buildShortlist(corpusSource, corpusTarget, options, os);
+  if (!summary)
+    return reportError(toString(summary.takeError()));
+  errs() << "tfmc shortlist: " << summary->pairs << " sentence pairs, "
+         << summary->unigramRules << " source pieces and "
+         << summary->bigramRules << " bigrams with targets, "
+         << summary->targetEntries << " target entries\n";
+  return writeOutput([&](raw_ostream &out) { out << text; });
+}
+
 static void printVersion(raw_ostream &os) {
   os << "tfmc " << TFM_VERSION << " (commit " << TFM_COMMIT << ")\n"
      << "built with LLVM/MLIR " << LLVM_VERSION_STRING << "\n";
@@ -552,6 +733,12 @@ static int run(StringRef command) {
     if (!found)
       return reportError(toString(found.takeError()));
     tokenizer = std::move(*found);
+    if (!vmapFile.empty())
+      if (Error err = storeVmap(**module, *tokenizer))
+        return reportError(toString(std::move(err)));
+  } else if (!vmapFile.empty()) {
+    return reportError("--vmap is stored with a translator: `tfmc compile "
+                       "MODEL_DIR -o OUT_DIR --vmap FILE`");
   } else if (!sourceLang.empty() || !targetLang.empty()) {
     return reportError("--source-lang and --target-lang are recorded in a "
                        "translator: `tfmc compile MODEL_DIR -o OUT_DIR`");
@@ -620,6 +807,13 @@ int main(int argc, char **argv) {
   if (command == "--version" || command == "version") {
     printVersion(outs());
     return 0;
+  }
+  if (command == "shortlist") {
+    // As a subcommand: "tfmc shortlist ..." selects it.
+    cl::HideUnrelatedOptions({&shortlistOptions, &tfmcOptions},
+                             shortlistCommand);
+    cl::ParseCommandLineOptions(argc, argv, kUsage);
+    return runShortlist();
   }
   if (command != "import" && command != "compile" && command != "graph") {
     if (command == "--help" || command == "-h" || command == "help") {
