@@ -232,6 +232,14 @@ void warn(PyObject *category, const std::string &message) {
 struct TranslationResult {
   std::vector<std::variant<std::string, std::vector<int32_t>>> hypotheses;
   std::vector<float> scores;
+  std::vector<std::vector<float>> tokenScores;
+};
+
+/// One given translation's score (score_batch): sum(log p) /
+/// length^length_penalty, EOS counted, and each token's log p, EOS's last.
+struct ScoringResult {
+  float score = 0;
+  std::vector<float> tokenScores;
 };
 
 class Translator {
@@ -279,8 +287,8 @@ public:
                  py::handle maxLengthArg, py::handle maxLengthRatioArg,
                  py::handle minLengthArg, py::handle lengthPenaltyArg,
                  py::handle maxBatchSizeArg, py::handle returnScoresArg,
-                 py::handle targetPrefixArg, py::handle sourceLangArg,
-                 py::handle targetLangArg) {
+                 py::handle returnTokenScoresArg, py::handle targetPrefixArg,
+                 py::handle sourceLangArg, py::handle targetLangArg) {
     tfm_search_options opts;
     api.tfm_search_options_default(&opts);
     // A beam wider than the target vocabulary finds nothing more at its
@@ -311,9 +319,242 @@ public:
     size_t maxBatchSize =
         size_t(intArg(maxBatchSizeArg, "max_batch_size", 1, kInt32Max));
     bool returnScores = boolArg(returnScoresArg, "return_scores");
+    bool returnTokenScores =
+        boolArg(returnTokenScoresArg, "return_token_scores");
     tfm_language_tokens langTokens =
         languageTokens(sourceLangArg, targetLangArg);
 
+    std::vector<bool> text;
+    std::vector<std::vector<int32_t>> ids =
+        sourceSentences(source, langTokens, text);
+    std::vector<std::vector<int32_t>> prefixes =
+        targetPrefixes(targetPrefixArg, ids.size());
+    // The target language's token first, as the translator forces it.
+    for (std::vector<int32_t> &prefix : prefixes)
+      prefix.insert(prefix.begin(), langTokens.target_prefix,
+                    langTokens.target_prefix + langTokens.target_prefix_length);
+    std::vector<TranslationResult> results(ids.size());
+    std::vector<size_t> pending;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (!ids[i].empty()) {
+        pending.push_back(i);
+        continue;
+      }
+      if (text[i])
+        results[i].hypotheses.emplace_back(std::string());
+      else
+        results[i].hypotheses.emplace_back(std::vector<int32_t>());
+      if (returnScores)
+        results[i].scores.push_back(0.0f);
+      if (returnTokenScores)
+        results[i].tokenScores.emplace_back();
+    }
+    for (size_t start = 0; start < pending.size(); start += maxBatchSize) {
+      size_t count = std::min(pending.size() - start, maxBatchSize);
+      std::vector<const int32_t *> batch, batchPrefixes;
+      std::vector<int32_t> lengths, prefixLengths;
+      for (size_t k = 0; k < count; ++k) {
+        size_t i = pending[start + k];
+        batch.push_back(ids[i].data());
+        lengths.push_back(int32_t(ids[i].size()));
+        batchPrefixes.push_back(prefixes[i].data());
+        prefixLengths.push_back(int32_t(prefixes[i].size()));
+      }
+      tfm_results *out = nullptr;
+      tfm_status status;
+      {
+        py::gil_scoped_release unlocked;
+        status = api.tfm_translate_prefixed(
+            model, &opts, batch.data(), lengths.data(), batchPrefixes.data(),
+            prefixLengths.data(), int32_t(count), &out);
+      }
+      if (status) {
+        std::string message = api.tfm_status_message(status);
+        api.tfm_status_free(status);
+        throw std::runtime_error(batchError(message, &pending[start], count));
+      }
+      for (size_t k = 0; k < count; ++k) {
+        size_t i = pending[start + k];
+        for (int32_t rank = 0; rank < api.tfm_results_count(out, int32_t(k));
+             ++rank) {
+          int32_t length = 0;
+          const int32_t *tokens =
+              api.tfm_results_tokens(out, int32_t(k), rank, &length);
+          if (text[i])
+            results[i].hypotheses.emplace_back(decode(tokens, length));
+          else
+            results[i].hypotheses.emplace_back(
+                std::vector<int32_t>(tokens, tokens + length));
+          if (returnScores)
+            results[i].scores.push_back(
+                api.tfm_results_score(out, int32_t(k), rank));
+          if (returnTokenScores) {
+            const float *scores =
+                api.tfm_results_token_scores(out, int32_t(k), rank, &length);
+            results[i].tokenScores.emplace_back(scores, scores + length);
+          }
+        }
+      }
+      api.tfm_results_free(out);
+    }
+    return results;
+  }
+
+  /// Scores targets[i] as the translation of source[i] (score_batch), in
+  /// batches of `max_batch_size`, as the translator's --score does.
+  std::vector<ScoringResult> scoreBatch(py::handle source, py::handle target,
+                                        py::handle maxBatchSizeArg,
+                                        py::handle lengthPenaltyArg,
+                                        py::handle sourceLangArg,
+                                        py::handle targetLangArg) {
+    tfm_search_options opts;
+    api.tfm_search_options_default(&opts);
+    opts.length_penalty = floatArg(lengthPenaltyArg, "length_penalty");
+    size_t maxBatchSize =
+        size_t(intArg(maxBatchSizeArg, "max_batch_size", 1, kInt32Max));
+    tfm_language_tokens langTokens =
+        languageTokens(sourceLangArg, targetLangArg);
+    std::vector<bool> text;
+    std::vector<std::vector<int32_t>> ids =
+        sourceSentences(source, langTokens, text);
+    std::vector<std::vector<int32_t>> targets =
+        scoredTargets(target, ids.size(), langTokens);
+    std::vector<int32_t> forced(langTokens.target_prefix,
+                                langTokens.target_prefix +
+                                    langTokens.target_prefix_length);
+    std::vector<ScoringResult> results(ids.size());
+    std::vector<size_t> pending;
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (!ids[i].empty()) // a blank source scores 0
+        pending.push_back(i);
+    for (size_t start = 0; start < pending.size(); start += maxBatchSize) {
+      size_t count = std::min(pending.size() - start, maxBatchSize);
+      std::vector<const int32_t *> sources, prefixes, scored;
+      std::vector<int32_t> lengths, prefixLengths, scoredLengths;
+      for (size_t k = 0; k < count; ++k) {
+        size_t i = pending[start + k];
+        sources.push_back(ids[i].data());
+        lengths.push_back(int32_t(ids[i].size()));
+        prefixes.push_back(forced.data());
+        prefixLengths.push_back(int32_t(forced.size()));
+        scored.push_back(targets[i].data());
+        scoredLengths.push_back(int32_t(targets[i].size()));
+      }
+      tfm_batch batch{int32_t(count),       sources.data(),
+                      lengths.data(),       prefixes.data(),
+                      prefixLengths.data(), scored.data(),
+                      scoredLengths.data(), nullptr};
+      tfm_results *out = nullptr;
+      tfm_status status;
+      {
+        py::gil_scoped_release unlocked;
+        status = api.tfm_score_batch(model, &opts, &batch, &out);
+      }
+      if (status) {
+        std::string message = api.tfm_status_message(status);
+        api.tfm_status_free(status);
+        throw std::runtime_error(batchError(message, &pending[start], count));
+      }
+      for (size_t k = 0; k < count; ++k) {
+        ScoringResult &r = results[pending[start + k]];
+        int32_t length = 0;
+        const float *scores =
+            api.tfm_results_token_scores(out, int32_t(k), 0, &length);
+        r.score = api.tfm_results_score(out, int32_t(k), 0);
+        r.tokenScores.assign(scores, scores + length);
+      }
+      api.tfm_results_free(out);
+    }
+    return results;
+  }
+
+private:
+  /// score_batch's targets: one per source sentence, each a str (cut by
+  /// the target's SentencePiece model, after the target language's
+  /// tokens, which text translations leave out) or target token ids (a
+  /// last EOS dropped).
+  std::vector<std::vector<int32_t>>
+  scoredTargets(py::handle arg, size_t count,
+                const tfm_language_tokens &langTokens) {
+    auto list = py::reinterpret_steal<py::list>(
+        PyUnicode_Check(arg.ptr()) ? nullptr : PySequence_List(arg.ptr()));
+    if (!list) {
+      PyErr_Clear();
+      throw py::type_error("target must be a list with a translation per "
+                           "source sentence, found " +
+                           describe(arg));
+    }
+    if (list.size() != count)
+      throw py::value_error("target has " + std::to_string(list.size()) +
+                            " entries for " + std::to_string(count) +
+                            " source sentences");
+    std::vector<std::vector<int32_t>> out(count);
+    for (size_t i = 0; i < count; ++i) {
+      std::string where = "target " + std::to_string(i);
+      if (PyUnicode_Check(list[i].ptr()))
+        out[i] = targetText(list[i], where, langTokens);
+      else
+        out[i] = targetTokenIds(list[i], where);
+    }
+    return out;
+  }
+
+  std::vector<int32_t> targetText(py::handle item, const std::string &where,
+                                  const tfm_language_tokens &langTokens) {
+    if (!tokenizer)
+      throw std::invalid_argument(where + ": this model has no tokenizer: "
+                                          "give target token ids");
+    std::string line;
+    if (utf8Text(item, line))
+      warn(PyExc_UnicodeWarning, where + ": lone surrogates (invalid UTF-8), "
+                                         "replaced by U+FFFD");
+    std::vector<int32_t> out(langTokens.target_prefix,
+                             langTokens.target_prefix +
+                                 langTokens.target_prefix_length);
+    int32_t *ids = nullptr, length = 0;
+    tfm_status status = api.tfm_tokenizer_encode_target(
+        tokenizer, line.data(), line.size(), &ids, &length);
+    if (status) {
+      std::string message = api.tfm_status_message(status);
+      api.tfm_status_free(status);
+      throw std::invalid_argument(where + ": " + message);
+    }
+    out.insert(out.end(), ids, ids + length);
+    api.tfm_free(ids);
+    return out;
+  }
+
+  std::vector<int32_t> targetTokenIds(py::handle item,
+                                      const std::string &where) {
+    auto list = py::reinterpret_steal<py::list>(PySequence_List(item.ptr()));
+    if (!list) {
+      PyErr_Clear();
+      throw py::type_error(where +
+                           ": expected a str or a list of target "
+                           "token ids, found " +
+                           describe(item));
+    }
+    std::vector<int32_t> out;
+    for (size_t k = 0; k < list.size(); ++k)
+      out.push_back(targetId(list[k], where + ": token " + std::to_string(k)));
+    if (!out.empty() && out.back() == config.eos_token_id)
+      out.pop_back();
+    for (int32_t id : out)
+      if (id == config.eos_token_id || id == config.pad_token_id)
+        throw py::value_error(where + ": token id " + std::to_string(id) +
+                              " is the model's " +
+                              (id == config.eos_token_id ? "EOS" : "padding") +
+                              ", which a target holds only last (EOS)");
+    return out;
+  }
+
+  /// The source ids of `source` (an iterable of str or sequences of
+  /// source ids), each checked, framed and cut as the translator does;
+  /// `text[i]` says whether sentence i was a str. A blank sentence has no
+  /// ids.
+  std::vector<std::vector<int32_t>>
+  sourceSentences(py::handle source, const tfm_language_tokens &langTokens,
+                  std::vector<bool> &text) {
     // One str is an iterable of one-character sentences: surely a mistake.
     if (PyUnicode_Check(source.ptr()) || PyBytes_Check(source.ptr()) ||
         PyByteArray_Check(source.ptr()))
@@ -336,7 +577,7 @@ public:
     // ids for no ids, as the translator gives a blank line for a blank
     // one).
     std::vector<std::vector<int32_t>> ids(sentences.size());
-    std::vector<bool> text(sentences.size());
+    text.assign(sentences.size(), false);
     for (size_t i = 0; i < sentences.size(); ++i) {
       py::handle item = sentences[i];
       std::string where = "sentence " + std::to_string(i);
@@ -378,73 +619,9 @@ public:
       }
     }
 
-    std::vector<std::vector<int32_t>> prefixes =
-        targetPrefixes(targetPrefixArg, sentences.size());
-    // The target language's token first, as the translator forces it.
-    for (std::vector<int32_t> &prefix : prefixes)
-      prefix.insert(prefix.begin(), langTokens.target_prefix,
-                    langTokens.target_prefix + langTokens.target_prefix_length);
-    std::vector<TranslationResult> results(sentences.size());
-    std::vector<size_t> pending;
-    for (size_t i = 0; i < ids.size(); ++i) {
-      if (!ids[i].empty()) {
-        pending.push_back(i);
-        continue;
-      }
-      if (text[i])
-        results[i].hypotheses.emplace_back(std::string());
-      else
-        results[i].hypotheses.emplace_back(std::vector<int32_t>());
-      if (returnScores)
-        results[i].scores.push_back(0.0f);
-    }
-    for (size_t start = 0; start < pending.size(); start += maxBatchSize) {
-      size_t count = std::min(pending.size() - start, maxBatchSize);
-      std::vector<const int32_t *> batch, batchPrefixes;
-      std::vector<int32_t> lengths, prefixLengths;
-      for (size_t k = 0; k < count; ++k) {
-        size_t i = pending[start + k];
-        batch.push_back(ids[i].data());
-        lengths.push_back(int32_t(ids[i].size()));
-        batchPrefixes.push_back(prefixes[i].data());
-        prefixLengths.push_back(int32_t(prefixes[i].size()));
-      }
-      tfm_results *out = nullptr;
-      tfm_status status;
-      {
-        py::gil_scoped_release unlocked;
-        status = api.tfm_translate_prefixed(
-            model, &opts, batch.data(), lengths.data(), batchPrefixes.data(),
-            prefixLengths.data(), int32_t(count), &out);
-      }
-      if (status) {
-        std::string message = api.tfm_status_message(status);
-        api.tfm_status_free(status);
-        throw std::runtime_error(batchError(message, &pending[start], count));
-      }
-      for (size_t k = 0; k < count; ++k) {
-        size_t i = pending[start + k];
-        for (int32_t rank = 0; rank < api.tfm_results_count(out, int32_t(k));
-             ++rank) {
-          int32_t length = 0;
-          const int32_t *tokens =
-              api.tfm_results_tokens(out, int32_t(k), rank, &length);
-          if (text[i])
-            results[i].hypotheses.emplace_back(decode(tokens, length));
-          else
-            results[i].hypotheses.emplace_back(
-                std::vector<int32_t>(tokens, tokens + length));
-          if (returnScores)
-            results[i].scores.push_back(
-                api.tfm_results_score(out, int32_t(k), rank));
-        }
-      }
-      api.tfm_results_free(out);
-    }
-    return results;
+    return ids;
   }
 
-private:
   void check(tfm_status status) {
     if (!status)
       return;
@@ -704,13 +881,31 @@ PYBIND11_MODULE(tfmc, m) {
                     "the n best translations, best first: str for text "
                     "input, lists of token ids (no EOS) for ids input")
       .def_readonly("scores", &TranslationResult::scores,
-                    "their scores, sum(log p) / length^length_penalty "
-                    "(empty unless return_scores)")
+                    "their scores, sum(log p) / length^length_penalty, "
+                    "EOS counted (empty unless return_scores)")
+      .def_readonly("token_scores", &TranslationResult::tokenScores,
+                    "per hypothesis, each token's log p, then EOS's if it "
+                    "ended with it (empty unless return_token_scores)")
       .def("__repr__", [](const TranslationResult &r) {
         return "TranslationResult(hypotheses=" +
                py::repr(py::cast(r.hypotheses)).cast<std::string>() +
                ", scores=" + py::repr(py::cast(r.scores)).cast<std::string>() +
+               (r.tokenScores.empty()
+                    ? std::string()
+                    : ", token_scores=" + py::repr(py::cast(r.tokenScores))
+                                              .cast<std::string>()) +
                ")";
+      });
+  py::class_<ScoringResult>(m, "ScoringResult")
+      .def_readonly("score", &ScoringResult::score,
+                    "sum(log p) / length^length_penalty, EOS counted")
+      .def_readonly("token_scores", &ScoringResult::tokenScores,
+                    "each token's log p, EOS's last")
+      .def("__repr__", [](const ScoringResult &r) {
+        return "ScoringResult(score=" +
+               py::repr(py::cast(r.score)).cast<std::string>() +
+               ", token_scores=" +
+               py::repr(py::cast(r.tokenScores)).cast<std::string>() + ")";
       });
   py::class_<Translator>(m, "Translator")
       .def(py::init<py::handle, py::handle>(), py::arg("model_dir"),
@@ -724,13 +919,15 @@ PYBIND11_MODULE(tfmc, m) {
            py::arg("max_length") = 256, py::arg("max_length_ratio") = 3.0,
            py::arg("min_length") = 0, py::arg("length_penalty") = 1.0,
            py::arg("max_batch_size") = 32, py::arg("return_scores") = false,
+           py::arg("return_token_scores") = false,
            py::arg("target_prefix") = py::none(),
            py::arg("source_lang") = py::none(),
            py::arg("target_lang") = py::none(),
            "translate_batch(source, *, beam_size=1, n_best=1, max_length=256, "
            "max_length_ratio=3.0, min_length=0, length_penalty=1.0, "
-           "max_batch_size=32, return_scores=False, target_prefix=None, "
-           "source_lang=None, target_lang=None) -> list[TranslationResult]\n\n"
+           "max_batch_size=32, return_scores=False, return_token_scores=False, "
+           "target_prefix=None, source_lang=None, target_lang=None) -> "
+           "list[TranslationResult]\n\n"
            "Translates a list (any iterable) of sentences, each a str (the "
            "model's tokenizer cuts it) or a sequence of source token ids "
            "(EOS appended if missing); returns one TranslationResult per "
@@ -741,8 +938,11 @@ PYBIND11_MODULE(tfmc, m) {
            "(translator --help): 1 <= n_best <= beam_size <= the target "
            "vocabulary's size, max_length >= 1, max_length_ratio >= 0 (0: "
            "off), min_length >= 0, length_penalty finite, max_batch_size >= "
-           "1. target_prefix, if given, holds for each sentence None or the "
-           "target token ids (or vocabulary pieces) its translations start "
+           "1. return_scores gives each hypothesis's score (translator "
+           "--with-scores), return_token_scores its tokens' log-probabilities "
+           "(--token-scores). target_prefix, if given, holds for each "
+           "sentence None or the target token ids (or vocabulary pieces) its "
+           "translations start "
            "with, forced as the translator's --target-prefix forces them. "
            "source_lang and target_lang (an ISO code such as \"de\" or the "
            "model's own: \"__de__\", \"deu_Latn\", \"de_DE\") do what the "
@@ -753,5 +953,20 @@ PYBIND11_MODULE(tfmc, m) {
            "instead). "
            "A bad argument raises TypeError or ValueError naming it and "
            "the sentence (its index in `source`); the GIL is released while "
-           "translating.");
+           "translating.")
+      .def("score_batch", &Translator::scoreBatch, py::arg("source"),
+           py::arg("target"), py::kw_only(), py::arg("max_batch_size") = 32,
+           py::arg("length_penalty") = 1.0, py::arg("source_lang") = py::none(),
+           py::arg("target_lang") = py::none(),
+           "score_batch(source, target, *, max_batch_size=32, "
+           "length_penalty=1.0, source_lang=None, target_lang=None) -> "
+           "list[ScoringResult]\n\n"
+           "Scores each target[i] as a translation of source[i] (the "
+           "translator's --score): its log-probability under the model, the "
+           "target's tokens forced through the decoder's steps, then EOS; no "
+           "search. source is as translate_batch's; a target is a str (cut "
+           "by the model's target tokenizer, after the target language's "
+           "token) or a sequence of target token ids (a last EOS dropped). "
+           "A blank source scores 0. The score is sum(log p) / "
+           "length^length_penalty, EOS counted, as return_scores gives it.");
 }

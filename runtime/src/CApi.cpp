@@ -96,6 +96,26 @@ extern "C" tfm_status tfm_translate_prefixed(
                    out_results);
 }
 
+/// The runtime's view of a tfm_batch.
+static Batch batchOf(const tfm_batch &b) {
+  return {b.sources, b.source_lengths, b.prefixes,      b.prefix_lengths,
+          b.count,   b.targets,        b.target_lengths};
+}
+
+extern "C" tfm_status tfm_translate_batch(tfm_model *model,
+                                          const tfm_search_options *options,
+                                          const tfm_batch *batch,
+                                          tfm_results **out_results) {
+  return translate(*model, *options, batchOf(*batch), out_results);
+}
+
+extern "C" tfm_status tfm_score_batch(tfm_model *model,
+                                      const tfm_search_options *options,
+                                      const tfm_batch *batch,
+                                      tfm_results **out_results) {
+  return score(*model, *options, batchOf(*batch), out_results);
+}
+
 extern "C" int32_t tfm_results_count(const tfm_results *results,
                                      int32_t index) {
   return int32_t(results->nbest[index].size());
@@ -112,6 +132,14 @@ extern "C" const int32_t *tfm_results_tokens(const tfm_results *results,
 extern "C" float tfm_results_score(const tfm_results *results, int32_t index,
                                    int32_t rank) {
   return results->nbest[index][rank].normalized;
+}
+
+extern "C" const float *tfm_results_token_scores(const tfm_results *results,
+                                                 int32_t index, int32_t rank,
+                                                 int32_t *out_length) {
+  const Hypothesis &h = results->nbest[index][rank];
+  *out_length = int32_t(h.tokenScores.size());
+  return h.tokenScores.data();
 }
 
 extern "C" const float *tfm_results_first_logits(const tfm_results *results,
@@ -157,6 +185,13 @@ extern "C" tfm_status tfm_tokenizer_encode_framed(
     const tfm_tokenizer *tokenizer, const tfm_language_tokens *tokens,
     const char *text, size_t length, int32_t **out_ids, int32_t *out_length) {
   return encodeText(*tokenizer, tokens, text, length, out_ids, out_length);
+}
+
+extern "C" tfm_status
+tfm_tokenizer_encode_target(const tfm_tokenizer *tokenizer, const char *text,
+                            size_t length, int32_t **out_ids,
+                            int32_t *out_length) {
+  return encodeTarget(*tokenizer, text, length, out_ids, out_length);
 }
 
 extern "C" tfm_status tfm_tokenizer_decode(const tfm_tokenizer *tokenizer,

@@ -64,6 +64,9 @@ float addChunk(SoftmaxTerms &terms, const float *x, int64_t n) {
   return chunkMax;
 }
 
+/// Logits a chunk: see bestExtensions.
+constexpr int64_t kChunk = 2048;
+
 } // namespace
 
 // One pass over the row, a chunk at a time: the chunk's share of the
@@ -94,7 +97,7 @@ bestExtensions(const float *row, int64_t vocab, float score, int64_t base,
   // 16 without a logit that reaches the worst kept one skip the
   // token-by-token test; "any x >= worst" is one vector compare, where a
   // float max would be a serial chain (no NaN-free math here).
-  constexpr int64_t kChunk = 2048, kBlock = 16;
+  constexpr int64_t kBlock = 16;
   for (int64_t c0 = 0; c0 < vocab; c0 += kChunk) {
     int64_t c1 = std::min(vocab, c0 + kChunk);
     if (addChunk(terms, row + c0, c1 - c0) < worstLogit || forced >= 0)
@@ -133,14 +136,26 @@ bestExtensions(const float *row, int64_t vocab, float score, int64_t base,
   if (!std::isfinite(terms.max) || !std::isfinite(logSum))
     return std::nullopt;
   if (forced >= 0)
-    return std::vector<Candidate>{{score, base + forced}};
+    return std::vector<Candidate>{{score, base + forced, 0.0f}};
   std::sort(kept.begin(), kept.end(), better);
   std::vector<Candidate> best;
-  for (const Kept &k : kept)
-    best.push_back({score + (k.logit - terms.max - logSum), base + k.token});
+  for (const Kept &k : kept) {
+    float logp = k.logit - terms.max - logSum;
+    best.push_back({score + logp, base + k.token, logp});
+  }
   return best;
 }
 
+std::optional<float> logProbability(const float *row, int64_t vocab,
+                                    int32_t token) {
+  SoftmaxTerms terms{-std::numeric_limits<float>::infinity(), 0.0};
+  for (int64_t c0 = 0; c0 < vocab; c0 += kChunk)
+    addChunk(terms, row + c0, std::min(vocab, c0 + kChunk) - c0);
+  float logSum = float(std::log(terms.sum));
+  if (!std::isfinite(terms.max) || !std::isfinite(logSum))
+    return std::nullopt;
+  return row[token] - terms.max - logSum;
+}
 
 // A row is overwritten only after the rows that take its cache have copied
 // it: rows nobody reads first, then their parents as their readers are

@@ -17,10 +17,12 @@
 
 namespace tfm_runtime {
 
-/// A scored extension of a hypothesis; `flat` = beam * vocab + token.
+/// A scored extension of a hypothesis; `flat` = beam * vocab + token, and
+/// `logp` the token's own log-probability (`score` less the hypothesis's).
 struct Candidate {
   float score;
   int64_t flat;
+  float logp = 0;
 };
 
 /// Candidate order: higher score first, ties to the lower (beam, token).
@@ -41,6 +43,12 @@ std::optional<std::vector<Candidate>>
 bestExtensions(const float *row, int64_t vocab, float score, int64_t base,
                size_t want, const std::vector<int32_t> &banned,
                int32_t forced);
+
+/// log p(token) of a logits row, computed as bestExtensions computes it
+/// (the same sums in the same order: the same float); none when the row's
+/// logits are not all finite.
+std::optional<float> logProbability(const float *row, int64_t vocab,
+                                    int32_t token);
 
 /// One row move: row `to` takes row `from`, or staging slot `from`.
 struct RowCopy {

@@ -435,19 +435,23 @@ tfm_status openDescribed(const tfm_runtime::ModelFiles &files,
 }
 
 /// The ids of `text`'s pieces, without a frame.
-tfm_status pieceIds(const tfm_tokenizer &tok, const char *text, size_t length,
+/// The ids of the pieces `spm` (the source's or the target's
+/// SentencePiece model) cuts the text into.
+tfm_status pieceIds(const tfm_tokenizer &tok,
+                    const sentencepiece::SentencePieceProcessor &spm,
+                    const char *text, size_t length,
                     std::vector<int32_t> &out) {
   std::vector<std::string> pieces;
   sentencepiece::util::Status s =
-      tok.source.Encode(absl::string_view(text, length), &pieces);
+      spm.Encode(absl::string_view(text, length), &pieces);
   if (!s.ok())
     return makeError("cannot cut the text into pieces: {}", s.ToString());
   for (const std::string &piece : pieces) {
     if (tok.offsetIds) {
       // SentencePiece's unknown piece is the description's <unk>: its id 0
       // under fairseq's alignment, T5's 2.
-      int id = tok.source.PieceToId(piece);
-      out.push_back(tok.source.IsUnknown(id) ? tok.unk : id + tok.offset);
+      int id = spm.PieceToId(piece);
+      out.push_back(spm.IsUnknown(id) ? tok.unk : id + tok.offset);
       continue;
     }
     auto it = tok.ids.find(piece);
@@ -523,10 +527,30 @@ tfm_status tfm_runtime::encodeText(const tfm_tokenizer &tok,
     std::vector<int32_t> ids(frame->source_prefix,
                              frame->source_prefix +
                                  frame->source_prefix_length);
-    if (tfm_status s = pieceIds(tok, text, length, ids))
+    if (tfm_status s = pieceIds(tok, tok.source, text, length, ids))
       return s;
     ids.insert(ids.end(), frame->source_suffix,
                frame->source_suffix + frame->source_suffix_length);
+    auto *out =
+        static_cast<int32_t *>(std::malloc(ids.size() * sizeof(int32_t) + 1));
+    if (!out)
+      return makeError("out of memory encoding a sentence");
+    std::memcpy(out, ids.data(), ids.size() * sizeof(int32_t));
+    *out_ids = out;
+    *out_length = int32_t(ids.size());
+    return nullptr;
+  });
+}
+
+tfm_status tfm_runtime::encodeTarget(const tfm_tokenizer &tok, const char *text,
+                                     size_t length, int32_t **out_ids,
+                                     int32_t *out_length) {
+  *out_ids = nullptr;
+  *out_length = 0;
+  return guarded("encoding a target sentence", [&]() -> tfm_status {
+    std::vector<int32_t> ids;
+    if (tfm_status s = pieceIds(tok, tok.target, text, length, ids))
+      return s;
     auto *out =
         static_cast<int32_t *>(std::malloc(ids.size() * sizeof(int32_t) + 1));
     if (!out)

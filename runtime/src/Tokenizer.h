@@ -22,6 +22,9 @@ void closeTokenizer(tfm_tokenizer *tokenizer);
 tfm_status encodeText(const tfm_tokenizer &tokenizer,
                       const tfm_language_tokens *frame, const char *text,
                       size_t length, int32_t **out_ids, int32_t *out_length);
+/// Target text -> the ids of the target model's pieces (no EOS).
+tfm_status encodeTarget(const tfm_tokenizer &tokenizer, const char *text,
+                        size_t length, int32_t **out_ids, int32_t *out_length);
 tfm_status pieceId(const tfm_tokenizer &tokenizer, const char *piece,
                    size_t length, int32_t *out_id);
 tfm_status decodeIds(const tfm_tokenizer &tokenizer, const int32_t *ids,

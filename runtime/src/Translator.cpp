@@ -98,6 +98,7 @@ private:
   struct Beams {
     std::vector<std::vector<int32_t>> prefixes; // the tokens generated
     std::vector<float> scores; // sum of log p; -inf: no hypothesis
+    std::vector<std::vector<float>> tokenScores; // log p of each token
   };
 
   // Before the search.
@@ -112,6 +113,9 @@ private:
   // A step's search.
   void search(int64_t step, tfm_results &results);
   void scanRows(int64_t step, std::vector<char> &nonFinite);
+  /// Scoring: the row's one extension, its target's next token (then EOS)
+  /// with its log p; false when the logits are not finite.
+  bool scoreRow(int64_t row, int64_t step);
   void checkFinite(const std::vector<char> &nonFinite, int64_t step) const;
   /// The tokens a row whose generated tokens are `prefix` must not take
   /// next, sorted: padding, EOS when `eosAllowed` is false, and the last
@@ -144,6 +148,12 @@ private:
   std::vector<int64_t> maxLen; // per sentence of the batch
   // Per sentence of the batch: the tokens every hypothesis starts with.
   std::vector<std::vector<int32_t>> forcedPrefixes;
+  // Scoring (tfm_score_batch): per sentence its target, and how many of
+  // its first tokens are the forced prefix's (scored 0, as translating
+  // scores them).
+  bool scoring = false;
+  std::vector<std::vector<int32_t>> targets;
+  std::vector<size_t> forcedTargetTokens;
   Buffer encoderOut, logits;
   KvCaches kv;
 
@@ -182,6 +192,16 @@ void Translator::setSources(const Batch &input) {
     if (forcedPrefixes[b].empty() && cfg.forced_bos_token_id >= 0)
       forcedPrefixes[b] = {int32_t(cfg.forced_bos_token_id)};
   }
+  scoring = input.targets != nullptr;
+  targets.assign(scoring ? batch : 0, {});
+  forcedTargetTokens.assign(batch, 0);
+  for (int64_t b = 0; b < int64_t(targets.size()); ++b) {
+    targets[b] = input.target(int32_t(b));
+    const std::vector<int32_t> &forced = forcedPrefixes[b];
+    auto [end, _] = std::mismatch(forced.begin(), forced.end(),
+                                  targets[b].begin(), targets[b].end());
+    forcedTargetTokens[b] = size_t(end - forced.begin());
+  }
 }
 
 /// Length limits per sentence, each room for its forced prefix and one
@@ -189,6 +209,10 @@ void Translator::setSources(const Batch &input) {
 void Translator::setLengthLimits(const int32_t *lengths) {
   maxLen.assign(batch, 0);
   for (int64_t b = 0; b < batch; ++b) {
+    if (scoring) { // the target and EOS (checkTargets bounds them)
+      maxLen[b] = int64_t(targets[b].size()) + 1;
+      continue;
+    }
     int64_t limit = opts.max_length;
     if (opts.max_length_ratio > 0 && !opts.suppress_eos)
       limit = int64_t(std::min<double>(
@@ -204,6 +228,7 @@ void Translator::startSearch() {
   logits.resize(rows * vocab);
   beams.prefixes.assign(rows, {});
   beams.scores.assign(rows, 0.0f);
+  beams.tokenScores.assign(rows, {});
   // Only the first beam of each sentence is live at the start.
   for (int64_t r = 0; r < rows; ++r)
     if (r % beam)
@@ -277,6 +302,9 @@ void Translator::search(int64_t step, tfm_results &results) {
 /// ends it; it overrides --min-length, and --suppress-eos turns it off.
 int32_t Translator::forcedToken(int64_t row, int64_t step) const {
   int64_t b = live[row / beam];
+  if (scoring)
+    return size_t(step) < targets[b].size() ? targets[b][step]
+                                            : int32_t(cfg.eos_token_id);
   const std::vector<int32_t> &prefix = forcedPrefixes[b];
   if (size_t(step) < prefix.size())
     return prefix[step];
@@ -295,6 +323,10 @@ void Translator::scanRows(int64_t step, std::vector<char> &nonFinite) {
     rowBest[r].clear();
     if (beams.scores[r] == kNegInf)
       continue;
+    if (scoring) {
+      nonFinite[r] = !scoreRow(r, step);
+      continue;
+    }
     std::optional<std::vector<Candidate>> best = bestExtensions(
         logits.data + r * vocab, vocab, beams.scores[r], (r % beam) * vocab,
         2 * beam, bannedTokens(beams.prefixes[r], eosAllowed),
@@ -304,6 +336,18 @@ void Translator::scanRows(int64_t step, std::vector<char> &nonFinite) {
     else
       nonFinite[r] = 1;
   }
+}
+
+bool Translator::scoreRow(int64_t r, int64_t step) {
+  int32_t token = forcedToken(r, step);
+  std::optional<float> logp =
+      logProbability(logits.data + r * vocab, vocab, token);
+  if (!logp)
+    return false;
+  if (size_t(step) < forcedTargetTokens[live[r / beam]])
+    logp = 0.0f;
+  rowBest[r] = {{beams.scores[r] + *logp, (r % beam) * vocab + token, *logp}};
+  return true;
 }
 
 /// tfmc refuses non-finite weights, so a NaN here means damaged weights
@@ -379,7 +423,7 @@ void Translator::selectSentence(size_t slot, int64_t step, Beams &next) {
   std::vector<Candidate> candidates = sentenceCandidates(slot);
   int64_t kept = 0;
   for (size_t c = 0; c < candidates.size() && kept < beam; ++c) {
-    auto [score, flat] = candidates[c];
+    auto [score, flat, logp] = candidates[c];
     int64_t j = flat / vocab;
     int32_t token = int32_t(flat % vocab);
     int64_t parent = slot * beam + j;
@@ -387,8 +431,11 @@ void Translator::selectSentence(size_t slot, int64_t step, Beams &next) {
       // An EOS ranked beyond the beam width does not count.
       if (int64_t(c) < beam) {
         const std::vector<int32_t> &prefix = beams.prefixes[parent];
-        finished[b].push_back(
-            {prefix, score, normalize(score, prefix.size() + 1)});
+        std::vector<float> tokenScores = beams.tokenScores[parent];
+        tokenScores.push_back(logp);
+        finished[b].push_back({prefix, score,
+                               normalize(score, prefix.size() + 1),
+                               std::move(tokenScores)});
       }
       continue;
     }
@@ -397,6 +444,8 @@ void Translator::selectSentence(size_t slot, int64_t step, Beams &next) {
     next.prefixes[r] = beams.prefixes[parent];
     next.prefixes[r].push_back(token);
     next.scores[r] = score;
+    next.tokenScores[r] = beams.tokenScores[parent];
+    next.tokenScores[r].push_back(logp);
   }
   for (; kept < beam; ++kept)
     next.scores[slot * beam + kept] = kNegInf;
@@ -417,8 +466,9 @@ void Translator::endUnterminated(size_t slot, const Beams &next) {
     if (next.scores[r] == kNegInf)
       continue;
     const std::vector<int32_t> &prefix = next.prefixes[r];
-    finished[b].push_back(
-        {prefix, next.scores[r], normalize(next.scores[r], prefix.size())});
+    finished[b].push_back({prefix, next.scores[r],
+                           normalize(next.scores[r], prefix.size()),
+                           next.tokenScores[r]});
   }
 }
 
@@ -456,9 +506,11 @@ void Translator::dropFinished(int64_t length) {
     if (keptRows[i] != int64_t(i)) { // (a self-move would empty it)
       beams.prefixes[i] = std::move(beams.prefixes[keptRows[i]]);
       beams.scores[i] = beams.scores[keptRows[i]];
+      beams.tokenScores[i] = std::move(beams.tokenScores[keptRows[i]]);
     }
   beams.prefixes.resize(rows);
   beams.scores.resize(rows);
+  beams.tokenScores.resize(rows);
   live = std::move(keptSlots);
 }
 
@@ -538,6 +590,31 @@ tfm_status checkPrefix(const tfm_model_config &cfg, const Batch &batch,
   return nullptr;
 }
 
+/// Why sentence `i`'s target (scoring) is refused, or null.
+tfm_status checkTarget(const tfm_model_config &cfg, const Batch &batch,
+                       int32_t i) {
+  if (!batch.targets[i] && batch.targetLengths[i] > 0)
+    return makeError("sentence {}: no target to score", i + 1);
+  if (batch.targetLengths[i] < 0 ||
+      int64_t(batch.targetLengths[i]) + 1 > cfg.max_positions)
+    return makeError("sentence {}: a target of {} tokens and EOS exceeds the "
+                     "model's {} positions",
+                     i + 1, batch.targetLengths[i], cfg.max_positions);
+  for (int32_t t = 0; t < batch.targetLengths[i]; ++t) {
+    int32_t token = batch.targets[i][t];
+    if (token < 0 || token >= cfg.target_vocab_size)
+      return makeError("sentence {}: target token {} is outside the target "
+                       "vocabulary of {}",
+                       i + 1, token, cfg.target_vocab_size);
+    if (token == cfg.eos_token_id || token == cfg.pad_token_id)
+      return makeError("sentence {}: the target holds token {}, the model's "
+                       "{} (EOS ends every target by itself)",
+                       i + 1, token,
+                       token == cfg.eos_token_id ? "EOS" : "padding");
+  }
+  return nullptr;
+}
+
 /// Why tfm_translate refuses a batch, or null.
 tfm_status checkRequest(const tfm_model_config &cfg,
                         const tfm_search_options &options, const Batch &batch) {
@@ -571,8 +648,27 @@ tfm_status checkRequest(const tfm_model_config &cfg,
             sources[i][t], cfg.source_vocab_size);
     if (tfm_status s = checkPrefix(cfg, batch, i))
       return s;
+    if (batch.targets)
+      if (tfm_status s = checkTarget(cfg, batch, i))
+        return s;
   }
   return nullptr;
+}
+
+/// Runs the translator (or scorer) over the batch, errors as statuses.
+tfm_status run(tfm_model &model, const tfm_search_options &options,
+               const Batch &batch, tfm_results **out_results) {
+  try {
+    auto results = std::make_unique<tfm_results_t>();
+    Translator(model, options).run(batch, *results);
+    *out_results = results.release();
+    return nullptr;
+  } catch (const SearchError &e) {
+    return makeError(e.what());
+  } catch (const std::bad_alloc &) {
+    return makeError("out of memory {} a batch of {} sentences",
+                     batch.targets ? "scoring" : "translating", batch.count);
+  }
 }
 
 } // namespace
@@ -596,17 +692,25 @@ tfm_status tfm_runtime::translate(tfm_model &model,
                                   const Batch &batch,
                                   tfm_results **out_results) {
   *out_results = nullptr;
+  if (batch.targets)
+    return makeError("tfm_translate takes no targets (tfm_score_batch does)");
   if (tfm_status s = checkRequest(model.config, options, batch))
     return s;
-  try {
-    auto results = std::make_unique<tfm_results_t>();
-    Translator(model, options).run(batch, *results);
-    *out_results = results.release();
-    return nullptr;
-  } catch (const SearchError &e) {
-    return makeError(e.what());
-  } catch (const std::bad_alloc &) {
-    return makeError("out of memory translating a batch of {} sentences",
-                     batch.count);
-  }
+  return run(model, options, batch, out_results);
+}
+
+/// Scoring runs the translator with one row a sentence, each step forcing
+/// the target's next token; only the length penalty of the options
+/// applies.
+tfm_status tfm_runtime::score(tfm_model &model,
+                              const tfm_search_options &options,
+                              const Batch &batch, tfm_results **out_results) {
+  *out_results = nullptr;
+  if (!batch.targets || !batch.targetLengths)
+    return makeError("no targets to score");
+  tfm_search_options forcing = defaultSearchOptions();
+  forcing.length_penalty = options.length_penalty;
+  if (tfm_status s = checkRequest(model.config, forcing, batch))
+    return s;
+  return run(model, forcing, batch, out_results);
 }

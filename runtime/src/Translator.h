@@ -20,6 +20,9 @@ struct Hypothesis {
   std::vector<int32_t> tokens; // without EOS
   float score = 0;             // sum of log-probabilities
   float normalized = 0;        // score / length^penalty
+  /// Each token's log-probability, then EOS's if the hypothesis ended
+  /// with it.
+  std::vector<float> tokenScores;
 };
 } // namespace tfm_runtime
 
@@ -35,18 +38,25 @@ namespace tfm_runtime {
 tfm_search_options defaultSearchOptions();
 
 /// A batch to translate: `count` sentences, and optionally a target
-/// prefix for each (tfm_translate_prefixed).
+/// prefix for each (tfm_translate_prefixed); to score, the targets
+/// (tfm_score_batch).
 struct Batch {
   const int32_t *const *sources;
   const int32_t *lengths;
   const int32_t *const *prefixes; // may be null
   const int32_t *prefixLengths;   // null when prefixes is
   int32_t count;
+  const int32_t *const *targets = nullptr; // scoring only
+  const int32_t *targetLengths = nullptr;
   /// Sentence i's prefix, empty when it has none.
   std::vector<int32_t> prefix(int32_t i) const {
     if (!prefixes || !prefixes[i] || prefixLengths[i] <= 0)
       return {};
     return {prefixes[i], prefixes[i] + prefixLengths[i]};
+  }
+  /// Sentence i's target (scoring), without EOS.
+  std::vector<int32_t> target(int32_t i) const {
+    return {targets[i], targets[i] + targetLengths[i]};
   }
 };
 
@@ -54,6 +64,12 @@ struct Batch {
 /// the sentences as one batch (tfm_translate). No exception leaves it.
 tfm_status translate(tfm_model &model, const tfm_search_options &options,
                      const Batch &batch, tfm_results **out_results);
+
+/// Checks the batch (with its targets) against the model, then scores
+/// each target as one batch (tfm_score_batch): one hypothesis per
+/// sentence. No exception leaves it.
+tfm_status score(tfm_model &model, const tfm_search_options &options,
+                 const Batch &batch, tfm_results **out_results);
 
 } // namespace tfm_runtime
 

@@ -614,8 +614,8 @@ def check_prefix(model, tokens, where):
 def translate(model, sources, opts, user_prefixes=None):
     """Beam search (greedy for beam 1) over a padded batch of sentences, as
     runtime/src/Translator.cpp defines it. Returns per sentence the hypotheses
-    sorted best first, (tokens, normalized score), and the first step's
-    logits.
+    sorted best first, (tokens, normalized score, each token's log p then
+    EOS's if it ended with one), and the first step's logits.
 
     user_prefixes: per sentence the tokens its output must start with (or
     an empty list). A sentence's forced prefix is that, or the checkpoint's
@@ -658,6 +658,7 @@ def translate(model, sources, opts, user_prefixes=None):
     cache = [[None, None] for _ in range(c["decoder_layers"])]
 
     prefixes = [[] for _ in range(R)]
+    token_lps = [[] for _ in range(R)]  # each token's log p, row by row
     scores = torch.full((R,), float("-inf"))
     scores[::k] = 0.0  # only the first beam of each sentence is live at the start
     finished = [[] for _ in range(B)]
@@ -687,6 +688,7 @@ def translate(model, sources, opts, user_prefixes=None):
                 logp[r, f[len(prefixes[r])]] = 0.0
         parents = list(range(R))
         next_prefixes, next_scores = list(prefixes), scores.clone()
+        next_lps = list(token_lps)
         for b in range(B):
             if done[b]:
                 continue
@@ -698,17 +700,20 @@ def translate(model, sources, opts, user_prefixes=None):
                     break
                 j, tok = divmod(flat, vocab)
                 score, parent = cand[flat].item(), b * k + j
+                lp = logp[parent, tok].item()
                 if tok == eos:
                     if rank < k:  # an EOS ranked beyond the beam width does not count
                         length = np.float32(len(prefixes[parent]) + 1)
                         finished[b].append((prefixes[parent],
-                                            np.float32(score) / np.float32(length ** penalty)))
+                                            np.float32(score) / np.float32(length ** penalty),
+                                            token_lps[parent] + [lp]))
                     continue
                 r = b * k + nxt
                 nxt += 1
                 parents[r] = parent
                 next_prefixes[r] = prefixes[parent] + [tok]
                 next_scores[r] = score
+                next_lps[r] = token_lps[parent] + [lp]
             for r in range(b * k + nxt, (b + 1) * k):
                 next_scores[r] = float("-inf")
             if len(finished[b]) >= k:
@@ -718,9 +723,10 @@ def translate(model, sources, opts, user_prefixes=None):
                     if next_scores[r] != float("-inf"):
                         length = np.float32(len(next_prefixes[r]))
                         finished[b].append((next_prefixes[r],
-                                            np.float32(next_scores[r].item()) / np.float32(length ** penalty)))
+                                            np.float32(next_scores[r].item()) / np.float32(length ** penalty),
+                                            next_lps[r]))
                 done[b] = True
-        prefixes, scores = next_prefixes, next_scores
+        prefixes, scores, token_lps = next_prefixes, next_scores, next_lps
         if all(done):
             break
         index = torch.tensor(parents)
@@ -732,6 +738,65 @@ def translate(model, sources, opts, user_prefixes=None):
         hyps.sort(key=lambda h: -h[1])  # stable: among equal scores, the earlier finished first
         results.append(hyps[: opts.n_best])
     return results, first_logits
+
+
+def score_targets(model, sources, targets, user_prefixes, length_penalty):
+    """The log p of each target (then EOS) given its source, as
+    tfm_score_batch computes it: the target's tokens forced through the
+    decoder's steps over a padded batch, each scored by the log-softmax of
+    its step's logits; the leading target tokens that translating would
+    force (forced_prefixes) score 0. Returns per sentence (score, token
+    scores), the score being the sum / (length + 1)^length_penalty."""
+    c = model.c
+    eos, pad, start = c["eos_token_id"], c["pad_token_id"], c["decoder_start_token_id"]
+    B, S = len(sources), max(len(src) for src in sources)
+    ids = torch.full((B, S), pad, dtype=torch.long)
+    for b, src in enumerate(sources):
+        ids[b, : len(src)] = torch.tensor(src)
+    key_mask = torch.arange(S)[None, :] >= torch.tensor([len(src) for src in sources])[:, None]
+    _, cross = model.encode(ids, key_mask)
+    cache = [[None, None] for _ in range(c["decoder_layers"])]
+    forced = forced_prefixes(model, user_prefixes)
+    zero = []  # per sentence: its first target tokens that are forced
+    for f, t in zip(forced, targets):
+        n = 0
+        while n < min(len(f), len(t)) and f[n] == t[n]:
+            n += 1
+        zero.append(n)
+    steps = [t + [eos] for t in targets]
+    token_lps = [[] for _ in range(B)]
+    tokens = torch.full((B, 1), start, dtype=torch.long)
+    for step in range(max(len(t) for t in steps)):
+        logp = torch.log_softmax(model.decode_step(tokens, step, cross, cache, key_mask), dim=-1)
+        for b in range(B):
+            if step < len(steps[b]):
+                lp = 0.0 if step < zero[b] else logp[b, steps[b][step]].item()
+                token_lps[b].append(lp)
+        tokens = torch.tensor([[t[step] if step < len(t) else pad] for t in steps])
+    results = []
+    for lps in token_lps:
+        total = np.float32(0.0)
+        for lp in lps:  # float32 sums in order, as the runtime's
+            total = np.float32(total + np.float32(lp))
+        length = np.float32(len(lps))
+        results.append((total / np.float32(length ** np.float32(length_penalty)), lps))
+    return results
+
+
+def read_targets(opts, lines):
+    """--score's (source line, target line) pairs: the lines of INPUT and of
+    --targets, or INPUT's SOURCE<TAB>TARGET lines."""
+    if opts.targets:
+        with open(opts.targets, "rb") as f:
+            targets = text_io.read_lines(f.read())
+        if len(targets) != len(lines):
+            sys.exit(f"{opts.targets}: {len(targets)} lines for {len(lines)} source lines")
+        return lines, targets
+    pairs = [line.split(b"\t", 1) for line in lines]
+    for n, pair in enumerate(pairs, 1):
+        if len(pair) != 2:
+            sys.exit(f"line {n}: no TAB between source and target")
+    return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
 def set_threads(n):
@@ -774,6 +839,19 @@ def read_prefixes(model, opts, count, vocab=None):
             for n, line in enumerate(lines, 1)]
 
 
+def output_line(index, text, score, token_lps, opts):
+    """The translator's line for one hypothesis: its text (after its score
+    and a TAB with --with-scores), or an n-best line; --token-scores adds
+    the tokens' log p."""
+    lps = " ".join(f"{x:g}" for x in token_lps)
+    if opts.n_best > 1:
+        line = f"{index} ||| {text} ||| {score:g}"
+        return line + f" ||| {lps}" if opts.token_scores else line
+    if opts.with_scores or opts.token_scores:
+        text = f"{score:g}\t{text}"
+    return text + f"\t{lps}" if opts.token_scores else text
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -800,6 +878,16 @@ def main():
                     help="default: text if MODEL_DIR has a tokenizer, else ids")
     ap.add_argument("--encode-only", action="store_true",
                     help="print each line's source ids (EOS last, truncated) and stop")
+    ap.add_argument("--with-scores", action="store_true",
+                    help="print each translation after its score and a TAB")
+    ap.add_argument("--token-scores", action="store_true",
+                    help="add each token's log p (EOS's last): after a TAB, or "
+                         "after ' ||| ' on n-best lines")
+    ap.add_argument("--score", action="store_true",
+                    help="print the score of given translations (see score_targets()): INPUT "
+                         "holds SOURCE<TAB>TARGET lines, or sources with --targets")
+    ap.add_argument("--targets", metavar="FILE",
+                    help="--score: the targets, a line per INPUT line")
     ap.add_argument("--target-prefix", metavar="TOKENS",
                     help="tokens every output starts with (forced, log p = 0): ids with "
                          "--output-format ids, else vocabulary pieces")
@@ -841,6 +929,25 @@ def main():
         for line in lines:
             print(" ".join(map(str, source_ids(line))))
         return
+    if opts.score:
+        sources, targets = read_targets(opts, lines)
+
+        def target_ids(line):
+            if output_format == "text":
+                return tokenizer.encode_target(line)
+            ids = [int(t) for t in line.split()]
+            return ids[:-1] if ids and ids[-1] == c["eos_token_id"] else ids
+        for begin in range(0, len(lines), opts.batch_size):
+            batch = [(source_ids(sources[i]), target_ids(targets[i]), user_prefixes[i])
+                     for i in range(begin, min(begin + opts.batch_size, len(lines)))]
+            nonempty = [x for x in batch if x[0]]
+            scored = iter(score_targets(model, [x[0] for x in nonempty], [x[1] for x in nonempty],
+                                [x[2] for x in nonempty], opts.length_penalty) if nonempty else [])
+            for src, _, _ in batch:
+                total, lps = next(scored) if src else (0.0, [])
+                lps_text = " ".join(f"{x:g}" for x in lps)
+                print(f"{total:g}\t{lps_text}" if opts.token_scores else f"{total:g}")
+        return
     logits_out = open(opts.dump_first_logits, "wb") if opts.dump_first_logits else None
     for begin in range(0, len(lines), opts.batch_size):
         batch = [(i, source_ids(lines[i]))
@@ -850,12 +957,9 @@ def main():
                                 [user_prefixes[i] for i, _ in nonempty]) if nonempty else ([], None)
         found = {i: n for n, (i, _) in enumerate(nonempty)}
         for index, src in batch:
-            if index not in found:
-                print("" if opts.n_best == 1 else f"{index} |||  ||| 0")
-                continue
-            for tokens, score in hyps[found[index]]:
-                text = show(tokens)
-                print(text if opts.n_best == 1 else f"{index} ||| {text} ||| {score:g}")
+            blank = [([], 0.0, [])]  # a blank line's hypothesis
+            for tokens, score, lps in hyps[found[index]] if index in found else blank:
+                print(output_line(index, show(tokens) if tokens else "", score, lps, opts))
             if logits_out:
                 logits_out.write(first[found[index]].numpy().astype("<f4").tobytes())
     if opts.timing:

@@ -59,6 +59,13 @@ class Tokenizer:
         pieces = self.source.encode(text, out_type=str)
         return [self.vocab.get(p, self.unk) for p in pieces] + [self.eos]
 
+    def encode_target(self, line):
+        """Bytes of one target line -> the ids of its target pieces (no EOS),
+        to score it."""
+        text = line.decode("utf-8", errors="replace")
+        pieces = self.target.encode(text, out_type=str)
+        return [self.vocab.get(p, self.unk) for p in pieces]
+
     def decode(self, ids):
         pieces = [self.pieces[i] for i in ids if i not in (self.eos, self.pad)]
         return self.target.decode_pieces(pieces)

@@ -205,7 +205,8 @@ void addSearchOptions(CLI::App &app, Options &o) {
       ->check(atLeast(0))
       ->type_name("N");
   app.add_option("--length-penalty", s.length_penalty,
-                 "beam scores: sum(log p) / length^A")
+                 "scores are sum(log p) / length^A, EOS counted (0: the "
+                 "plain sum); the beam ranks hypotheses by them")
       ->capture_default_str()
       ->check(finiteNumber())
       ->type_name("A");
@@ -253,6 +254,20 @@ void addInputOutputOptions(CLI::App &app, Options &o) {
                  "to the translator); the tokenizer is looked for in it or "
                  "beside it")
       ->type_name("FILE");
+  app.add_flag("--with-scores", o.withScores,
+               "print each translation after its score and a TAB: the sum "
+               "of its tokens' log-probabilities, EOS included, divided by "
+               "length^A as the beam uses it (--length-penalty A)");
+  app.add_flag("--token-scores", o.tokenScores,
+               "also print each token's log-probability (EOS's last): after "
+               "a TAB, or after \" ||| \" on --n-best lines");
+  app.add_flag("--score", o.score,
+               "score given translations instead of translating: INPUT is "
+               "SOURCE<TAB>TARGET lines, or two files SOURCE TARGET (targets "
+               "as --output-format: ids, or text); prints each target's "
+               "score as --with-scores defines it (log p under the model, "
+               "no search; of the options only --length-penalty, "
+               "--batch-size and --target-lang apply)");
   app.add_option("-o,--output", o.output,
                  "write translations to FILE (default: stdout)")
       ->type_name("FILE");
@@ -302,6 +317,12 @@ Options tfm_translator::parseCommandLine(int argc, char **argv) {
   } catch (const CLI::ParseError &e) {
     die(fmt::format("{}; see --help", e.what()));
   }
+  if (o.score && o.inputs.size() > 2)
+    die(fmt::format("--score reads SOURCE<TAB>TARGET lines from one input or "
+                    "SOURCE and TARGET from two; found {} inputs",
+                    o.inputs.size()));
+  if (o.score && (!o.targetPrefix.empty() || !o.targetPrefixFile.empty()))
+    die("--score takes no target prefix: the targets are given");
   if (o.search.n_best > o.search.beam_size)
     die(fmt::format("--n-best {} exceeds --beam-size {}", o.search.n_best,
                     o.search.beam_size));

@@ -32,6 +32,11 @@ struct Options {
   bool modelInfo = false;
   Format inputFormat = Format::Default, outputFormat = Format::Default;
   bool timing = false, quiet = false;
+  /// --with-scores, --token-scores: the hypotheses' scores, and their
+  /// tokens' log-probabilities.
+  bool withScores = false, tokenScores = false;
+  /// --score: print the log-probability of given translations.
+  bool score = false;
   /// --verify-weights: check every tensor, report, and exit.
   bool verifyWeights = false;
   /// --no-verify-weights: load without checking the tensors' bytes.

@@ -92,9 +92,11 @@ struct Sentence {
   struct Hypothesis {
     std::vector<int32_t> tokens;
     float score;
+    std::vector<float> tokenScores;
   };
   std::vector<Hypothesis> nbest;
   std::vector<float> firstLogits;
+  std::vector<int32_t> target; // --score: the translation scored
 };
 
 /// The model, its tokenizer, its languages and the formats they allow.
@@ -312,7 +314,55 @@ private:
   std::vector<int32_t> fixed;
 };
 
-/// Translates the input window by window and writes it.
+/// --score's targets: the lines of a second file in step with the
+/// source's, or the part after the TAB of each source line (which keeps
+/// the part before it).
+class ScoredTargets {
+public:
+  explicit ScoredTargets(const Options &o) {
+    if (o.inputs.size() == 2) {
+      file.emplace(std::vector<std::string>{o.inputs[1]});
+      file->checkReadable();
+      fileName = o.inputs[1];
+    }
+  }
+
+  /// The target text of the source line at `where`.
+  std::string next(std::string &sourceLine, const Location &where) {
+    if (!file) {
+      size_t tab = sourceLine.find('\t');
+      if (tab == std::string::npos)
+        die(fmt::format("{}: --score expects SOURCE<TAB>TARGET lines (or a "
+                        "source file and a target file); this line has no "
+                        "TAB",
+                        where.str()));
+      std::string target = sourceLine.substr(tab + 1);
+      sourceLine.resize(tab);
+      return target;
+    }
+    std::string line;
+    Location at{};
+    if (!file->next(line, at))
+      die(fmt::format("{}: no target for this line: {} has fewer lines than "
+                      "the source",
+                      where.str(), fileName));
+    return line;
+  }
+
+  /// Fails when the target file has lines left over.
+  void checkAllUsed() {
+    std::string line;
+    Location at{};
+    if (file && file->next(line, at))
+      die(fmt::format("{}: a target beyond the source's last line", at.str()));
+  }
+
+private:
+  std::string fileName;
+  std::optional<LineReader> file;
+};
+
+/// Translates (or scores) the input window by window and writes it.
 class Run {
 public:
   Run(const Options &o, Session &s, LineReader &reader)
@@ -320,12 +370,15 @@ public:
         warnings(o.quiet, progress) {}
 
   void translateAll(Output &out, Output *logits);
+  void scoreAll(Output &out);
   void printTiming(double loadSeconds) const;
 
 private:
   std::vector<int32_t> sourceIds(std::string &line, const Location &where);
   std::vector<int32_t> parseIds(const std::string &line,
                                 const Location &where) const;
+  std::vector<int32_t> targetIds(std::string &line, const Location &where);
+  std::string formatScores(const std::vector<Sentence> &sentences);
   void truncate(std::vector<int32_t> &ids, const Location &where);
   void translateWindow(std::vector<Sentence> &sentences, uint64_t start);
   void translateBatch(std::vector<Sentence> &sentences,
@@ -335,6 +388,7 @@ private:
   std::string format(const std::vector<Sentence> &sentences);
   std::string show(const std::vector<int32_t> &tokens,
                    const Location &where) const;
+  static std::string showScores(const std::vector<float> &scores);
 
   const Options &o;
   Session &s;
@@ -375,6 +429,89 @@ void Run::translateAll(Output &out, Output *logits) {
   prefixes.checkAllUsed();
   progress.update(reader.bytesRead, sentencesDone, tokensOut, true);
   warnings.summarize();
+}
+
+/// --score: reads (source, target) pairs a window at a time, scores them
+/// in batches as translateAll translates, and writes a score a line.
+void Run::scoreAll(Output &out) {
+  ScoredTargets targets(o);
+  const size_t window = size_t(o.batchSize) * kBatchesPerWindow;
+  std::vector<Sentence> sentences;
+  std::string line;
+  Location where{};
+  while (true) {
+    sentences.clear();
+    uint64_t windowStart = reader.bytesRead;
+    while (sentences.size() < window && reader.next(line, where)) {
+      std::string target = targets.next(line, where);
+      Sentence sentence{
+          where, sourceIds(line, where), prefixes.next(where), {}, {}, {}};
+      sentence.target = targetIds(target, where);
+      sentences.push_back(std::move(sentence));
+    }
+    if (sentences.empty())
+      break;
+    translateWindow(sentences, windowStart);
+    out.write(formatScores(sentences));
+    out.flush();
+  }
+  targets.checkAllUsed();
+  warnings.summarize();
+}
+
+/// A target to score: ids (with --output-format ids; a last EOS is
+/// dropped, as ids output has none) or text cut by the target's
+/// SentencePiece model, after the tokens translating forces first (the
+/// target language's), which text output leaves out.
+std::vector<int32_t> Run::targetIds(std::string &line, const Location &where) {
+  std::vector<int32_t> ids;
+  if (s.outputFormat == Format::Ids) {
+    std::istringstream words(line);
+    for (std::string word; words >> word;) {
+      char *stop = nullptr;
+      errno = 0;
+      long id = std::strtol(word.c_str(), &stop, 10);
+      if (errno || *stop || id < 0 || id >= s.cfg.target_vocab_size)
+        die(fmt::format("{}: target '{}' is not a target token id in [0, {})",
+                        where.str(), word, s.cfg.target_vocab_size));
+      ids.push_back(int32_t(id));
+    }
+    if (!ids.empty() && ids.back() == s.cfg.eos_token_id)
+      ids.pop_back();
+    return ids;
+  }
+  if (replaceInvalidUtf8(line))
+    warnings.warn(where, "invalid UTF-8 in the target, bytes replaced by "
+                         "U+FFFD");
+  const tfm_language_tokens &t = s.languageTokens;
+  ids.assign(t.target_prefix, t.target_prefix + t.target_prefix_length);
+  int32_t *encoded = nullptr, length = 0;
+  if (tfm_status status = tfm_tokenizer_encode_target(
+          s.tokenizer, line.data(), line.size(), &encoded, &length))
+    die(where.str() + ": " + tfm_status_message(status));
+  ids.insert(ids.end(), encoded, encoded + length);
+  tfm_free(encoded);
+  return ids;
+}
+
+/// A score a line (0 for a blank source), with --token-scores a TAB and the
+/// target's token scores.
+std::string Run::formatScores(const std::vector<Sentence> &sentences) {
+  std::string text;
+  for (const Sentence &sentence : sentences) {
+    ++sentencesDone;
+    float score = 0;
+    std::vector<float> tokenScores;
+    if (!sentence.nbest.empty()) {
+      score = sentence.nbest.front().score;
+      tokenScores = sentence.nbest.front().tokenScores;
+    }
+    text += fmt::format("{:g}", double(score));
+    if (o.tokenScores)
+      text += "\t" + showScores(tokenScores);
+    text += '\n';
+  }
+  return text;
 }
 
 /// The source ids of one line; empty for a blank line.
@@ -460,20 +597,29 @@ void Run::translateWindow(std::vector<Sentence> &sentences, uint64_t start) {
 
 void Run::translateBatch(std::vector<Sentence> &sentences,
                          const std::vector<size_t> &batch) {
-  std::vector<const int32_t *> sources, prefixes;
-  std::vector<int32_t> lengths, prefixLengths;
+  std::vector<const int32_t *> sources, prefixes, targets;
+  std::vector<int32_t> lengths, prefixLengths, targetLengths;
   for (size_t index : batch) {
     const Sentence &sentence = sentences[index];
     sources.push_back(sentence.ids.data());
     lengths.push_back(int32_t(sentence.ids.size()));
     prefixes.push_back(sentence.prefix.data());
     prefixLengths.push_back(int32_t(sentence.prefix.size()));
+    targets.push_back(sentence.target.data());
+    targetLengths.push_back(int32_t(sentence.target.size()));
   }
+  tfm_batch request{int32_t(sources.size()),
+                    sources.data(),
+                    lengths.data(),
+                    prefixes.data(),
+                    prefixLengths.data(),
+                    o.score ? targets.data() : nullptr,
+                    o.score ? targetLengths.data() : nullptr,
+                    nullptr};
   tfm_results *results = nullptr;
   auto start = Clock::now();
-  if (tfm_status status = tfm_translate_prefixed(
-          s.model, &o.search, sources.data(), lengths.data(), prefixes.data(),
-          prefixLengths.data(), int32_t(sources.size()), &results))
+  auto run = o.score ? tfm_score_batch : tfm_translate_batch;
+  if (tfm_status status = run(s.model, &o.search, &request, &results))
     die(fmt::format("{} (in a batch of {}): {}",
                     sentences[batch.front()].where.str(), sources.size(),
                     tfm_status_message(status)));
@@ -501,8 +647,12 @@ void Run::keepResults(tfm_results *results, std::vector<Sentence> &sentences,
     for (int32_t rank = 0; rank < count; ++rank) {
       int32_t length = 0;
       const int32_t *tokens = tfm_results_tokens(results, index, rank, &length);
+      int32_t scored = 0;
+      const float *tokenScores =
+          tfm_results_token_scores(results, index, rank, &scored);
       sentence.nbest.push_back({std::vector<int32_t>(tokens, tokens + length),
-                                tfm_results_score(results, index, rank)});
+                                tfm_results_score(results, index, rank),
+                                {tokenScores, tokenScores + scored}});
     }
     if (!sentence.nbest.empty())
       tokensOut += sentence.nbest.front().tokens.size();
@@ -513,24 +663,41 @@ void Run::keepResults(tfm_results *results, std::vector<Sentence> &sentences,
   }
 }
 
-/// The window's output lines: a translation a line, or with --n-best
-/// "INDEX ||| TRANSLATION ||| SCORE" lines.
+/// The window's output lines: a translation a line (after its score and a
+/// TAB with --with-scores), or with --n-best "INDEX ||| TRANSLATION |||
+/// SCORE" lines; --token-scores adds the tokens' log-probabilities (a TAB
+/// or " ||| " before them).
 std::string Run::format(const std::vector<Sentence> &sentences) {
+  // A blank line's one hypothesis: empty, scored 0.
+  static const std::vector<Sentence::Hypothesis> blank{{{}, 0.0f, {}}};
   std::string text;
   for (const Sentence &sentence : sentences) {
     size_t index = sentencesDone++;
-    if (o.search.n_best == 1) {
-      if (!sentence.nbest.empty())
-        text += show(sentence.nbest.front().tokens, sentence.where);
+    const std::vector<Sentence::Hypothesis> &nbest =
+        sentence.nbest.empty() ? blank : sentence.nbest;
+    for (const Sentence::Hypothesis &h : nbest) {
+      std::string hypothesis =
+          h.tokens.empty() ? "" : show(h.tokens, sentence.where);
+      if (o.search.n_best > 1)
+        text += fmt::format("{} ||| {} ||| {:g}", index, hypothesis,
+                            double(h.score));
+      else if (o.withScores || o.tokenScores)
+        text += fmt::format("{:g}\t{}", double(h.score), hypothesis);
+      else
+        text += hypothesis;
+      if (o.tokenScores)
+        text +=
+            (o.search.n_best > 1 ? " ||| " : "\t") + showScores(h.tokenScores);
       text += '\n';
-      continue;
     }
-    if (sentence.nbest.empty()) // a blank line
-      text += fmt::format("{} |||  ||| 0\n", index);
-    for (const Sentence::Hypothesis &h : sentence.nbest)
-      text += fmt::format("{} ||| {} ||| {:g}\n", index,
-                          show(h.tokens, sentence.where), double(h.score));
   }
+  return text;
+}
+
+std::string Run::showScores(const std::vector<float> &scores) {
+  std::string text;
+  for (float score : scores)
+    text += fmt::format("{}{:g}", text.empty() ? "" : " ", double(score));
   return text;
 }
 
@@ -568,7 +735,11 @@ int main(int argc, char **argv) {
   Options o = parseCommandLine(argc, argv);
   if (o.modelInfo)
     return printModelInfo(o);
-  LineReader reader(o.inputs);
+  // --score reads its sources from the first input (the second holds the
+  // targets, if given).
+  LineReader reader(o.score && !o.inputs.empty()
+                        ? std::vector<std::string>{o.inputs[0]}
+                        : o.inputs);
   reader.checkReadable();
   Session s;
   openModel(o, s);
@@ -592,7 +763,10 @@ int main(int argc, char **argv) {
     logits.emplace(o.logitsPath, readFiles);
 
   Run run(o, s, reader);
-  run.translateAll(out, logits ? &*logits : nullptr);
+  if (o.score)
+    run.scoreAll(out);
+  else
+    run.translateAll(out, logits ? &*logits : nullptr);
   out.close();
   if (logits)
     logits->close();

@@ -23,9 +23,12 @@
   X(tfm_search_options_default)                                                \
   X(tfm_set_num_threads)                                                       \
   X(tfm_translate_prefixed)                                                    \
+  X(tfm_translate_batch)                                                       \
+  X(tfm_score_batch)                                                           \
   X(tfm_results_count)                                                         \
   X(tfm_results_tokens)                                                        \
   X(tfm_results_score)                                                         \
+  X(tfm_results_token_scores)                                                  \
   X(tfm_results_free)                                                          \
   X(tfm_tokenizer_open)                                                        \
   X(tfm_tokenizer_close)                                                       \
@@ -33,6 +36,7 @@
   X(tfm_tokenizer_decode)                                                      \
   X(tfm_tokenizer_piece_id)                                                    \
   X(tfm_tokenizer_encode_framed)                                               \
+  X(tfm_tokenizer_encode_target)                                               \
   X(tfm_languages_open)                                                        \
   X(tfm_languages_close)                                                       \
   X(tfm_languages_count)                                                       \

@@ -100,6 +100,41 @@ tfm_status tfm_translate_prefixed(tfm_model *model,
                                   const int32_t *prefix_lengths, int32_t count,
                                   tfm_results **out_results);
 
+/* A batch of sentences, for tfm_translate_batch and tfm_score_batch:
+ * `count` source sentences of token ids (each ending in EOS), and
+ * optionally per sentence a target prefix (as tfm_translate_prefixed's;
+ * NULL or a NULL entry: none), a target to score (tfm_score_batch) and
+ * its index in the input (NULL: 0 to count - 1), which seeds the
+ * sentence's sampling so that it does not depend on the batch. */
+typedef struct tfm_batch {
+  int32_t count;
+  const int32_t *const *sources;
+  const int32_t *source_lengths;
+  const int32_t *const *prefixes;
+  const int32_t *prefix_lengths;
+  const int32_t *const *targets;
+  const int32_t *target_lengths;
+  const int64_t *indexes;
+} tfm_batch;
+
+/* tfm_translate_prefixed with the batch in one struct (no targets). */
+tfm_status tfm_translate_batch(tfm_model *model,
+                               const tfm_search_options *options,
+                               const tfm_batch *batch,
+                               tfm_results **out_results);
+
+/* Scores given translations, one padded batch, without search: through
+ * the decoder's steps the target's tokens are forced one by one, then EOS,
+ * and each gets its log-probability under the model (log-softmax of the
+ * step's logits). Sentence i's result is one hypothesis: targets[i] (no
+ * EOS in it), its score (the sum of the tokens' and EOS's log p divided by
+ * (length + 1)^length_penalty, as translating scores it; no other option
+ * applies) and its token scores. The leading target tokens that
+ * translating would force (the sentence's prefix, or the model's forced
+ * first token when it has none) score 0, as there. */
+tfm_status tfm_score_batch(tfm_model *model, const tfm_search_options *options,
+                           const tfm_batch *batch, tfm_results **out_results);
+
 /* Hypothesis `rank` (0 = best) of sentence `index`: its tokens (without EOS)
  * and its normalized score. */
 int32_t tfm_results_count(const tfm_results *results, int32_t index);
@@ -107,6 +142,11 @@ const int32_t *tfm_results_tokens(const tfm_results *results, int32_t index,
                                   int32_t rank, int32_t *out_length);
 float tfm_results_score(const tfm_results *results, int32_t index,
                         int32_t rank);
+/* The log-probability of each of its tokens, then of EOS if the hypothesis
+ * ended with it (*out_length is the token count, or one more): the terms
+ * of its score's sum (a forced token's is 0). */
+const float *tfm_results_token_scores(const tfm_results *results, int32_t index,
+                                      int32_t rank, int32_t *out_length);
 /* The first decoding step's logits of sentence `index` (target_vocab_size
  * floats), kept for testing against a reference implementation. */
 const float *tfm_results_first_logits(const tfm_results *results,
@@ -148,6 +188,13 @@ void tfm_tokenizer_close(tfm_tokenizer *tokenizer);
 tfm_status tfm_tokenizer_encode(const tfm_tokenizer *tokenizer,
                                 const char *text, size_t length,
                                 int32_t **out_ids, int32_t *out_length);
+
+/* Target text (UTF-8, one sentence) -> the ids of the pieces the target's
+ * SentencePiece model cuts it into, without EOS (to score a given
+ * translation). *out_ids is allocated; free it with tfm_free. */
+tfm_status tfm_tokenizer_encode_target(const tfm_tokenizer *tokenizer,
+                                       const char *text, size_t length,
+                                       int32_t **out_ids, int32_t *out_length);
 
 /* The id of one vocabulary piece (such as "▁Haus" or a language code); an
  * error when the vocabulary has no such piece. */
