@@ -162,6 +162,34 @@ def lines_seeds():
     put("Lines", "overlong", b"word " * 40000 + b"\n\xe2\x82\xac" * 1000)
 
 
+def vmap_compact(vocab, always, rules):
+    """The compact vmap form (tfm/abi/Vmap.h's serializeVmap): magic, the
+    vocabulary size, counts, the always-included ids, then per rule its
+    n-gram length, target count, n-gram and targets, and an FNV-1a
+    checksum of everything before it."""
+    body = b"TFMVMAP1" + struct.pack("<III", vocab, len(always), len(rules))
+    body += struct.pack(f"<{len(always)}i", *always)
+    for key, targets in rules:
+        body += struct.pack("<II", len(key), len(targets))
+        body += struct.pack(f"<{len(key)}I{len(targets)}i", *key, *targets)
+    h = 0xcbf29ce484222325
+    for c in body:
+        h = ((h ^ c) * 0x100000001b3) % (1 << 64)
+    return body + struct.pack("<Q", h)
+
+
+def vmap_seeds():
+    # VmapFuzzer's vocabulary: pieces of one to three bytes (64 ids).
+    put("Vmap", "text", "\ta b c\nx\ty z\nx y\tq\n\r\nab cd\tef\n")
+    put("Vmap", "bad-line", "no tab here\n")
+    put("Vmap", "unknown-pieces", "a\tlongpiece another\n")
+    with open(os.path.join(ROOT, "examples", "en-de", "vmap.txt"),
+              encoding="utf-8") as f:
+        put("Vmap", "en-de-head", "".join(f.readline() for _ in range(20)))
+    put("Vmap", "compact", vmap_compact(64, [0, 1, 5], [([3], [2, 9]), ([3, 4], [7])]))
+    put("Vmap", "compact-other-vocab", vmap_compact(32000, [0], [([1], [2])]))
+
+
 def serve_request_seeds():
     """Request bodies of tfm-serve after the byte choosing their
     Content-Type (ServeRequestFuzzer.cpp): 0 JSON, 1 a form, 2 JSON with
@@ -264,7 +292,7 @@ def main():
         # which stay as regression seeds.
         for target in ["Safetensors", "ModelConfig", "TorchCheckpoint",
                        "MarianCheckpoint", "WeightsFile", "Tokenizer", "Lines",
-                       "TfmIR", "ServeRequest"]:
+                       "TfmIR", "ServeRequest", "Vmap"]:
             d = os.path.join(CORPUS, target)
             for name in os.listdir(d) if os.path.isdir(d) else []:
                 if not name.startswith("crash-"):
@@ -277,6 +305,7 @@ def main():
     lines_seeds()
     ir_seeds()
     serve_request_seeds()
+    vmap_seeds()
 
 
 if __name__ == "__main__":

@@ -278,8 +278,9 @@ public:
         !ids(alwaysCount, out.always, "the always-included tokens") ||
         !inVocabulary(out.always, out.vocabSize, "always-included token"))
       return false;
-    if (!std::is_sorted(out.always.begin(), out.always.end()))
-      return fail("the always-included tokens are not sorted");
+    if (std::adjacent_find(out.always.begin(), out.always.end(),
+                           std::greater_equal<int32_t>()) != out.always.end())
+      return fail("the always-included tokens are not sorted and unique");
     for (uint32_t r = 0; r < ruleCount; ++r)
       if (!rule(r, out))
         return false;
