@@ -288,7 +288,9 @@ public:
                  py::handle minLengthArg, py::handle lengthPenaltyArg,
                  py::handle maxBatchSizeArg, py::handle returnScoresArg,
                  py::handle returnTokenScoresArg, py::handle targetPrefixArg,
-                 py::handle sourceLangArg, py::handle targetLangArg) {
+                 py::handle sourceLangArg, py::handle targetLangArg,
+                 py::handle repetitionPenaltyArg,
+                 py::handle noRepeatNgramSizeArg) {
     tfm_search_options opts;
     api.tfm_search_options_default(&opts);
     // A beam wider than the target vocabulary finds nothing more at its
@@ -316,6 +318,13 @@ public:
     opts.max_length_ratio = std::min(ratio, float(config.max_positions));
     opts.min_length = int32_t(intArg(minLengthArg, "min_length", 0, kInt32Max));
     opts.length_penalty = floatArg(lengthPenaltyArg, "length_penalty");
+    opts.repetition_penalty =
+        floatArg(repetitionPenaltyArg, "repetition_penalty");
+    if (opts.repetition_penalty <= 0)
+      throw py::value_error("repetition_penalty must be > 0 (1: off), found " +
+                            reprText(repetitionPenaltyArg));
+    opts.no_repeat_ngram_size = int32_t(
+        intArg(noRepeatNgramSizeArg, "no_repeat_ngram_size", 0, kInt32Max));
     size_t maxBatchSize =
         size_t(intArg(maxBatchSizeArg, "max_batch_size", 1, kInt32Max));
     bool returnScores = boolArg(returnScoresArg, "return_scores");
@@ -923,10 +932,13 @@ PYBIND11_MODULE(tfmc, m) {
            py::arg("target_prefix") = py::none(),
            py::arg("source_lang") = py::none(),
            py::arg("target_lang") = py::none(),
+           py::arg("repetition_penalty") = 1.0,
+           py::arg("no_repeat_ngram_size") = 0,
            "translate_batch(source, *, beam_size=1, n_best=1, max_length=256, "
            "max_length_ratio=3.0, min_length=0, length_penalty=1.0, "
            "max_batch_size=32, return_scores=False, return_token_scores=False, "
-           "target_prefix=None, source_lang=None, target_lang=None) -> "
+           "target_prefix=None, source_lang=None, target_lang=None, "
+           "repetition_penalty=1.0, no_repeat_ngram_size=0) -> "
            "list[TranslationResult]\n\n"
            "Translates a list (any iterable) of sentences, each a str (the "
            "model's tokenizer cuts it) or a sequence of source token ids "
@@ -938,7 +950,10 @@ PYBIND11_MODULE(tfmc, m) {
            "(translator --help): 1 <= n_best <= beam_size <= the target "
            "vocabulary's size, max_length >= 1, max_length_ratio >= 0 (0: "
            "off), min_length >= 0, length_penalty finite, max_batch_size >= "
-           "1. return_scores gives each hypothesis's score (translator "
+           "1, repetition_penalty > 0 (1: off), no_repeat_ngram_size >= 0 (0: "
+           "off), as the translator's --repetition-penalty and "
+           "--no-repeat-ngram-size. return_scores gives each hypothesis's "
+           "score (translator "
            "--with-scores), return_token_scores its tokens' log-probabilities "
            "(--token-scores). target_prefix, if given, holds for each "
            "sentence None or the target token ids (or vocabulary pieces) its "

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 namespace tfm_runtime {
@@ -72,10 +73,19 @@ constexpr int64_t kChunk = 2048;
 // One pass over the row, a chunk at a time: the chunk's share of the
 // normalizer, then its tokens that may enter the kept ones, scored once the
 // normalizer is known.
+// Penalized tokens are skipped by the scan (their order is not their
+// logits') and join the kept ones at the end, each with its penalized log p.
 std::optional<std::vector<Candidate>>
 bestExtensions(const float *row, int64_t vocab, float score, int64_t base,
-               size_t want, const std::vector<int32_t> &banned,
-               int32_t forced) {
+               size_t want, const std::vector<int32_t> &bannedTokens,
+               int32_t forced, const std::vector<int32_t> &penalized,
+               float penalty) {
+  std::vector<int32_t> skipped;
+  if (!penalized.empty())
+    std::set_union(bannedTokens.begin(), bannedTokens.end(), penalized.begin(),
+                   penalized.end(), std::back_inserter(skipped));
+  const std::vector<int32_t> &banned =
+      penalized.empty() ? bannedTokens : skipped;
   // A heap whose top is the worst kept token: lowest logit, then highest
   // token.
   struct Kept {
@@ -143,7 +153,31 @@ bestExtensions(const float *row, int64_t vocab, float score, int64_t base,
     float logp = k.logit - terms.max - logSum;
     best.push_back({score + logp, base + k.token, logp});
   }
+  if (penalized.empty())
+    return best;
+  for (int32_t t : penalized) {
+    float logp = penalize(row[t] - terms.max - logSum, penalty);
+    best.push_back({score + logp, base + t, logp});
+  }
+  std::sort(best.begin(), best.end(), before);
+  best.resize(std::min(best.size(), want));
   return best;
+}
+
+std::vector<int32_t> repeatedNgramBans(const std::vector<int32_t> &input,
+                                       int32_t n) {
+  std::vector<int32_t> bans;
+  size_t length = input.size(), context = size_t(n) - 1;
+  if (n < 1 || length < context)
+    return bans;
+  // Every n-gram start i whose first n - 1 tokens are the input's last.
+  for (size_t i = 0; i + context < length; ++i)
+    if (std::equal(input.begin() + i, input.begin() + i + context,
+                   input.end() - context))
+      bans.push_back(input[i + context]);
+  std::sort(bans.begin(), bans.end());
+  bans.erase(std::unique(bans.begin(), bans.end()), bans.end());
+  return bans;
 }
 
 std::optional<float> logProbability(const float *row, int64_t vocab,

@@ -39,10 +39,26 @@ inline bool before(const Candidate &x, const Candidate &y) {
 /// Hugging Face's forced EOS sets it.
 /// None when the row's logits are not all finite (a NaN or infinity
 /// reaches the normalizer): there is no distribution to search.
+/// `penalized` (sorted, none banned) are tokens whose log p is multiplied
+/// by `penalty` where negative and divided where positive (Hugging Face's
+/// repetition penalty on log-probabilities, in beam search).
 std::optional<std::vector<Candidate>>
 bestExtensions(const float *row, int64_t vocab, float score, int64_t base,
-               size_t want, const std::vector<int32_t> &banned,
-               int32_t forced);
+               size_t want, const std::vector<int32_t> &banned, int32_t forced,
+               const std::vector<int32_t> &penalized = {},
+               float penalty = 1.0f);
+
+/// Hugging Face's repetition penalty of a value (a logit or a log p).
+inline float penalize(float x, float penalty) {
+  return x < 0 ? x * penalty : x / penalty;
+}
+
+/// The tokens that would repeat an n-gram of `input` (a hypothesis's
+/// decoder input: start token, then its tokens), sorted: every t such that
+/// its last n - 1 tokens followed by t occur in it (Hugging Face's
+/// NoRepeatNGramLogitsProcessor; none while input is shorter than n - 1).
+std::vector<int32_t> repeatedNgramBans(const std::vector<int32_t> &input,
+                                       int32_t n);
 
 /// log p(token) of a logits row, computed as bestExtensions computes it
 /// (the same sums in the same order: the same float); none when the row's

@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <new>
@@ -117,13 +118,21 @@ private:
   /// with its log p; false when the logits are not finite.
   bool scoreRow(int64_t row, int64_t step);
   void checkFinite(const std::vector<char> &nonFinite, int64_t step) const;
-  /// The tokens a row whose generated tokens are `prefix` must not take
-  /// next, sorted: padding, EOS when `eosAllowed` is false, and the last
-  /// token of every bad word whose other tokens end the row's input
-  /// (decoder start token, then `prefix`), as Hugging Face's
-  /// NoBadWordsLogitsProcessor bans them.
-  std::vector<int32_t> bannedTokens(const std::vector<int32_t> &prefix,
+  /// A row's input, as Hugging Face's logits processors see it: the
+  /// decoder start token, then the tokens generated.
+  std::vector<int32_t> rowInput(const std::vector<int32_t> &prefix) const;
+  /// The tokens a row whose input is `input` must not take next, sorted:
+  /// padding, EOS when `eosAllowed` is false, the last token of every bad
+  /// word whose other tokens end the input (as Hugging Face's
+  /// NoBadWordsLogitsProcessor bans them), and those that would repeat an
+  /// n-gram (--no-repeat-ngram-size).
+  std::vector<int32_t> bannedTokens(const std::vector<int32_t> &input,
                                     bool eosAllowed) const;
+  /// The tokens of `input`, sorted, when they are penalized
+  /// (--repetition-penalty); else none.
+  std::vector<int32_t> repeatedTokens(const std::vector<int32_t> &input) const;
+  static std::vector<int32_t> withoutBanned(const std::vector<int32_t> &tokens,
+                                            const std::vector<int32_t> &banned);
   void selectBeams(int64_t step);
   std::vector<Candidate> sentenceCandidates(size_t slot) const;
   void selectSentence(size_t slot, int64_t step, Beams &next);
@@ -327,10 +336,22 @@ void Translator::scanRows(int64_t step, std::vector<char> &nonFinite) {
       nonFinite[r] = !scoreRow(r, step);
       continue;
     }
+    float *row = logits.data + r * vocab;
+    std::vector<int32_t> input = rowInput(beams.prefixes[r]);
+    std::vector<int32_t> banned = bannedTokens(input, eosAllowed);
+    std::vector<int32_t> penalized = repeatedTokens(input);
+    // Hugging Face's repetition penalty: on the logits in greedy search
+    // (banned tokens' too: they stay in the normalizer), on the
+    // log-probabilities of the tokens that can be chosen in beam search.
+    if (beam == 1) {
+      for (int32_t t : penalized)
+        row[t] = penalize(row[t], opts.repetition_penalty);
+      penalized.clear();
+    }
+    penalized = withoutBanned(penalized, banned);
     std::optional<std::vector<Candidate>> best = bestExtensions(
-        logits.data + r * vocab, vocab, beams.scores[r], (r % beam) * vocab,
-        2 * beam, bannedTokens(beams.prefixes[r], eosAllowed),
-        forcedToken(r, step));
+        row, vocab, beams.scores[r], (r % beam) * vocab, 2 * beam, banned,
+        forcedToken(r, step), penalized, opts.repetition_penalty);
     if (best)
       rowBest[r] = std::move(*best);
     else
@@ -364,28 +385,52 @@ void Translator::checkFinite(const std::vector<char> &nonFinite,
 }
 
 std::vector<int32_t>
-Translator::bannedTokens(const std::vector<int32_t> &prefix,
-                         bool eosAllowed) const {
+Translator::rowInput(const std::vector<int32_t> &prefix) const {
+  std::vector<int32_t> input = {int32_t(cfg.decoder_start_token_id)};
+  input.insert(input.end(), prefix.begin(), prefix.end());
+  return input;
+}
+
+std::vector<int32_t> Translator::bannedTokens(const std::vector<int32_t> &input,
+                                              bool eosAllowed) const {
   std::vector<int32_t> banned = {int32_t(cfg.pad_token_id)};
   if (!eosAllowed)
     banned.push_back(int32_t(cfg.eos_token_id));
-  auto input = [&](size_t i) { // the row's input: start token, then prefix
-    return i == 0 ? int32_t(cfg.decoder_start_token_id) : prefix[i - 1];
-  };
-  size_t inputLength = prefix.size() + 1;
+  size_t inputLength = input.size();
   for (const std::vector<int32_t> &word : model.badWords) {
     size_t context = word.size() - 1;
     if (context > inputLength)
       continue;
-    bool matches = true;
-    for (size_t i = 0; i < context && matches; ++i)
-      matches = input(inputLength - context + i) == word[i];
-    if (matches)
+    if (std::equal(word.begin(), word.end() - 1, input.end() - context))
       banned.push_back(word.back());
+  }
+  if (opts.no_repeat_ngram_size > 0) {
+    std::vector<int32_t> repeats =
+        repeatedNgramBans(input, opts.no_repeat_ngram_size);
+    banned.insert(banned.end(), repeats.begin(), repeats.end());
   }
   std::sort(banned.begin(), banned.end());
   banned.erase(std::unique(banned.begin(), banned.end()), banned.end());
   return banned;
+}
+
+std::vector<int32_t>
+Translator::repeatedTokens(const std::vector<int32_t> &input) const {
+  if (opts.repetition_penalty == 1.0f)
+    return {};
+  std::vector<int32_t> seen = input;
+  std::sort(seen.begin(), seen.end());
+  seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+  return seen;
+}
+
+std::vector<int32_t>
+Translator::withoutBanned(const std::vector<int32_t> &tokens,
+                          const std::vector<int32_t> &banned) {
+  std::vector<int32_t> kept;
+  std::set_difference(tokens.begin(), tokens.end(), banned.begin(),
+                      banned.end(), std::back_inserter(kept));
+  return kept;
 }
 
 /// Each live sentence's next beams from its rows' best extensions; sets
@@ -632,6 +677,11 @@ tfm_status checkRequest(const tfm_model_config &cfg,
     return makeError("min length must be at least 0");
   if (!std::isfinite(options.length_penalty))
     return makeError("the length penalty must be a finite number");
+  if (!(options.repetition_penalty > 0) ||
+      !std::isfinite(options.repetition_penalty))
+    return makeError("the repetition penalty must be a finite number > 0");
+  if (options.no_repeat_ngram_size < 0)
+    return makeError("the no-repeat n-gram size must be at least 0");
   if (!(options.max_length_ratio >= 0) ||
       !std::isfinite(options.max_length_ratio))
     return makeError("the max length ratio must be a finite number >= 0");
@@ -684,6 +734,8 @@ tfm_search_options tfm_runtime::defaultSearchOptions() {
   o.min_length = 0;
   o.length_penalty = 1.0f;
   o.suppress_eos = 0;
+  o.repetition_penalty = 1.0f;
+  o.no_repeat_ngram_size = 0;
   return o;
 }
 

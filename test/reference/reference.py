@@ -569,6 +569,29 @@ class Model:
         return self.product(x, self.lm_head, "lm_head")
 
 
+def penalize(x, inputs, penalty):
+    """Hugging Face's RepetitionPenaltyLogitsProcessor on the rows of x:
+    each token of the row's input multiplied by `penalty` where negative,
+    divided where positive."""
+    penalty = np.float32(penalty)
+    for r, row_input in enumerate(inputs):
+        for t in sorted(set(row_input)):
+            v = x[r, t].item()
+            x[r, t] = float(np.float32(v) * penalty if v < 0 else np.float32(v) / penalty)
+
+
+def repeated_ngram_bans(row_input, n):
+    """Hugging Face's NoRepeatNGramLogitsProcessor: the tokens that would
+    complete an n-gram already in the row's input (none for n = 0 or while
+    the input is shorter than n - 1)."""
+    if n <= 0 or len(row_input) + 1 < n:
+        return []
+    ngrams = {}
+    for i in range(len(row_input) - n + 1):
+        ngrams.setdefault(tuple(row_input[i:i + n - 1]), []).append(row_input[i + n - 1])
+    return ngrams.get(tuple(row_input[len(row_input) - n + 1:]), [])
+
+
 def top_candidates(cand, count):
     """Indices of the `count` best entries of `cand`, higher score first and
     ties to the lower index; -inf entries never."""
@@ -669,16 +692,30 @@ def translate(model, sources, opts, user_prefixes=None):
         logits = model.decode_step(tokens, step, cross, cache, row_mask)
         if step == 0:
             first_logits = logits[::k].clone()
+        # Hugging Face's repetition penalty over each row's input (start
+        # token, then its tokens): on the logits in greedy search, on the
+        # log-probabilities of the tokens that can be chosen in beam search.
+        if opts.repetition_penalty != 1 and k == 1:
+            penalize(logits, [[start] + p for p in prefixes], opts.repetition_penalty)
         logp = torch.log_softmax(logits, dim=-1)
-        logp[:, pad] = float("-inf")
+        # Padding, EOS before the minimum length, a bad word's last token
+        # when its other tokens end the input, repeated n-grams.
+        banned = torch.zeros_like(logp, dtype=torch.bool)
+        banned[:, pad] = True
         if opts.suppress_eos or step + 1 <= opts.min_length:
-            logp[:, eos] = float("-inf")
+            banned[:, eos] = True
         for r in range(R):
             row_input = [start] + prefixes[r]
-            for word in bad_words:  # banned when its other tokens end the input
+            for word in bad_words:
                 if len(word) - 1 <= len(row_input) and \
                         row_input[len(row_input) - len(word) + 1:] == word[:-1]:
-                    logp[r, word[-1]] = float("-inf")
+                    banned[r, word[-1]] = True
+            for t in repeated_ngram_bans(row_input, opts.no_repeat_ngram_size):
+                banned[r, t] = True
+        if opts.repetition_penalty != 1 and k > 1:
+            penalize(logp, [[start] + p for p in prefixes], opts.repetition_penalty)
+        logp[banned] = float("-inf")
+        for r in range(R):
             if forced_eos is not None and not opts.suppress_eos and step + 1 >= max_len[r // k]:
                 logp[r] = float("-inf")  # only the forced EOS, with log p = 0
                 logp[r, forced_eos] = 0.0
@@ -864,6 +901,8 @@ def main():
     ap.add_argument("--min-length", type=int, default=0)
     ap.add_argument("--length-penalty", type=float, default=1.0)
     ap.add_argument("--suppress-eos", action="store_true")
+    ap.add_argument("--repetition-penalty", type=float, default=1.0)
+    ap.add_argument("--no-repeat-ngram-size", type=int, default=0)
     ap.add_argument("--dump-first-logits")
     ap.add_argument("--batch-size", type=int, default=1,
                     help="sentences decoded together (padded); results do not change")

@@ -19,6 +19,7 @@ using tfm_runtime::bestExtensions;
 using tfm_runtime::cacheMoves;
 using tfm_runtime::CacheMoves;
 using tfm_runtime::Candidate;
+using tfm_runtime::repeatedNgramBans;
 using tfm_runtime::RowCopy;
 
 static const float kInf = std::numeric_limits<float>::infinity();
@@ -117,6 +118,51 @@ TEST(Search, RowsWithoutADistributionHaveNoExtensions) {
         masked[at] = -kInf;
       }
   }
+}
+
+TEST(Search, PenalizedTokensJoinTheBestWithTheirPenalizedLogProbabilities) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> logit(0.0f, 2.0f);
+  for (int64_t vocab : {17, 2049, 5000})
+    for (float penalty : {0.5f, 1.7f}) {
+      std::vector<float> row(vocab);
+      for (float &x : row)
+        x = logit(rng);
+      std::vector<int32_t> penalized = {1, 4, int32_t(vocab - 2)};
+      size_t want = 6;
+      std::optional<std::vector<Candidate>> got = bestExtensions(
+          row.data(), vocab, -1.0f, 0, want, {}, -1, penalized, penalty);
+      ASSERT_TRUE(got);
+      // Plainly: every token's log p, the penalized ones' penalized.
+      std::vector<Candidate> all = plainBest(row, -1.0f, 0, size_t(vocab), {});
+      for (Candidate &c : all)
+        if (std::binary_search(penalized.begin(), penalized.end(),
+                               int32_t(c.flat)))
+          c.score = -1.0f + tfm_runtime::penalize(c.score + 1.0f, penalty);
+      std::sort(all.begin(), all.end(), tfm_runtime::before);
+      ASSERT_EQ(got->size(), want);
+      for (size_t i = 0; i < want; ++i) {
+        EXPECT_EQ((*got)[i].flat, all[i].flat) << "vocab " << vocab;
+        EXPECT_NEAR((*got)[i].score, all[i].score, 1e-5f);
+        EXPECT_NEAR((*got)[i].logp, all[i].score + 1.0f, 1e-5f);
+      }
+    }
+}
+
+TEST(Search, RepeatedNgramBansAreHuggingFacesNoRepeatNGram) {
+  using V = std::vector<int32_t>;
+  // Unigrams: every token seen; bigrams: what followed the last token.
+  EXPECT_EQ(repeatedNgramBans({0, 7, 5, 7}, 1), (V{0, 5, 7}));
+  EXPECT_EQ(repeatedNgramBans({0, 7, 5, 7}, 2), (V{5}));
+  EXPECT_EQ(repeatedNgramBans({0, 7, 5, 7, 9, 7}, 2), (V{5, 9}));
+  // Trigrams: the last two tokens seen before, and what came next.
+  EXPECT_EQ(repeatedNgramBans({0, 3, 4, 5, 3, 4}, 3), (V{5}));
+  EXPECT_EQ(repeatedNgramBans({0, 3, 4, 5, 4, 3}, 3), (V{}));
+  // An input shorter than n - 1: nothing to repeat yet; n = 0: off.
+  EXPECT_EQ(repeatedNgramBans({0}, 3), (V{}));
+  EXPECT_EQ(repeatedNgramBans({0, 0}, 3), (V{}));
+  EXPECT_EQ(repeatedNgramBans({0, 0, 0}, 3), (V{0}));
+  EXPECT_EQ(repeatedNgramBans({0, 7, 7}, 0), (V{}));
 }
 
 /// Row contents after the moves, each row holding its own number before.

@@ -145,6 +145,19 @@ CLI::Validator finiteNumber(std::optional<double> min = std::nullopt) {
       "");
 }
 
+/// A finite number > 0.
+CLI::Validator positiveNumber() {
+  return CLI::Validator(
+      [](std::string &value) -> std::string {
+        char *end = nullptr;
+        double v = std::strtod(value.c_str(), &end);
+        if (end == value.c_str() || *end || !std::isfinite(v) || v <= 0)
+          return fmt::format("expects a finite number > 0, found '{}'", value);
+        return "";
+      },
+      "");
+}
+
 const std::map<std::string, Format> kFormats = {{"text", Format::Text},
                                                 {"ids", Format::Ids}};
 
@@ -210,6 +223,19 @@ void addSearchOptions(CLI::App &app, Options &o) {
       ->capture_default_str()
       ->check(finiteNumber())
       ->type_name("A");
+  app.add_option("--repetition-penalty", s.repetition_penalty,
+                 "a token already in the hypothesis (or the decoder start "
+                 "token) has its logit (greedy) or log p (beam) multiplied "
+                 "by R where negative, divided where positive, as Hugging "
+                 "Face's (1: off)")
+      ->capture_default_str()
+      ->check(positiveNumber())
+      ->type_name("R");
+  app.add_option("--no-repeat-ngram-size", s.no_repeat_ngram_size,
+                 "no n-gram of N tokens occurs twice in a hypothesis (0: off)")
+      ->capture_default_str()
+      ->check(atLeast(0))
+      ->type_name("N");
   app.add_flag("--suppress-eos", s.suppress_eos,
                "never end a sentence: decode exactly --max-length tokens "
                "(benchmarks)");

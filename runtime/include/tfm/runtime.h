@@ -70,6 +70,13 @@ typedef struct tfm_search_options {
   int32_t min_length;     /* no EOS before this many tokens */
   float length_penalty;   /* beam scores are sum(log p) / length^penalty */
   int32_t suppress_eos;   /* never emit EOS: decode exactly max_length tokens */
+  /* Hugging Face's repetition guards over a hypothesis's input (decoder
+   * start token, then its tokens): a token already in it has its logit
+   * (greedy) or its log-probability (beam search) multiplied by the
+   * penalty where negative, divided where positive (1: off); no n-gram of
+   * no_repeat_ngram_size tokens occurs twice (0: off). */
+  float repetition_penalty;
+  int32_t no_repeat_ngram_size;
 } tfm_search_options;
 
 void tfm_search_options_default(tfm_search_options *out_options);
