@@ -16,6 +16,10 @@ model-SIZE):
   t5                 the same with --feed-forward-proj gated-gelu --untied:
                      base is T5 v1.1 base (12 + 12 layers, d_model 768, 12
                      heads of 64, gated FFN 2048, 32128 tokens, own lm_head)
+  marian-SIZE        bench/make_model.py --size SIZE, at --size base the
+                     yardsticks of equal bytes (YARDSTICKS): base-wide (BART's
+                     and mBART's 89 MB at int8), t5-base-bytes, m2m-418m-bytes;
+                     at tiny Marian's own model weighs what BART's does
 Every checkpoint holds one copy of the shared embeddings (--no-tied-copies).
 A family whose generator is missing (make_family_model.py FAMILY --help
 fails), whose model tfmc does not compile or whose translator or reference
@@ -41,6 +45,16 @@ import sys
 import time
 
 FAMILIES = ["marian", "bart", "mbart", "m2m_100", "t5"]
+# Per size, the Marian model (bench/make_model.py --size) whose decoder step
+# reads as many bytes as each family's: the family's share of the memory
+# bound against Marian's at an equal bound (the bandwidth cancels; Marian
+# base's 39 MB at int8 nearly fit the last-level cache, the families' do
+# not). At tiny, BART's and mBART's steps weigh what Marian's does.
+YARDSTICKS = {
+    "base": {"bart": "base-wide", "mbart": "base-wide", "t5": "t5-base-bytes",
+             "m2m_100": "m2m-418m-bytes"},
+    "tiny": {"bart": "tiny", "mbart": "tiny"},
+}
 # Extra options of make_family_model.py per family: T5 as v1.1 at every
 # size (the tiny model as the base one: gated-gelu, untied lm_head).
 MAKER_OPTIONS = {"t5": ["--feed-forward-proj", "gated-gelu", "--untied"]}
@@ -61,6 +75,21 @@ def parse(text):
     return ["marian"] + [f for f in FAMILIES[1:] if f in wanted]
 
 
+def yardstick_of(family, size):
+    """The family key of the Marian model that is `family`'s yardstick at
+    `size` ("marian" itself or "marian-SIZE"), or None."""
+    yard = YARDSTICKS.get(size, {}).get(family)
+    if yard is None:
+        return None
+    return "marian" if yard == size else f"marian-{yard}"
+
+
+def with_yardsticks(families, size):
+    """`families` with the Marian models their yardsticks need, after them."""
+    extra = [yardstick_of(f, size) for f in families]
+    return families + sorted({y for y in extra if y and y not in families})
+
+
 def family_maker(root):
     return os.path.join(root, "test", "models", "make_family_model.py")
 
@@ -68,8 +97,9 @@ def family_maker(root):
 def make_model(h, family, args, sentences):
     """The family's model directory in args.out, made unless it is there
     with enough sentences; raises Skip if this checkout cannot make it."""
-    if family == "marian":
-        model = os.path.join(args.out, f"model-{args.size}")
+    if family.startswith("marian"):
+        size = family[len("marian-"):] or args.size
+        model = os.path.join(args.out, f"model-{size}")
     else:
         model = os.path.join(args.out, f"model-{family}-{args.size}")
     source = os.path.join(model, "source.ids")
@@ -78,8 +108,8 @@ def make_model(h, family, args, sentences):
             if len(f.read().splitlines()) >= sentences:
                 return model
         shutil.rmtree(model)
-    if family == "marian":
-        h.make_model(args.size, model, args.quick)
+    if family.startswith("marian"):
+        h.make_model(family[len("marian-"):] or args.size, model, args.quick)
         return model
     maker = family_maker(h.ROOT)
     probe = subprocess.run([h.PY, maker, family, "--help"], capture_output=True, text=True)
@@ -158,7 +188,7 @@ def end_to_end(args, notes, h):
     # fails here is skipped, Marian stops the run.
     engines = {}  # (family, name) -> (command, input path, sentences)
     models = {}
-    for family in args.families:
+    for family in with_yardsticks(args.families, args.size):
         try:
             model = make_model(h, family, args, sentences_needed)
             with open(os.path.join(model, "config.json")) as f:
@@ -212,7 +242,7 @@ def end_to_end(args, notes, h):
                         "-b", str(beam), "--batch-size", str(batch)] + common,
                     inputs[args.reference_sentences], args.reference_sentences, {})
         except Skip as e:
-            if family == "marian":
+            if family.startswith("marian"):
                 sys.exit(f"bench: Marian, the families' yardstick, cannot be measured: {e}")
             results["skipped"][family] = str(e)
             notes.append(f"family '{family}' skipped: {e}")
@@ -245,7 +275,7 @@ def end_to_end(args, notes, h):
                 try:
                     timing = h.run(command(beam, batch, src), out_path, env)
                 except SystemExit as e:
-                    if family == "marian":
+                    if family.startswith("marian"):
                         raise
                     failed[family] = f"{name} failed in {case}: {str(e).strip().splitlines()[0]}"
                     print(f"{family}: skipped: {failed[family]}", file=sys.stderr)
@@ -335,15 +365,56 @@ def end_to_end(args, notes, h):
                    "of_memory_bound": r["of_memory_bound"],
                    "attention_fused": engine["attention"]["fused"],
                    "of_weights_read_again": r["of_weights_read_again"]}
-            if family != "marian" and name in marian:
+            if not family.startswith("marian") and name in marian:
                 for bound in ("memory_bound", "weights_read_again"):
                     m = marian[name]["cases"]["greedy-b1"]["of_" + bound]
                     row[f"marian_of_{bound}"] = m
                     row[f"points_from_marian_{bound}"] = 100 * (r["of_" + bound] - m)
                     row[f"within_10_points_{bound}"] = r["of_" + bound] >= m - 0.10
+            row.update(against_yardstick(results["models"], family, name, r, args.size))
             comparison.append(row)
     results["greedy_b1_against_marian"] = comparison
     return results
+
+
+def against_yardstick(models, family, name, r, size):
+    """The family's batch-1 greedy share of the memory bound against that
+    of the Marian model whose step reads as many bytes (YARDSTICKS), with
+    the same engine in the same run: its key, tokens/s, the ratio of bytes
+    per second (free of the bandwidth measured), the points between the
+    shares and whether the family is at most 10 points below."""
+    key = yardstick_of(family, size)
+    yard = models.get(key, {}).get("engines", {}).get(name) if key else None
+    if not yard:
+        return {}
+    y = yard["cases"]["greedy-b1"]
+    bytes_of = lambda m: models[m]["memory_bound"][yard["precision"]]["step_weight_bytes"]
+    ratio = (r["tokens_per_second"] * bytes_of(family)
+             / (y["tokens_per_second"] * bytes_of(key)))
+    points = 100 * (r["of_memory_bound"] - y["of_memory_bound"])
+    return {"yardstick": key, "yardstick_tokens_per_second": y["tokens_per_second"],
+            "yardstick_of_memory_bound": y["of_memory_bound"],
+            "bytes_per_second_vs_yardstick": ratio, "points_from_yardstick": points,
+            "within_10_points_yardstick": points >= -10}
+
+
+def yardstick_table(comparison):
+    """Markdown: each family beside the Marian model of its step's bytes."""
+    rows = [r for r in comparison if "yardstick" in r]
+    if not rows:
+        return ""
+    lines = ["| family | engine | tokens/s | Marian of the same bytes | its tokens/s | "
+             "bytes/s vs it | of memory bound | its | points | within 10 points |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['family']} | {r['engine']} | {r['tokens_per_second']:.1f} | "
+                     f"{r['yardstick']} | {r['yardstick_tokens_per_second']:.1f} | "
+                     f"{r['bytes_per_second_vs_yardstick']:.3f} | {r['of_memory_bound']:.0%} | "
+                     f"{r['yardstick_of_memory_bound']:.0%} | {r['points_from_yardstick']:+.1f} | "
+                     + ("yes" if r["within_10_points_yardstick"] else "**no**") + " |")
+    return ("\n\n**Against a Marian model whose step reads the same bytes** (bench/make_model.py "
+            "sizes; the same bound, so the bandwidth cancels: issue 39's comparison where "
+            "Marian base's 39 MB would sit in the cache)\n\n" + "\n".join(lines))
 
 
 def tables(results):
@@ -404,6 +475,7 @@ def tables(results):
              "same run beside it (issue 39: each family's int8 within 10 points of "
              "Marian's, `auto` keeping attention fused), against the memory's bandwidth "
              "and against the bandwidth of its weights read again\n\n" + "\n".join(rows))
+    text += yardstick_table(results["greedy_b1_against_marian"])
 
     cases = list(next(iter(first["engines"].values()))["cases"])
     rows = ["| family | engine | " + " | ".join(cases) + " |", "|---|---|" + "---|" * len(cases)]
