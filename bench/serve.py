@@ -24,8 +24,9 @@ Per engine:
             errors, median and p99 latency, and from /metrics the batches
             the server formed (sentences per batch, as its histogram's
             buckets); beside `translator --batch-size 32` on the same
-            sentences: the ratio of sentences/s (issue 40's target: >= 0.8
-            at 64 clients)
+            sentences, measured before and after the loads (their mean):
+            the ratio of sentences/s (issue 40's target: >= 0.8 at 64
+            clients)
   latency   one connection sending one sentence (the sentences' median by
             length) again and again: median and p99 latency beside the
             translator's own time for that sentence with the model loaded
@@ -323,7 +324,7 @@ def one_sentence_ms(h, args, engine, one, env):
     return pass_seconds(h, args, engine, [one], 1, out, 8, env)[0] * 1e3
 
 
-def load_level(args, engine, paths, connections, translator, env):
+def load_level(args, engine, paths, connections, env):
     figures, batches = served_run(args, engine, paths["bodies"], connections,
                                   args.serve_seconds, env)
     seconds = figures["duration_us"] / 1e6
@@ -336,7 +337,7 @@ def load_level(args, engine, paths, connections, translator, env):
                                                       "write_errors", "timeouts")),
             "requests_per_second": figures["requests"] / seconds,
             "sentences_per_second": ok / seconds,
-            "ratio_to_translator": ok / seconds / translator["sentences_per_second"],
+            "ratio_to_translator": None,  # once the translator's rate is known
             "batches": batches}
 
 
@@ -415,8 +416,16 @@ def measure_engine(h, args, engine, paths, one, env):
               "translator": translator, "compared_sentences": checked,
               "same_as_translator": same, "load": {}}
     for connections in args.serve_clients:
-        record["load"][str(connections)] = load_level(args, engine, paths, connections,
-                                                      translator, env)
+        record["load"][str(connections)] = load_level(args, engine, paths, connections, env)
+    # The translator's rate before and after the loads (the host drifts
+    # over minutes): their mean is its rate during them.
+    after, _ = measure_translator(h, args, engine, sentences, env)
+    rates = [translator["sentences_per_second"], after["sentences_per_second"]]
+    translator["sentences_per_second"] = sum(rates) / 2
+    translator["sentences_per_second_before_after"] = rates
+    for level in record["load"].values():
+        level["ratio_to_translator"] = (level["sentences_per_second"]
+                                        / translator["sentences_per_second"])
     record["latency"] = latency_run(h, args, engine, paths, one, env)
     return record
 
@@ -433,7 +442,8 @@ def tables(results):
             f"one sentence a request cycling through {results['sentences']} sentences of "
             f"examples/en-de/test.en, a fresh server per run; the translator "
             f"(`--batch-size {results['translator_batch_size']}`, its `--timing`, median of "
-            f"{results['runs']} run(s)) on the same sentences in the same run.")
+            f"{results['runs']} run(s), before and after each engine's loads: their mean) "
+            f"on the same sentences in the same run.")
     rows = ["| engine | clients | requests/s | sentences/s | translator b32 sentences/s | "
             "ratio | p50 (ms) | p99 (ms) | non-2xx | socket errors | batches | mean batch |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
