@@ -99,6 +99,23 @@ int64_t intArg(py::handle value, const std::string &name, int64_t min,
   return v;
 }
 
+/// `value` as an unsigned 64-bit integer (a seed), else a TypeError or
+/// ValueError naming `name`.
+uint64_t seedArg(py::handle value, const std::string &name) {
+  if (PyBool_Check(value.ptr()) || !PyIndex_Check(value.ptr()))
+    throw py::type_error(name + " must be an int, found " + describe(value));
+  auto index = py::reinterpret_steal<py::object>(PyNumber_Index(value.ptr()));
+  if (!index)
+    throwPythonError();
+  unsigned long long v = PyLong_AsUnsignedLongLong(index.ptr());
+  if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    throw py::value_error(name + " must be an int in [0, 2**64 - 1], found " +
+                          reprText(value));
+  }
+  return v;
+}
+
 /// `value` as a finite float32 (the runtime's options are float), else a
 /// TypeError or ValueError naming `name`: a NaN length penalty would make
 /// every score NaN and the ranking arbitrary.
@@ -290,9 +307,13 @@ public:
                  py::handle returnTokenScoresArg, py::handle targetPrefixArg,
                  py::handle sourceLangArg, py::handle targetLangArg,
                  py::handle repetitionPenaltyArg,
-                 py::handle noRepeatNgramSizeArg) {
+                 py::handle noRepeatNgramSizeArg, py::handle samplingTopkArg,
+                 py::handle samplingToppArg, py::handle samplingTemperatureArg,
+                 py::handle seedArgument) {
     tfm_search_options opts;
     api.tfm_search_options_default(&opts);
+    setSampling(opts, samplingTopkArg, samplingToppArg, samplingTemperatureArg,
+                seedArgument);
     // A beam wider than the target vocabulary finds nothing more at its
     // first step, and the search's logits (rows x vocabulary floats per
     // sentence) would already be vocabulary^2: beam_size=10**6 would
@@ -301,7 +322,13 @@ public:
         int32_t(intArg(beamSizeArg, "beam_size", 1, config.target_vocab_size,
                        " (at most the target vocabulary's size)"));
     opts.n_best = int32_t(intArg(nBestArg, "n_best", 1, kInt32Max));
-    if (opts.n_best > opts.beam_size)
+    if (opts.sampling && opts.beam_size != 1)
+      throw py::value_error("sampling (sampling_topk, sampling_topp, "
+                            "sampling_temperature, seed) needs beam_size 1, "
+                            "found " +
+                            std::to_string(opts.beam_size) +
+                            "; n_best=N draws N samples");
+    if (!opts.sampling && opts.n_best > opts.beam_size)
       throw py::value_error("n_best " + std::to_string(opts.n_best) +
                             " exceeds beam_size " +
                             std::to_string(opts.beam_size) +
@@ -362,8 +389,10 @@ public:
       size_t count = std::min(pending.size() - start, maxBatchSize);
       std::vector<const int32_t *> batch, batchPrefixes;
       std::vector<int32_t> lengths, prefixLengths;
+      std::vector<int64_t> indexes; // in `source`: sampling's seeds
       for (size_t k = 0; k < count; ++k) {
         size_t i = pending[start + k];
+        indexes.push_back(int64_t(i));
         batch.push_back(ids[i].data());
         lengths.push_back(int32_t(ids[i].size()));
         batchPrefixes.push_back(prefixes[i].data());
@@ -373,9 +402,15 @@ public:
       tfm_status status;
       {
         py::gil_scoped_release unlocked;
-        status = api.tfm_translate_prefixed(
-            model, &opts, batch.data(), lengths.data(), batchPrefixes.data(),
-            prefixLengths.data(), int32_t(count), &out);
+        tfm_batch request{int32_t(count),
+                          batch.data(),
+                          lengths.data(),
+                          batchPrefixes.data(),
+                          prefixLengths.data(),
+                          nullptr,
+                          nullptr,
+                          indexes.data()};
+        status = api.tfm_translate_batch(model, &opts, &request, &out);
       }
       if (status) {
         std::string message = api.tfm_status_message(status);
@@ -407,6 +442,31 @@ public:
       api.tfm_results_free(out);
     }
     return results;
+  }
+
+  /// Sampling's options: any given (not None) turns sampling on.
+  static void setSampling(tfm_search_options &opts, py::handle topk,
+                          py::handle topp, py::handle temperature,
+                          py::handle seed) {
+    opts.sampling = !topk.is_none() || !topp.is_none() ||
+                    !temperature.is_none() || !seed.is_none();
+    if (!topk.is_none())
+      opts.sampling_topk =
+          int32_t(intArg(topk, "sampling_topk", 0, kInt32Max, " (0: all)"));
+    if (!topp.is_none()) {
+      opts.sampling_topp = floatArg(topp, "sampling_topp");
+      if (!(opts.sampling_topp > 0 && opts.sampling_topp <= 1))
+        throw py::value_error("sampling_topp must be in (0, 1], found " +
+                              reprText(topp));
+    }
+    if (!temperature.is_none()) {
+      opts.sampling_temperature = floatArg(temperature, "sampling_temperature");
+      if (opts.sampling_temperature <= 0)
+        throw py::value_error("sampling_temperature must be > 0, found " +
+                              reprText(temperature));
+    }
+    if (!seed.is_none())
+      opts.seed = seedArg(seed, "seed");
   }
 
   /// Scores targets[i] as the translation of source[i] (score_batch), in
@@ -934,11 +994,17 @@ PYBIND11_MODULE(tfmc, m) {
            py::arg("target_lang") = py::none(),
            py::arg("repetition_penalty") = 1.0,
            py::arg("no_repeat_ngram_size") = 0,
+           py::arg("sampling_topk") = py::none(),
+           py::arg("sampling_topp") = py::none(),
+           py::arg("sampling_temperature") = py::none(),
+           py::arg("seed") = py::none(),
            "translate_batch(source, *, beam_size=1, n_best=1, max_length=256, "
            "max_length_ratio=3.0, min_length=0, length_penalty=1.0, "
            "max_batch_size=32, return_scores=False, return_token_scores=False, "
            "target_prefix=None, source_lang=None, target_lang=None, "
-           "repetition_penalty=1.0, no_repeat_ngram_size=0) -> "
+           "repetition_penalty=1.0, no_repeat_ngram_size=0, "
+           "sampling_topk=None, sampling_topp=None, sampling_temperature=None, "
+           "seed=None) -> "
            "list[TranslationResult]\n\n"
            "Translates a list (any iterable) of sentences, each a str (the "
            "model's tokenizer cuts it) or a sequence of source token ids "
@@ -952,7 +1018,12 @@ PYBIND11_MODULE(tfmc, m) {
            "off), min_length >= 0, length_penalty finite, max_batch_size >= "
            "1, repetition_penalty > 0 (1: off), no_repeat_ngram_size >= 0 (0: "
            "off), as the translator's --repetition-penalty and "
-           "--no-repeat-ngram-size. return_scores gives each hypothesis's "
+           "--no-repeat-ngram-size. Any of sampling_topk (>= 0, 0: all), "
+           "sampling_topp (in (0, 1]), sampling_temperature (> 0) and seed "
+           "(0 to 2**64 - 1) samples instead of searching, as the "
+           "translator's --sampling-* and --seed (beam_size 1; n_best=N "
+           "draws N samples; sentence i's streams are seeded from seed and "
+           "i, its index in source). return_scores gives each hypothesis's "
            "score (translator "
            "--with-scores), return_token_scores its tokens' log-probabilities "
            "(--token-scores). target_prefix, if given, holds for each "

@@ -98,8 +98,8 @@ extern "C" tfm_status tfm_translate_prefixed(
 
 /// The runtime's view of a tfm_batch.
 static Batch batchOf(const tfm_batch &b) {
-  return {b.sources, b.source_lengths, b.prefixes,      b.prefix_lengths,
-          b.count,   b.targets,        b.target_lengths};
+  return {b.sources, b.source_lengths, b.prefixes,       b.prefix_lengths,
+          b.count,   b.targets,        b.target_lengths, b.indexes};
 }
 
 extern "C" tfm_status tfm_translate_batch(tfm_model *model,

@@ -180,6 +180,79 @@ std::vector<int32_t> repeatedNgramBans(const std::vector<int32_t> &input,
   return bans;
 }
 
+/// The candidate tokens, by tempered logit (highest first, ties to the
+/// lower token): all of them when top-p needs the order, else only the
+/// first K.
+static std::vector<TokenProbability>
+rankedTokens(const float *row, int64_t vocab,
+             const std::vector<int32_t> &banned, const SamplingFilter &f) {
+  std::vector<TokenProbability> ranked; // probability holds x / T for now
+  auto ban = banned.begin();
+  for (int32_t t = 0; t < vocab; ++t) {
+    ban = std::lower_bound(ban, banned.end(), t);
+    if (ban == banned.end() || *ban != t)
+      ranked.push_back({t, double(row[t]) / double(f.temperature)});
+  }
+  auto higher = [](const TokenProbability &x, const TokenProbability &y) {
+    return x.probability > y.probability ||
+           (x.probability == y.probability && x.token < y.token);
+  };
+  size_t keep =
+      f.topK > 0 ? std::min(ranked.size(), size_t(f.topK)) : ranked.size();
+  if (f.topP < 1 || keep < ranked.size()) {
+    std::partial_sort(ranked.begin(), ranked.begin() + keep, ranked.end(),
+                      higher);
+    ranked.resize(keep);
+  }
+  return ranked;
+}
+
+/// p_i = exp(x_i - max) / sum_j exp(x_j - max) over `kept`, in place.
+static void softmax(std::vector<TokenProbability> &kept) {
+  double max = -std::numeric_limits<double>::infinity();
+  for (const TokenProbability &k : kept)
+    max = std::max(max, k.probability);
+  double sum = 0;
+  for (TokenProbability &k : kept)
+    sum += k.probability = std::exp(k.probability - max);
+  for (TokenProbability &k : kept)
+    k.probability /= sum;
+}
+
+std::vector<TokenProbability>
+samplingDistribution(const float *row, int64_t vocab,
+                     const std::vector<int32_t> &banned,
+                     const SamplingFilter &filter) {
+  std::vector<TokenProbability> kept = rankedTokens(row, vocab, banned, filter);
+  if (kept.empty())
+    return kept;
+  softmax(kept);
+  if (filter.topP < 1) { // kept is ranked: the fewest that reach P
+    double sum = 0;
+    size_t n = 0;
+    while (n < kept.size() && sum < double(filter.topP))
+      sum += kept[n++].probability;
+    kept.resize(std::max<size_t>(n, 1));
+    for (TokenProbability &k : kept) // q_i = p_i / sum of the kept p
+      k.probability /= sum;
+  }
+  std::sort(kept.begin(), kept.end(),
+            [](const TokenProbability &x, const TokenProbability &y) {
+              return x.token < y.token;
+            });
+  return kept;
+}
+
+int32_t drawToken(const std::vector<TokenProbability> &distribution, double u) {
+  double cumulative = 0;
+  for (const TokenProbability &k : distribution) {
+    cumulative += k.probability;
+    if (cumulative > u)
+      return k.token;
+  }
+  return distribution.back().token;
+}
+
 std::optional<float> logProbability(const float *row, int64_t vocab,
                                     int32_t token) {
   SoftmaxTerms terms{-std::numeric_limits<float>::infinity(), 0.0};

@@ -66,6 +66,63 @@ std::vector<int32_t> repeatedNgramBans(const std::vector<int32_t> &input,
 std::optional<float> logProbability(const float *row, int64_t vocab,
                                     int32_t token);
 
+/// Sampling's generator: SplitMix64 (Steele, Lea and Flood, 2014). Each
+/// draw adds the golden-ratio increment to the state and returns the state
+/// through a 64-bit finalizer; u = the top 53 bits / 2^53, in [0, 1).
+class SplitMix64 {
+public:
+  explicit SplitMix64(uint64_t state = 0) : state(state) {}
+  uint64_t next() {
+    state += 0x9E3779B97F4A7C15ull;
+    return mix(state);
+  }
+  double uniform() { return double(next() >> 11) * 0x1p-53; }
+  /// The finalizer: z ^= z >> 30; z *= C1; z ^= z >> 27; z *= C2;
+  /// z ^= z >> 31.
+  static uint64_t mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  /// The stream of sample `sample` of the sentence at input index `index`:
+  /// state = mix(mix(mix(seed) + index) + sample), so that it depends on
+  /// neither the batch nor the other sentences.
+  static SplitMix64 stream(uint64_t seed, uint64_t index, uint64_t sample) {
+    return SplitMix64(mix(mix(mix(seed) + index) + sample));
+  }
+
+private:
+  uint64_t state;
+};
+
+/// What sampling keeps of a row: divide the logits by `temperature`, keep
+/// the `topK` largest (0: all; ties to the lower token), then the fewest
+/// most probable whose probabilities (softmax over those kept) sum to at
+/// least `topP` (at least one).
+struct SamplingFilter {
+  int32_t topK = 0;
+  float topP = 1;
+  float temperature = 1;
+};
+
+/// A token and its probability.
+struct TokenProbability {
+  int32_t token;
+  double probability;
+};
+
+/// The distribution sampling draws from: the tokens of the row (less the
+/// `banned`, sorted) that `filter` keeps, in vocabulary order, with their
+/// softmax over those kept. Empty when no token can be chosen.
+std::vector<TokenProbability>
+samplingDistribution(const float *row, int64_t vocab,
+                     const std::vector<int32_t> &banned,
+                     const SamplingFilter &filter);
+
+/// The first token (in the order given) whose cumulative probability
+/// exceeds `u` (the last one if rounding leaves u beyond the sum).
+int32_t drawToken(const std::vector<TokenProbability> &distribution, double u);
+
 /// One row move: row `to` takes row `from`, or staging slot `from`.
 struct RowCopy {
   int64_t to, from;

@@ -88,7 +88,9 @@ class Translator {
 public:
   Translator(tfm_model &model, const tfm_search_options &options)
       : model(model), cfg(model.config), opts(options),
-        beam(std::max<int64_t>(1, options.beam_size)),
+        sampling(options.sampling != 0),
+        beam(std::max<int64_t>(1,
+                               sampling ? options.n_best : options.beam_size)),
         vocab(cfg.target_vocab_size), heads(cfg.decoder_heads),
         headDim(cfg.decoder_head_dim), kv(heads, headDim) {}
 
@@ -100,6 +102,7 @@ private:
     std::vector<std::vector<int32_t>> prefixes; // the tokens generated
     std::vector<float> scores; // sum of log p; -inf: no hypothesis
     std::vector<std::vector<float>> tokenScores; // log p of each token
+    std::vector<SplitMix64> generators;          // sampling: each row's stream
   };
 
   // Before the search.
@@ -117,6 +120,10 @@ private:
   /// Scoring: the row's one extension, its target's next token (then EOS)
   /// with its log p; false when the logits are not finite.
   bool scoreRow(int64_t row, int64_t step);
+  /// Sampling: the row's one extension, a token drawn from its filtered
+  /// distribution (or the forced one); false when the logits are not
+  /// finite.
+  bool sampleRow(int64_t row, int64_t step, const std::vector<int32_t> &banned);
   void checkFinite(const std::vector<char> &nonFinite, int64_t step) const;
   /// A row's input, as Hugging Face's logits processors see it: the
   /// decoder start token, then the tokens generated.
@@ -136,6 +143,7 @@ private:
   void selectBeams(int64_t step);
   std::vector<Candidate> sentenceCandidates(size_t slot) const;
   void selectSentence(size_t slot, int64_t step, Beams &next);
+  void selectSamples(size_t slot, int64_t step, Beams &next);
   void endUnterminated(size_t slot, const Beams &next);
   float normalize(float score, size_t length) const {
     return score / std::pow(float(length), opts.length_penalty);
@@ -149,7 +157,10 @@ private:
   tfm_model &model;
   const tfm_model_config &cfg;
   tfm_search_options opts;
-  const int64_t beam, vocab, heads, headDim;
+  const bool sampling;
+  // Rows per sentence: the beam width, or the samples drawn (n-best).
+  const int64_t beam;
+  const int64_t vocab, heads, headDim;
 
   int64_t batch = 0, srcLen = 0, rows = 0, capacity = 0;
   // liveLengths: the source lengths of the sentences still decoded.
@@ -157,6 +168,7 @@ private:
   std::vector<int64_t> maxLen; // per sentence of the batch
   // Per sentence of the batch: the tokens every hypothesis starts with.
   std::vector<std::vector<int32_t>> forcedPrefixes;
+  std::vector<int64_t> inputIndexes; // per sentence: its index in the input
   // Scoring (tfm_score_batch): per sentence its target, and how many of
   // its first tokens are the forced prefix's (scored 0, as translating
   // scores them).
@@ -195,6 +207,9 @@ void Translator::setSources(const Batch &input) {
     std::copy(input.sources[b], input.sources[b] + lengths[b],
               &srcIds[b * srcLen]);
   liveLengths = srcLengths;
+  inputIndexes.resize(batch);
+  for (int32_t b = 0; b < input.count; ++b)
+    inputIndexes[b] = input.index(b);
   forcedPrefixes.assign(batch, {});
   for (int32_t b = 0; b < input.count; ++b) {
     forcedPrefixes[b] = input.prefix(b);
@@ -238,10 +253,16 @@ void Translator::startSearch() {
   beams.prefixes.assign(rows, {});
   beams.scores.assign(rows, 0.0f);
   beams.tokenScores.assign(rows, {});
-  // Only the first beam of each sentence is live at the start.
-  for (int64_t r = 0; r < rows; ++r)
-    if (r % beam)
+  // Only the first beam of each sentence is live at the start; every
+  // sample is, each with its own stream.
+  beams.generators.clear();
+  for (int64_t r = 0; r < rows; ++r) {
+    if (sampling)
+      beams.generators.push_back(SplitMix64::stream(
+          opts.seed, uint64_t(inputIndexes[r / beam]), uint64_t(r % beam)));
+    else if (r % beam)
       beams.scores[r] = kNegInf;
+  }
   finished.assign(batch, {});
   done.assign(batch, false);
   live.resize(batch);
@@ -341,12 +362,16 @@ void Translator::scanRows(int64_t step, std::vector<char> &nonFinite) {
     std::vector<int32_t> banned = bannedTokens(input, eosAllowed);
     std::vector<int32_t> penalized = repeatedTokens(input);
     // Hugging Face's repetition penalty: on the logits in greedy search
-    // (banned tokens' too: they stay in the normalizer), on the
+    // and sampling (banned tokens' too: they stay in the normalizer), on the
     // log-probabilities of the tokens that can be chosen in beam search.
-    if (beam == 1) {
+    if (beam == 1 || sampling) {
       for (int32_t t : penalized)
         row[t] = penalize(row[t], opts.repetition_penalty);
       penalized.clear();
+    }
+    if (sampling) {
+      nonFinite[r] = !sampleRow(r, step, banned);
+      continue;
     }
     penalized = withoutBanned(penalized, banned);
     std::optional<std::vector<Candidate>> best = bestExtensions(
@@ -369,6 +394,32 @@ bool Translator::scoreRow(int64_t r, int64_t step) {
     logp = 0.0f;
   rowBest[r] = {{beams.scores[r] + *logp, (r % beam) * vocab + token, *logp}};
   return true;
+}
+
+bool Translator::sampleRow(int64_t row, int64_t step,
+                           const std::vector<int32_t> &banned) {
+  const float *logits = this->logits.data + row * vocab;
+  float score = beams.scores[row];
+  if (int32_t forced = forcedToken(row, step); forced >= 0) { // no draw
+    std::optional<std::vector<Candidate>> best =
+        bestExtensions(logits, vocab, score, 0, 1, banned, forced);
+    if (best)
+      rowBest[row] = std::move(*best);
+    return best.has_value();
+  }
+  SamplingFilter filter{opts.sampling_topk, opts.sampling_topp,
+                        opts.sampling_temperature};
+  std::vector<TokenProbability> distribution =
+      samplingDistribution(logits, vocab, banned, filter);
+  if (distribution.empty()) // every token banned: the sample ends, empty
+    return true;
+  int32_t token = drawToken(distribution, beams.generators[row].uniform());
+  // The score is the model's: log p under the unfiltered, untempered
+  // distribution, as greedy search scores the same token.
+  std::optional<float> logp = logProbability(logits, vocab, token);
+  if (logp)
+    rowBest[row] = {{score + *logp, token, *logp}};
+  return logp.has_value();
 }
 
 /// tfmc refuses non-finite weights, so a NaN here means damaged weights
@@ -440,7 +491,10 @@ void Translator::selectBeams(int64_t step) {
   std::iota(parents.begin(), parents.end(), 0);
   Beams next = beams;
   for (size_t s = 0; s < live.size(); ++s)
-    selectSentence(s, step, next);
+    if (sampling)
+      selectSamples(s, step, next);
+    else
+      selectSentence(s, step, next);
   std::swap(beams, next);
 }
 
@@ -502,6 +556,38 @@ void Translator::selectSentence(size_t slot, int64_t step, Beams &next) {
   }
 }
 
+/// Each live sample of the sentence in `slot` takes its drawn token in
+/// its own row (an EOS ends it); the sentence is done when every sample
+/// has ended or it reaches its limit.
+void Translator::selectSamples(size_t slot, int64_t step, Beams &next) {
+  int64_t b = live[slot];
+  bool anyLive = false;
+  for (int64_t r = slot * beam; r < int64_t(slot + 1) * beam; ++r) {
+    if (rowBest[r].empty()) { // ended before, or nothing to draw
+      next.scores[r] = kNegInf;
+      continue;
+    }
+    auto [score, token, logp] = rowBest[r].front();
+    next.tokenScores[r].push_back(logp);
+    if (token == cfg.eos_token_id) {
+      const std::vector<int32_t> &prefix = beams.prefixes[r];
+      finished[b].push_back({prefix, score, normalize(score, prefix.size() + 1),
+                             next.tokenScores[r]});
+      next.scores[r] = kNegInf;
+      continue;
+    }
+    next.prefixes[r].push_back(int32_t(token));
+    next.scores[r] = score;
+    anyLive = true;
+  }
+  if (!anyLive) {
+    done[b] = true;
+  } else if (step + 1 >= maxLen[b]) {
+    endUnterminated(slot, next);
+    done[b] = true;
+  }
+}
+
 /// Out of length: the live beams of the sentence in `slot` end here,
 /// unterminated.
 void Translator::endUnterminated(size_t slot, const Beams &next) {
@@ -552,10 +638,14 @@ void Translator::dropFinished(int64_t length) {
       beams.prefixes[i] = std::move(beams.prefixes[keptRows[i]]);
       beams.scores[i] = beams.scores[keptRows[i]];
       beams.tokenScores[i] = std::move(beams.tokenScores[keptRows[i]]);
+      if (sampling)
+        beams.generators[i] = beams.generators[keptRows[i]];
     }
   beams.prefixes.resize(rows);
   beams.scores.resize(rows);
   beams.tokenScores.resize(rows);
+  if (sampling)
+    beams.generators.resize(rows);
   live = std::move(keptSlots);
 }
 
@@ -660,6 +750,24 @@ tfm_status checkTarget(const tfm_model_config &cfg, const Batch &batch,
   return nullptr;
 }
 
+/// Why sampling options are refused, or null.
+tfm_status checkSampling(const tfm_search_options &options) {
+  // As CTranslate2, sampling draws from one hypothesis per sample: a beam
+  // of samples would need a rule for which draws survive.
+  if (options.beam_size != 1)
+    return makeError("sampling needs beam size 1 (n-best N draws N samples)");
+  if (options.n_best < 1)
+    return makeError("need n-best >= 1");
+  if (options.sampling_topk < 0)
+    return makeError("the sampling top-k must be at least 0 (0: no limit)");
+  if (!(options.sampling_topp > 0 && options.sampling_topp <= 1))
+    return makeError("the sampling top-p must be in (0, 1]");
+  if (!(options.sampling_temperature > 0) ||
+      !std::isfinite(options.sampling_temperature))
+    return makeError("the sampling temperature must be a finite number > 0");
+  return nullptr;
+}
+
 /// Why tfm_translate refuses a batch, or null.
 tfm_status checkRequest(const tfm_model_config &cfg,
                         const tfm_search_options &options, const Batch &batch) {
@@ -668,9 +776,13 @@ tfm_status checkRequest(const tfm_model_config &cfg,
   int32_t count = batch.count;
   if (count <= 0)
     return makeError("no sentences to translate");
-  if (options.beam_size < 1 || options.n_best < 1 ||
-      options.n_best > options.beam_size)
+  if (options.sampling) {
+    if (tfm_status s = checkSampling(options))
+      return s;
+  } else if (options.beam_size < 1 || options.n_best < 1 ||
+             options.n_best > options.beam_size) {
     return makeError("need beam size >= 1 and 1 <= n-best <= beam size");
+  }
   if (options.max_length < 1)
     return makeError("max length must be at least 1");
   if (options.min_length < 0)
@@ -736,6 +848,11 @@ tfm_search_options tfm_runtime::defaultSearchOptions() {
   o.suppress_eos = 0;
   o.repetition_penalty = 1.0f;
   o.no_repeat_ngram_size = 0;
+  o.sampling = 0;
+  o.sampling_topk = 0;
+  o.sampling_topp = 1.0f;
+  o.sampling_temperature = 1.0f;
+  o.seed = 0;
   return o;
 }
 

@@ -48,6 +48,9 @@ struct Batch {
   int32_t count;
   const int32_t *const *targets = nullptr; // scoring only
   const int32_t *targetLengths = nullptr;
+  const int64_t *indexes = nullptr; // each sentence's input index (seeds)
+  /// Sentence i's index in the input: its sampling streams' seed.
+  int64_t index(int32_t i) const { return indexes ? indexes[i] : i; }
   /// Sentence i's prefix, empty when it has none.
   std::vector<int32_t> prefix(int32_t i) const {
     if (!prefixes || !prefixes[i] || prefixLengths[i] <= 0)

@@ -592,6 +592,72 @@ def repeated_ngram_bans(row_input, n):
     return ngrams.get(tuple(row_input[len(row_input) - n + 1:]), [])
 
 
+MASK64 = (1 << 64) - 1
+
+
+def splitmix64_mix(z):
+    """SplitMix64's finalizer (Steele, Lea and Flood, 2014)."""
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return z ^ (z >> 31)
+
+
+class SplitMix64:
+    """Sampling's generator: the state grows by the golden-ratio increment
+    and each draw is the state through the finalizer; uniform() is the top
+    53 bits / 2^53. stream(seed, index, sample) seeds one sentence's sample
+    from the seed, its index in the input and the sample's number."""
+
+    def __init__(self, state):
+        self.state = state & MASK64
+
+    @staticmethod
+    def stream(seed, index, sample):
+        m = splitmix64_mix
+        return SplitMix64(m((m((m(seed) + index) & MASK64) + sample) & MASK64))
+
+    def next(self):
+        self.state = (self.state + 0x9E3779B97F4A7C15) & MASK64
+        return splitmix64_mix(self.state)
+
+    def uniform(self):
+        return (self.next() >> 11) / float(1 << 53)
+
+
+def sampling_distribution(logits, banned, topk, topp, temperature):
+    """The tokens sampling may draw from a row (float32 logits, banned a
+    boolean mask) and their probabilities, in vocabulary order: the logits
+    divided by the temperature, the topk largest (0: all; ties to the lower
+    id), then the fewest most probable whose softmax reaches topp (at least
+    one), renormalized."""
+    x = logits.astype(np.float64) / np.float64(np.float32(temperature))
+    ids = np.nonzero(~banned)[0]
+    ranked = ids[np.lexsort((ids, -x[ids]))]  # by x descending, then id
+    if topk > 0:
+        ranked = ranked[:topk]
+    e = np.exp(x[ranked] - x[ranked].max())
+    p = e / e.sum()
+    if topp < 1:
+        n, total = 0, 0.0
+        while n < len(p) and total < np.float64(np.float32(topp)):
+            total += p[n]
+            n += 1
+        n = max(n, 1)
+        ranked, p = ranked[:n], p[:n] / total
+    order = np.argsort(ranked, kind="stable")
+    return ranked[order], p[order]
+
+
+def draw(tokens, probs, u):
+    """The first token whose cumulative probability exceeds u."""
+    cum = 0.0
+    for t, q in zip(tokens, probs):
+        cum += q
+        if cum > u:
+            return int(t)
+    return int(tokens[-1])
+
+
 def top_candidates(cand, count):
     """Indices of the `count` best entries of `cand`, higher score first and
     ties to the lower index; -inf entries never."""
@@ -634,7 +700,7 @@ def check_prefix(model, tokens, where):
                  f"of the model's {c['max_position_embeddings']} to generate in")
 
 
-def translate(model, sources, opts, user_prefixes=None):
+def translate(model, sources, opts, user_prefixes=None, indexes=None):
     """Beam search (greedy for beam 1) over a padded batch of sentences, as
     runtime/src/Translator.cpp defines it. Returns per sentence the hypotheses
     sorted best first, (tokens, normalized score, each token's log p then
@@ -657,7 +723,9 @@ def translate(model, sources, opts, user_prefixes=None):
     forced_eos = c.get("forced_eos_token_id")
     bad_words = [w for w in (c.get("bad_words_ids") or []) if w != [eos]]
     vocab = model.lm_head.shape[0]
-    k, B = opts.beam_size, len(sources)
+    sampling = getattr(opts, "sampling", False)
+    # Sampling: a row per sample, each its own hypothesis and stream.
+    k, B = (opts.n_best if sampling else opts.beam_size), len(sources)
     R = B * k
     penalty = np.float32(opts.length_penalty)
     forced = forced_prefixes(model, user_prefixes or [[] for _ in sources])
@@ -684,6 +752,10 @@ def translate(model, sources, opts, user_prefixes=None):
     token_lps = [[] for _ in range(R)]  # each token's log p, row by row
     scores = torch.full((R,), float("-inf"))
     scores[::k] = 0.0  # only the first beam of each sentence is live at the start
+    if sampling:
+        scores[:] = 0.0
+        indexes = indexes if indexes is not None else list(range(B))
+        streams = [SplitMix64.stream(opts.seed, indexes[r // k], r % k) for r in range(R)]
     finished = [[] for _ in range(B)]
     done = [False] * B
     tokens = torch.full((R, 1), start, dtype=torch.long)
@@ -695,9 +767,10 @@ def translate(model, sources, opts, user_prefixes=None):
         # Hugging Face's repetition penalty over each row's input (start
         # token, then its tokens): on the logits in greedy search, on the
         # log-probabilities of the tokens that can be chosen in beam search.
-        if opts.repetition_penalty != 1 and k == 1:
+        if opts.repetition_penalty != 1 and (k == 1 or sampling):
             penalize(logits, [[start] + p for p in prefixes], opts.repetition_penalty)
         logp = torch.log_softmax(logits, dim=-1)
+        model_logp = logp.clone()  # sampling's scores: unfiltered, untempered
         # Padding, EOS before the minimum length, a bad word's last token
         # when its other tokens end the input, repeated n-grams.
         banned = torch.zeros_like(logp, dtype=torch.bool)
@@ -728,6 +801,43 @@ def translate(model, sources, opts, user_prefixes=None):
         next_lps = list(token_lps)
         for b in range(B):
             if done[b]:
+                continue
+            if sampling:
+                live = False
+                for r in range(b * k, (b + 1) * k):
+                    if scores[r] == float("-inf"):
+                        continue
+                    f = forced[b]
+                    forced_tok = f[len(prefixes[r])] if len(prefixes[r]) < len(f) else \
+                        forced_eos if forced_eos is not None and not opts.suppress_eos \
+                        and step + 1 >= max_len[b] else None
+                    if forced_tok is not None:  # a forced token takes no draw
+                        tok, lp = forced_tok, 0.0
+                    else:
+                        toks, probs = sampling_distribution(
+                            logits[r].numpy(), banned[r].numpy(), opts.sampling_topk,
+                            opts.sampling_topp, opts.sampling_temperature)
+                        tok = draw(toks, probs, streams[r].uniform())
+                        lp = model_logp[r, tok].item()
+                    score = (scores[r] + np.float32(lp)).item()
+                    lps = token_lps[r] + [lp]
+                    if tok == eos:
+                        length = np.float32(len(prefixes[r]) + 1)
+                        finished[b].append((prefixes[r], np.float32(score) / np.float32(length ** penalty), lps))
+                        next_scores[r] = float("-inf")
+                        continue
+                    live = True
+                    next_prefixes[r], next_scores[r], next_lps[r] = prefixes[r] + [tok], score, lps
+                if not live:
+                    done[b] = True
+                elif step + 1 >= max_len[b]:
+                    for r in range(b * k, (b + 1) * k):
+                        if next_scores[r] != float("-inf"):
+                            length = np.float32(len(next_prefixes[r]))
+                            finished[b].append((next_prefixes[r],
+                                                np.float32(next_scores[r].item()) / np.float32(length ** penalty),
+                                                next_lps[r]))
+                    done[b] = True
                 continue
             rows = slice(b * k, (b + 1) * k)
             cand = (scores[rows, None] + logp[rows]).flatten()
@@ -903,6 +1013,10 @@ def main():
     ap.add_argument("--suppress-eos", action="store_true")
     ap.add_argument("--repetition-penalty", type=float, default=1.0)
     ap.add_argument("--no-repeat-ngram-size", type=int, default=0)
+    ap.add_argument("--sampling-topk", type=int)
+    ap.add_argument("--sampling-topp", type=float)
+    ap.add_argument("--sampling-temperature", type=float)
+    ap.add_argument("--seed", type=int)
     ap.add_argument("--dump-first-logits")
     ap.add_argument("--batch-size", type=int, default=1,
                     help="sentences decoded together (padded); results do not change")
@@ -934,6 +1048,13 @@ def main():
                     help="a target prefix per input line, that line's output start "
                          "(a blank line: none)")
     opts = ap.parse_args()
+    # Any sampling option samples (as the translator): the others default.
+    sampling_args = (opts.sampling_topk, opts.sampling_topp, opts.sampling_temperature, opts.seed)
+    opts.sampling = any(a is not None for a in sampling_args)
+    for name, default in (("sampling_topk", 0), ("sampling_topp", 1.0),
+                          ("sampling_temperature", 1.0), ("seed", 0)):
+        if getattr(opts, name) is None:
+            setattr(opts, name, default)
     if opts.target_prefix is not None and opts.target_prefix_file:
         ap.error("--target-prefix and --target-prefix-file exclude each other")
     default_format = "text" if text_io.has_tokenizer(opts.model) else "ids"
@@ -993,7 +1114,8 @@ def main():
                  for i in range(begin, min(begin + opts.batch_size, len(lines)))]
         nonempty = [(i, src) for i, src in batch if src]
         hyps, first = translate(model, [src for _, src in nonempty], opts,
-                                [user_prefixes[i] for i, _ in nonempty]) if nonempty else ([], None)
+                                [user_prefixes[i] for i, _ in nonempty],
+                                [i for i, _ in nonempty]) if nonempty else ([], None)
         found = {i: n for n, (i, _) in enumerate(nonempty)}
         for index, src in batch:
             blank = [([], 0.0, [])]  # a blank line's hypothesis

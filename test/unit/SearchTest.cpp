@@ -209,3 +209,101 @@ TEST(Search, CacheMovesStageOnlyToBreakCycles) {
   EXPECT_EQ(applyMoves(swap, 4), (std::vector<int64_t>{1, 0, 2, 2}));
   EXPECT_TRUE(cacheMoves({0, 1, 2, 3}).copies.empty());
 }
+
+//===----------------------------------------------------------------------===//
+// Sampling
+//===----------------------------------------------------------------------===//
+
+using tfm_runtime::drawToken;
+using tfm_runtime::samplingDistribution;
+using tfm_runtime::SamplingFilter;
+using tfm_runtime::SplitMix64;
+using tfm_runtime::TokenProbability;
+
+TEST(Sampling, SplitMix64GivesItsPublishedValues) {
+  // Vigna's splitmix64.c from state 0 (and the reference's generator).
+  SplitMix64 zero(0);
+  EXPECT_EQ(zero.next(), 0xE220A8397B1DCDAFull);
+  EXPECT_EQ(zero.next(), 0x6E789E6AA1B965F4ull);
+  EXPECT_EQ(zero.next(), 0x06C45D188009454Full);
+  // A sentence's stream, as test/reference/reference.py computes it.
+  SplitMix64 stream = SplitMix64::stream(42, 7, 1);
+  EXPECT_EQ(stream.next(), 0x9D27FB3DC5C283ECull);
+  EXPECT_EQ(stream.next(), 0xC11C65A003A19B50ull);
+  EXPECT_EQ(SplitMix64::stream(42, 7, 1).uniform(), 0.6138913179218068);
+}
+
+/// The plain filter: every token not banned sorted by x / T (ties to the
+/// lower token), the first K, their softmax, the fewest whose sum reaches
+/// P, renormalized, back in vocabulary order.
+static std::vector<TokenProbability>
+plainDistribution(const std::vector<float> &row,
+                  const std::vector<int32_t> &banned, const SamplingFilter &f) {
+  std::vector<TokenProbability> kept;
+  for (int32_t t = 0; t < int32_t(row.size()); ++t)
+    if (!std::binary_search(banned.begin(), banned.end(), t))
+      kept.push_back({t, double(row[t]) / f.temperature});
+  std::stable_sort(kept.begin(), kept.end(),
+                   [](const TokenProbability &x, const TokenProbability &y) {
+                     return x.probability > y.probability;
+                   });
+  if (f.topK > 0 && size_t(f.topK) < kept.size())
+    kept.resize(f.topK);
+  double max = kept.front().probability, sum = 0, reached = 0;
+  for (TokenProbability &k : kept)
+    sum += k.probability = std::exp(k.probability - max);
+  size_t n = 0;
+  for (; n < kept.size() && (n == 0 || reached < double(f.topP)); ++n)
+    reached += kept[n].probability /= sum;
+  kept.resize(n);
+  for (TokenProbability &k : kept)
+    k.probability /= reached;
+  std::sort(kept.begin(), kept.end(),
+            [](const TokenProbability &x, const TokenProbability &y) {
+              return x.token < y.token;
+            });
+  return kept;
+}
+
+TEST(Sampling, FilterMatchesAPlainSort) {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 300; ++trial) {
+    int64_t vocab = 1 + trial % 40;
+    std::vector<float> row(vocab);
+    for (float &x : row) // few values: ties between tokens
+      x = float(std::uniform_int_distribution<int>(-4, 4)(rng)) / 2;
+    std::vector<int32_t> banned;
+    for (int32_t t = 1; t < vocab; ++t)
+      if (rng() % 5 == 0)
+        banned.push_back(t);
+    SamplingFilter f{int32_t(rng() % 6),
+                     trial % 3 ? 0.3f + 0.1f * (trial % 8) : 1.0f,
+                     trial % 2 ? 0.7f : 1.0f};
+    std::vector<TokenProbability> got =
+        samplingDistribution(row.data(), vocab, banned, f);
+    std::vector<TokenProbability> want = plainDistribution(row, banned, f);
+    ASSERT_EQ(got.size(), want.size()) << "trial " << trial;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].token, want[i].token) << "trial " << trial;
+      EXPECT_NEAR(got[i].probability, want[i].probability, 1e-12);
+    }
+  }
+}
+
+TEST(Sampling, TopKOneKeepsTheLowestBestToken) {
+  std::vector<float> row = {1, 3, 3, 0.5};
+  std::vector<TokenProbability> kept =
+      samplingDistribution(row.data(), 4, {}, {1, 1.0f, 1.0f});
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_EQ(kept[0].token, 1);
+  EXPECT_EQ(kept[0].probability, 1.0);
+}
+
+TEST(Sampling, DrawTakesTheFirstTokenPastU) {
+  std::vector<TokenProbability> d = {{2, 0.25}, {5, 0.5}, {9, 0.25}};
+  EXPECT_EQ(drawToken(d, 0.0), 2);
+  EXPECT_EQ(drawToken(d, 0.25), 5); // cumulative 0.25 does not exceed 0.25
+  EXPECT_EQ(drawToken(d, 0.7499), 5);
+  EXPECT_EQ(drawToken(d, 0.75), 9);
+  EXPECT_EQ(drawToken(d, 0.9999999), 9);
+}

@@ -158,6 +158,66 @@ CLI::Validator positiveNumber() {
       "");
 }
 
+/// A number in (0, 1].
+CLI::Validator probability() {
+  return CLI::Validator(
+      [](std::string &value) -> std::string {
+        char *end = nullptr;
+        double v = std::strtod(value.c_str(), &end);
+        if (end == value.c_str() || *end || !(v > 0 && v <= 1))
+          return fmt::format("expects a number in (0, 1], found '{}'", value);
+        return "";
+      },
+      "");
+}
+
+/// An unsigned 64-bit integer, in decimal.
+CLI::Validator seedNumber() {
+  return CLI::Validator(
+      [](std::string &value) -> std::string {
+        char *end = nullptr;
+        errno = 0;
+        std::strtoull(value.c_str(), &end, 10);
+        if (errno || end == value.c_str() || *end || value[0] == '-' ||
+            value[0] == '+')
+          return fmt::format("expects an integer from 0 to 2^64 - 1, found "
+                             "'{}'",
+                             value);
+        return "";
+      },
+      "");
+}
+
+/// Random sampling instead of search: any of these options turns it on.
+void addSamplingOptions(CLI::App &app, tfm_search_options &s) {
+  app.add_option("--sampling-topk", s.sampling_topk,
+                 "sample instead of searching (any --sampling-* or --seed "
+                 "does; beam size 1, --n-best N draws N samples): keep the "
+                 "K most probable tokens at each step (0: all; 1: greedy)")
+      ->capture_default_str()
+      ->check(atLeast(0))
+      ->type_name("K");
+  app.add_option("--sampling-topp", s.sampling_topp,
+                 "then keep the fewest most probable tokens whose "
+                 "probabilities sum to at least P (1: all)")
+      ->capture_default_str()
+      ->check(probability())
+      ->type_name("P");
+  app.add_option("--sampling-temperature", s.sampling_temperature,
+                 "divide the logits by T first; scores stay the model's "
+                 "log p (untempered, unfiltered)")
+      ->capture_default_str()
+      ->check(positiveNumber())
+      ->type_name("T");
+  app.add_option("--seed", s.seed,
+                 "sampling's seed: each sentence draws from its own "
+                 "SplitMix64 stream seeded from S and its line number, the "
+                 "same at any batch size and thread count")
+      ->capture_default_str()
+      ->check(seedNumber())
+      ->type_name("S");
+}
+
 const std::map<std::string, Format> kFormats = {{"text", Format::Text},
                                                 {"ids", Format::Ids}};
 
@@ -333,6 +393,7 @@ Options tfm_translator::parseCommandLine(int argc, char **argv) {
   app.set_help_flag("-h,--help", "this text");
   addInformation(app, o);
   addSearchOptions(app, o);
+  addSamplingOptions(app, o.search);
   addInputOutputOptions(app, o);
   addMachineOptions(app, o);
   try {
@@ -349,7 +410,17 @@ Options tfm_translator::parseCommandLine(int argc, char **argv) {
                     o.inputs.size()));
   if (o.score && (!o.targetPrefix.empty() || !o.targetPrefixFile.empty()))
     die("--score takes no target prefix: the targets are given");
-  if (o.search.n_best > o.search.beam_size)
+  o.search.sampling =
+      app.count("--sampling-topk") + app.count("--sampling-topp") +
+          app.count("--sampling-temperature") + app.count("--seed") >
+      0;
+  if (o.search.sampling && o.search.beam_size != 1)
+    die(fmt::format("sampling (--sampling-*, --seed) needs --beam-size 1, "
+                    "found {}; --n-best N draws N samples",
+                    o.search.beam_size));
+  if (o.search.sampling && o.score)
+    die("--score takes no sampling options");
+  if (!o.search.sampling && o.search.n_best > o.search.beam_size)
     die(fmt::format("--n-best {} exceeds --beam-size {}", o.search.n_best,
                     o.search.beam_size));
   return o;

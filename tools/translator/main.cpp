@@ -97,6 +97,7 @@ struct Sentence {
   std::vector<Hypothesis> nbest;
   std::vector<float> firstLogits;
   std::vector<int32_t> target; // --score: the translation scored
+  int64_t index = 0; // in the input, lines counted from 0: seeds sampling
 };
 
 /// The model, its tokenizer, its languages and the formats they allow.
@@ -397,6 +398,7 @@ private:
   Progress progress;
   Warnings warnings;
   size_t sentencesDone = 0, tokensOut = 0;
+  int64_t linesRead = 0;
   double translateSeconds = 0;
   tfm_translate_timing parts{}; // summed over the batches
 };
@@ -412,9 +414,11 @@ void Run::translateAll(Output &out, Output *logits) {
   while (true) {
     sentences.clear();
     uint64_t windowStart = reader.bytesRead;
-    while (sentences.size() < window && reader.next(line, where))
+    while (sentences.size() < window && reader.next(line, where)) {
       sentences.push_back(
           {where, sourceIds(line, where), prefixes.next(where), {}, {}});
+      sentences.back().index = linesRead++;
+    }
     if (sentences.empty())
       break;
     translateWindow(sentences, windowStart);
@@ -599,8 +603,10 @@ void Run::translateBatch(std::vector<Sentence> &sentences,
                          const std::vector<size_t> &batch) {
   std::vector<const int32_t *> sources, prefixes, targets;
   std::vector<int32_t> lengths, prefixLengths, targetLengths;
+  std::vector<int64_t> indexes;
   for (size_t index : batch) {
     const Sentence &sentence = sentences[index];
+    indexes.push_back(sentence.index);
     sources.push_back(sentence.ids.data());
     lengths.push_back(int32_t(sentence.ids.size()));
     prefixes.push_back(sentence.prefix.data());
@@ -615,7 +621,7 @@ void Run::translateBatch(std::vector<Sentence> &sentences,
                     prefixLengths.data(),
                     o.score ? targets.data() : nullptr,
                     o.score ? targetLengths.data() : nullptr,
-                    nullptr};
+                    indexes.data()};
   tfm_results *results = nullptr;
   auto start = Clock::now();
   auto run = o.score ? tfm_score_batch : tfm_translate_batch;

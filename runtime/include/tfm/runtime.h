@@ -77,6 +77,18 @@ typedef struct tfm_search_options {
    * no_repeat_ngram_size tokens occurs twice (0: off). */
   float repetition_penalty;
   int32_t no_repeat_ngram_size;
+  /* Random sampling instead of search when nonzero (beam_size must be 1;
+   * n_best independent samples per sentence). Each step divides the
+   * logits by sampling_temperature, keeps the sampling_topk largest (0:
+   * all), then the fewest most probable whose probabilities reach
+   * sampling_topp (1: all), and draws one token from their renormalized
+   * softmax with a SplitMix64 stream per sentence and sample, seeded from
+   * `seed` and the sentence's index (tfm_batch.indexes): docs/Usage.md. */
+  int32_t sampling;
+  int32_t sampling_topk;
+  float sampling_topp;
+  float sampling_temperature;
+  uint64_t seed;
 } tfm_search_options;
 
 void tfm_search_options_default(tfm_search_options *out_options);
