@@ -273,8 +273,8 @@ public:
     if (!handle)
       throw std::runtime_error(std::string("cannot load ") + library + ": " +
                                dlerror());
-    if (const char *missing = api.bind(handle))
-      throw std::runtime_error(library + " lacks " + missing);
+    if (std::string problem = api.bind(handle); !problem.empty())
+      throw std::runtime_error(library + ": " + problem);
     // The weights beside the library, else inside the translator.
     weights = modelDir + "/model.tfmw";
     if (!isFile(weights))

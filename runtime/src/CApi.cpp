@@ -61,6 +61,8 @@ extern "C" tfm_status tfm_model_verify_weights(const tfm_model *model,
 // Translation
 //===----------------------------------------------------------------------===//
 
+extern "C" int32_t tfm_c_api_version(void) { return TFM_C_API_VERSION; }
+
 extern "C" void tfm_search_options_default(tfm_search_options *out_options) {
   *out_options = defaultSearchOptions();
 }

@@ -45,8 +45,8 @@ void ModelLibrary::load(const std::string &dir) {
   handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle)
     throw std::runtime_error("cannot load " + library + ": " + dlerror());
-  if (const char *missing = api.bind(handle))
-    throw std::runtime_error(library + " lacks " + missing);
+  if (std::string problem = api.bind(handle); !problem.empty())
+    throw std::runtime_error(library + ": " + problem);
   // The weights beside the library, else inside the translator.
   std::string weights = dir + "/model.tfmw";
   if (!isFile(weights))

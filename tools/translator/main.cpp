@@ -415,9 +415,11 @@ void Run::translateAll(Output &out, Output *logits) {
     sentences.clear();
     uint64_t windowStart = reader.bytesRead;
     while (sentences.size() < window && reader.next(line, where)) {
-      sentences.push_back(
-          {where, sourceIds(line, where), prefixes.next(where), {}, {}});
-      sentences.back().index = linesRead++;
+      Sentence &sentence = sentences.emplace_back();
+      sentence.where = where;
+      sentence.ids = sourceIds(line, where);
+      sentence.prefix = prefixes.next(where);
+      sentence.index = linesRead++;
     }
     if (sentences.empty())
       break;

@@ -13,6 +13,7 @@
 #include "tfm/runtime.h"
 
 #include <dlfcn.h>
+#include <string>
 
 #define TFM_RUNTIME_API_LIST(X)                                                \
   X(tfm_status_message)                                                        \
@@ -55,16 +56,27 @@ struct RuntimeApi {
   TFM_RUNTIME_API_LIST(TFM_RUNTIME_API_POINTER)
 #undef TFM_RUNTIME_API_POINTER
 
-  /// Finds every function in `handle` (from dlopen); the name of the first
-  /// one missing, or nullptr when all are there.
-  const char *bind(void *handle) {
+  /// Finds every function in `handle` (from dlopen) once it has checked
+  /// that the library speaks this program's version of the C API: empty,
+  /// or what is wrong (to follow the library's name).
+  std::string bind(void *handle) {
+    auto version = reinterpret_cast<decltype(&::tfm_c_api_version)>(
+        dlsym(handle, "tfm_c_api_version"));
+    if (!version)
+      return "has no tfm_c_api_version: compiled by a tfmc older than this "
+             "program; compile the model again with this program's tfmc";
+    if (int32_t v = version(); v != TFM_C_API_VERSION)
+      return "speaks version " + std::to_string(v) +
+             " of the runtime's C API; this program speaks version " +
+             std::to_string(TFM_C_API_VERSION) +
+             ": compile the model again with this program's tfmc";
 #define TFM_RUNTIME_API_BIND(name)                                             \
   name = reinterpret_cast<decltype(name)>(dlsym(handle, #name));               \
   if (!name)                                                                   \
-    return #name;
+    return std::string("lacks ") + #name;
     TFM_RUNTIME_API_LIST(TFM_RUNTIME_API_BIND)
 #undef TFM_RUNTIME_API_BIND
-    return nullptr;
+    return "";
   }
 };
 

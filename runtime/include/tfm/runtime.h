@@ -23,6 +23,14 @@ typedef struct tfm_status_t *tfm_status;
 typedef struct tfm_model_t tfm_model;
 typedef struct tfm_results_t tfm_results;
 
+/* The version of this API: the layout of its structs and what its
+ * functions take. A program that loads a model's libtranslator.so (the
+ * Python module, tfm-serve) refuses one whose version is not its own
+ * rather than pass it structs of another layout. Raised with every change
+ * to a struct or a signature of this header. */
+#define TFM_C_API_VERSION 1
+int32_t tfm_c_api_version(void);
+
 const char *tfm_status_message(tfm_status status);
 void tfm_status_free(tfm_status status);
 
