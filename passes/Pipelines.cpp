@@ -49,11 +49,8 @@ void tfm::buildFusionPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createTfmFuseLayerNormPass());
   pm.addPass(createTfmFuseAttentionPass());
-  // Siblings before epilogues: a gated FFN's two linears (T5's wi_0 and
-  // wi_1) read one input, and the first one's activation would otherwise
-  // make it a fused_linear that no longer stacks with the other.
-  pm.addPass(createTfmFuseSiblingLinearsPass());
   pm.addPass(createTfmFuseLinearEpiloguePass());
+  pm.addPass(createTfmFuseSiblingLinearsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }
