@@ -703,6 +703,27 @@ void Translator::run(const Batch &input, tfm_results &results) {
   collectResults(results);
 }
 
+/// Why the `count` target tokens of sentence `i` that `what` names (a
+/// prefix, a target to score) are refused, or null: each must be in the
+/// target vocabulary, and neither EOS nor padding (`why` follows that
+/// message).
+tfm_status checkTargetTokens(const tfm_model_config &cfg, const int32_t *tokens,
+                             int32_t count, int32_t i, const char *what,
+                             const char *why) {
+  for (int32_t t = 0; t < count; ++t) {
+    int32_t token = tokens[t];
+    if (token < 0 || token >= cfg.target_vocab_size)
+      return makeError("sentence {}: {} token {} is outside the target "
+                       "vocabulary of {}",
+                       i + 1, what, token, cfg.target_vocab_size);
+    if (token == cfg.eos_token_id || token == cfg.pad_token_id)
+      return makeError("sentence {}: the {} holds token {}, the model's {}{}",
+                       i + 1, what, token,
+                       token == cfg.eos_token_id ? "EOS" : "padding", why);
+  }
+  return nullptr;
+}
+
 /// Why sentence `i`'s target prefix is refused, or null.
 tfm_status checkPrefix(const tfm_model_config &cfg, const Batch &batch,
                        int32_t i) {
@@ -711,18 +732,8 @@ tfm_status checkPrefix(const tfm_model_config &cfg, const Batch &batch,
     return makeError("sentence {}: a target prefix of {} tokens leaves no "
                      "room in the model's {} positions",
                      i + 1, prefix.size(), cfg.max_positions);
-  for (int32_t token : prefix) {
-    if (token < 0 || token >= cfg.target_vocab_size)
-      return makeError("sentence {}: target prefix token {} is outside the "
-                       "target vocabulary of {}",
-                       i + 1, token, cfg.target_vocab_size);
-    if (token == cfg.eos_token_id || token == cfg.pad_token_id)
-      return makeError("sentence {}: the target prefix holds token {}, the "
-                       "model's {}",
-                       i + 1, token,
-                       token == cfg.eos_token_id ? "EOS" : "padding");
-  }
-  return nullptr;
+  return checkTargetTokens(cfg, prefix.data(), int32_t(prefix.size()), i,
+                           "target prefix", "");
 }
 
 /// Why sentence `i`'s target (scoring) is refused, or null.
@@ -735,19 +746,8 @@ tfm_status checkTarget(const tfm_model_config &cfg, const Batch &batch,
     return makeError("sentence {}: a target of {} tokens and EOS exceeds the "
                      "model's {} positions",
                      i + 1, batch.targetLengths[i], cfg.max_positions);
-  for (int32_t t = 0; t < batch.targetLengths[i]; ++t) {
-    int32_t token = batch.targets[i][t];
-    if (token < 0 || token >= cfg.target_vocab_size)
-      return makeError("sentence {}: target token {} is outside the target "
-                       "vocabulary of {}",
-                       i + 1, token, cfg.target_vocab_size);
-    if (token == cfg.eos_token_id || token == cfg.pad_token_id)
-      return makeError("sentence {}: the target holds token {}, the model's "
-                       "{} (EOS ends every target by itself)",
-                       i + 1, token,
-                       token == cfg.eos_token_id ? "EOS" : "padding");
-  }
-  return nullptr;
+  return checkTargetTokens(cfg, batch.targets[i], batch.targetLengths[i], i,
+                           "target", " (EOS ends every target by itself)");
 }
 
 /// Why sampling options are refused, or null.
