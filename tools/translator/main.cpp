@@ -229,6 +229,19 @@ int verifyWeights(const Options &o, const Session &s) {
   return 0;
 }
 
+/// The next line of `file`, read in step with the `side` line at `where`
+/// (its location in `at`); a file that ends first is an error naming
+/// both, `what` saying what its lines give.
+std::string companionLine(LineReader &file, const std::string &fileName,
+                          const Location &where, const char *what,
+                          const char *side, Location &at) {
+  std::string line;
+  if (!file.next(line, at))
+    die(fmt::format("{}: no {} for this line: {} has fewer lines than the {}",
+                    where.str(), what, fileName, side));
+  return line;
+}
+
 /// The target prefix of each input line: --target-prefix for all, or the
 /// lines of --target-prefix-file in step with the input's.
 class TargetPrefixes {
@@ -253,12 +266,9 @@ public:
       prefix.insert(prefix.end(), fixed.begin(), fixed.end());
       return prefix;
     }
-    std::string line;
     Location at{};
-    if (!file->next(line, at))
-      die(fmt::format("{}: no target prefix for this line: {} has fewer "
-                      "lines than the input",
-                      where.str(), fileName));
+    std::string line =
+        companionLine(*file, fileName, where, "target prefix", "input", at);
     std::vector<int32_t> own = parse(line, at.str());
     prefix.insert(prefix.end(), own.begin(), own.end());
     return prefix;
@@ -341,13 +351,8 @@ public:
       sourceLine.resize(tab);
       return target;
     }
-    std::string line;
     Location at{};
-    if (!file->next(line, at))
-      die(fmt::format("{}: no target for this line: {} has fewer lines than "
-                      "the source",
-                      where.str(), fileName));
-    return line;
+    return companionLine(*file, fileName, where, "target", "source", at);
   }
 
   /// Fails when the target file has lines left over.
