@@ -91,6 +91,16 @@ static LogicalResult addModelInfo(llvm::Module &llvmModule, ModuleOp module) {
   int64_t heads = model.getAs<IntegerAttr>("decoder_heads").getInt();
   int64_t dModel = model.getAs<IntegerAttr>("d_model").getInt();
   fields.push_back(headDim ? headDim.getInt() : dModel / heads);
+  // Where decode_step's caller chooses the output projection's rows from.
+  auto chosen = module->getAttrOfType<DictionaryAttr>("tfm.caller_rows");
+  auto panels = chosen ? chosen.getAs<DenseI64ArrayAttr>("output_panels")
+                       : DenseI64ArrayAttr();
+  auto bias = chosen ? chosen.getAs<DenseI64ArrayAttr>("output_bias")
+                     : DenseI64ArrayAttr();
+  if (!panels || panels[1] == 0)
+    return failure();
+  fields.append({uint64_t(panels[0]), uint64_t(panels[1]),
+                 bias ? uint64_t(bias[0]) : uint64_t(-1)});
   llvm::Constant *init = llvm::ConstantDataArray::get(ctx, fields);
   new llvm::GlobalVariable(llvmModule, init->getType(), /*isConstant=*/true,
                            llvm::GlobalValue::ExternalLinkage, init,

@@ -29,6 +29,37 @@ static std::string where(Operation *op, StringRef graphPath) {
   return graphPath.str();
 }
 
+/// The rows callers choose (tfm.caller_rows): the runtime passes the
+/// output projection's, `output_panels` (a batch's shortlist, or all), and
+/// the logits bias's, `output_bias`, to decode_step and nothing else.
+static llvm::Error checkChosenRows(ModuleOp module, StringRef graphPath) {
+  std::optional<std::string> error;
+  bool projection = false;
+  module.walk([&](CallerRowsOp op) {
+    auto func = op->getParentOfType<func::FuncOp>();
+    StringRef from = op.getFrom();
+    if (func.getName() != "decode_step" ||
+        (from != "output_panels" && from != "output_bias")) {
+      error = where(op, graphPath) + ": tfm.caller_rows from '" + from.str() +
+              "' in '" + func.getName().str() +
+              "': the runtime passes only decode_step's output_panels and "
+              "output_bias";
+      return WalkResult::interrupt();
+    }
+    projection |= from == "output_panels";
+    return WalkResult::advance();
+  });
+  if (error)
+    return graphError(*error);
+  if (!projection)
+    return graphError(graphPath +
+                      ": decode_step's output projection does not read its "
+                      "weight through tfm.caller_rows from \"output_panels\" "
+                      "(the rows of a batch's shortlist, as `tfmc import` "
+                      "writes it)");
+  return llvm::Error::success();
+}
+
 /// The arity the runtime calls the entry points with (ModelInfo.h):
 ///   encode(source_ids, source_lengths) -> (encoder_output, per decoder
 ///     layer: cross K, cross V)
@@ -65,7 +96,7 @@ static llvm::Error checkEntryPoints(ModuleOp module, StringRef graphPath) {
           where(func, graphPath), entry.name, func.getNumArguments(),
           func.getNumResults(), layers, entry.inputs, entry.results));
   }
-  return llvm::Error::success();
+  return checkChosenRows(module, graphPath);
 }
 
 static llvm::Error checkWeights(ModuleOp module, StringRef graphPath,

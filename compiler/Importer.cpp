@@ -460,7 +460,7 @@ void ModelImporter::buildDecodeStep(ModuleOp module) {
   Type ids = tensor({kDyn, kDyn}, builder.getI32Type());
   Type lengths = tensor({kDyn}, builder.getI32Type());
   Type kv = tensor({kDyn, heads, kDyn, headDim});
-  Type logits = tensor({kDyn, kDyn, vocab});
+  Type logits = tensor({kDyn, kDyn, kDyn});
 
   // (tokens, step, source_lengths, per layer: cross K, cross V, cache K,
   // cache V) -> (logits, per layer: cache K, cache V)
@@ -552,21 +552,27 @@ void ModelImporter::buildDecodeStep(ModuleOp module) {
     x = layerNorm(x, "model.decoder.layer_norm");
   }
 
-  // logits = x · Eᵀ + final_logits_bias (E: the target embedding when tied);
-  // the bias, [1, V] in checkpoints, is the linear's own, so the logits are
-  // written once.
+  // logits = x · E[rows]ᵀ + final_logits_bias[rows] (E: the target
+  // embedding when tied) over the vocabulary rows the caller chose: all of
+  // them, or a batch's shortlist. The bias, [1, V] in checkpoints, is the
+  // linear's own, so the logits are written once.
   setLoc("lm_head");
   StringRef outTable = config.tieWordEmbeddings ? table : "lm_head.weight";
   if (config.rescaleTiedOutput)
     x = builder.create<ScaleOp>(
         loc, x, builder.getF64FloatAttr(1.0 / std::sqrt(double(d))));
+  Value rows = builder.create<CallerRowsOp>(
+      loc, tensor({kDyn, d}), weight(outTable, {vocab, d}), "output_panels",
+      /*axis=*/0);
   Value logitsBias;
-  if (hasTensor("final_logits_bias"))
+  if (hasTensor("final_logits_bias")) {
+    Value chosen = builder.create<CallerRowsOp>(
+        loc, tensor({1, kDyn}), weight("final_logits_bias", {1, vocab}),
+        "output_bias", /*axis=*/1);
     logitsBias = builder.create<tensor::CollapseShapeOp>(
-        loc, weight("final_logits_bias", {1, vocab}),
-        ArrayRef<ReassociationIndices>{{0, 1}});
-  Value out = builder.create<LinearOp>(loc, x, weight(outTable, {vocab, d}),
-                                       logitsBias);
+        loc, chosen, ArrayRef<ReassociationIndices>{{0, 1}});
+  }
+  Value out = builder.create<LinearOp>(loc, x, rows, logitsBias);
   SmallVector<Value> outputs = {out};
   outputs.append(caches);
   builder.create<func::ReturnOp>(loc, outputs);

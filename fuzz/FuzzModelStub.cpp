@@ -16,7 +16,7 @@ extern "C" {
 const tfm_model_info tfm_model_info_data = {
     /*abiVersion=*/int64_t(tfm_runtime::kAbiVersion),
     /*fingerprint=*/0x5eed5eed,
-    /*dModel=*/16,
+    /*dModel=*/1, // so that the output projection fits the 256 bytes
     /*encoderLayers=*/1,
     /*decoderLayers=*/1,
     /*encoderHeads=*/2,
@@ -31,7 +31,11 @@ const tfm_model_info tfm_model_info_data = {
     /*forcedBosTokenId=*/-1,
     /*weightsSize=*/256,
     /*precision=*/int64_t(tfm_runtime::kPrecisionFp32),
-    /*decoderHeadDim=*/8};
+    /*decoderHeadDim=*/8,
+    // 16 panels of 4 features by 1 input, f32: the data's 256 bytes.
+    /*outputPanelsOffset=*/0,
+    /*outputPanelWidth=*/4,
+    /*outputBiasOffset=*/-1};
 const int64_t tfm_model_bad_words[] = {0};
 const char tfm_model_backends[] = "";
 

@@ -20,9 +20,17 @@ using namespace mlir;
 using namespace mlir::tfm;
 
 /// Whether `use` is the weight operand of a linear that our code runs (the
-/// oneDNN ones are calls by now) over a static matrix.
+/// oneDNN ones are calls by now) over a static matrix, or the rows a
+/// caller chooses for linears only (tfm.caller_rows): the caller chooses
+/// among the panels.
 static bool readsPanels(OpOperand &use) {
   Operation *user = use.getOwner();
+  if (auto chosen = dyn_cast<CallerRowsOp>(user))
+    return chosen.getAxis() == 0 && !chosen->use_empty() &&
+           llvm::all_of(chosen->getUses(), [](OpOperand &rowsUse) {
+             return isa<LinearOp, FusedLinearOp>(rowsUse.getOwner()) &&
+                    rowsUse.getOperandNumber() == 1;
+           });
   if (!isa<LinearOp, FusedLinearOp>(user) || use.getOperandNumber() != 1)
     return false;
   auto type = cast<RankedTensorType>(use.get().getType());
@@ -131,9 +139,30 @@ struct TfmLayoutWeightsPass
       if (panel && panelType != b.getF32Type())
         weight->setAttr(kPanelElementTypeAttr, TypeAttr::get(panelType));
     });
+    recordChosenRows();
     module->setAttr("tfm.precision", b.getStringAttr(precision));
     module->setAttr("tfm.weights_layout", b.getArrayAttr(layout));
     module->setAttr("tfm.weights_size", b.getI64IntegerAttr(end));
+  }
+
+  /// Where the rows that callers choose from are (tfm.caller_rows), for
+  /// the runtime (tfm/abi/ModelInfo.h): per argument name, the offset of
+  /// its weight and the width of its panels (0: stored plain).
+  void recordChosenRows() {
+    Builder b(&getContext());
+    llvm::MapVector<StringRef, Attribute> chosen;
+    getOperation().walk([&](CallerRowsOp op) {
+      auto input = op.getInput().getDefiningOp<WeightOp>();
+      auto width = input->getAttrOfType<IntegerAttr>(kPanelWidthAttr);
+      chosen[op.getFrom()] = b.getDenseI64ArrayAttr(
+          {int64_t(*input.getOffset()), width ? width.getInt() : 0});
+    });
+    if (chosen.empty())
+      return;
+    SmallVector<NamedAttribute> entries;
+    for (auto &[name, where] : chosen)
+      entries.push_back(b.getNamedAttr(name, where));
+    getOperation()->setAttr("tfm.caller_rows", b.getDictionaryAttr(entries));
   }
 
   /// Marks `weight` as stored in panels if only linears read it; if other

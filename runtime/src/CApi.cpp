@@ -16,6 +16,7 @@
 #include "runtime/src/Translator.h"
 
 #include <cstdlib>
+#include <cstring>
 
 using namespace tfm_runtime;
 
@@ -204,6 +205,27 @@ extern "C" tfm_status tfm_tokenizer_decode(const tfm_tokenizer *tokenizer,
 }
 
 extern "C" void tfm_free(void *memory) { std::free(memory); }
+
+extern "C" tfm_status tfm_model_read_vmap(tfm_model *model, const char *path,
+                                          const tfm_tokenizer *tokenizer,
+                                          char **out_warning) {
+  *out_warning = nullptr;
+  std::optional<Shortlist> read;
+  std::string warning;
+  if (tfm_status s = Shortlist::read(path, tokenizer,
+                                     int32_t(model->config.target_vocab_size),
+                                     read, warning))
+    return s;
+  read->alwaysInclude(specialTokens(model->config));
+  model->shortlist = std::move(read);
+  if (!warning.empty())
+    *out_warning = strdup(warning.c_str());
+  return nullptr;
+}
+
+extern "C" int32_t tfm_model_has_vmap(const tfm_model *model) {
+  return model->shortlist.has_value();
+}
 
 //===----------------------------------------------------------------------===//
 // Languages

@@ -13,7 +13,9 @@
 #include "runtime/src/Heap.h"
 #include "runtime/src/Status.h"
 #include "tfm/abi/ModelInfo.h"
+#include "tfm/abi/Panels.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -128,6 +130,39 @@ tfm_status readRegionTable(const std::string &name, const char *table,
   return nullptr;
 }
 
+/// Where the output projection's panels and bias are, checked against
+/// the weights' size (the header's fingerprint ties them to the code).
+tfm_status readOutputProjection(tfm_model_t &model) {
+  const tfm_model_info &info = tfm_model_info_data;
+  int64_t width = info.outputPanelWidth, vocab = info.targetVocabSize;
+  int64_t elementBytes = info.precision == kPrecisionInt8   ? 1
+                         : info.precision == kPrecisionBf16 ? 2
+                                                            : 4;
+  model.outputPanelWidth = width;
+  model.outputElementBytes = elementBytes;
+  model.outputPanelCount = (vocab + width - 1) / width;
+  model.outputPanelBytes =
+      mlir::tfm::bytesPerPanel(info.dModel, width, elementBytes);
+  int64_t end =
+      info.outputPanelsOffset + model.outputPanelCount * model.outputPanelBytes;
+  int64_t biasEnd = info.outputBiasOffset + vocab * int64_t(sizeof(float));
+  if (width <= 0 || info.outputPanelsOffset < 0 || end > model.weightsSize ||
+      (info.outputBiasOffset >= 0 && biasEnd > model.weightsSize))
+    return makeError("{}: the output projection lies outside the weights' "
+                     "{} bytes",
+                     model.path, model.weightsSize);
+  model.outputPanels = reinterpret_cast<const uint8_t *>(model.weights) +
+                       info.outputPanelsOffset;
+  model.outputBias.clear();
+  if (info.outputBiasOffset >= 0) {
+    const auto *bias =
+        reinterpret_cast<const float *>(model.weights + info.outputBiasOffset);
+    model.outputBias.assign(model.outputPanelCount * width, 0.0f);
+    std::copy(bias, bias + vocab, model.outputBias.begin());
+  }
+  return nullptr;
+}
+
 /// The compiled model's configuration and generation rules
 /// (tfm_model_info_data, tfm_model_bad_words), checked where the search
 /// relies on them.
@@ -159,6 +194,19 @@ tfm_status readModelInfo(tfm_model_t &model) {
       return makeError("this translator's forced {} token {} is outside the "
                        "target vocabulary",
                        which, token);
+  return readOutputProjection(model);
+}
+
+/// The shortlist stored with the model, if any, with the tokens every
+/// batch may need whatever its sources: EOS, padding, the decoder's start
+/// and the forced first and last tokens.
+tfm_status loadShortlist(tfm_model_t &model) {
+  const tfm_model_config &cfg = model.config;
+  if (tfm_status s = Shortlist::load(model.path, int32_t(cfg.target_vocab_size),
+                                     model.shortlist))
+    return s;
+  if (model.shortlist)
+    model.shortlist->alwaysInclude(specialTokens(cfg));
   return nullptr;
 }
 
@@ -191,7 +239,9 @@ tfm_status openUnverified(const char *path,
       span.start + kWeightsHeaderSize;
   model->weightsSize = header.dataSize;
   model->path = name;
-  return readModelInfo(*model);
+  if (tfm_status s = readModelInfo(*model))
+    return s;
+  return loadShortlist(*model);
 }
 
 /// Which regions' bytes differ from their checksums: every block of every

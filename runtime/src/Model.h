@@ -9,10 +9,12 @@
 #ifndef TFM_RUNTIME_MODEL_H
 #define TFM_RUNTIME_MODEL_H
 
+#include "runtime/src/Shortlist.h"
 #include "tfm/runtime.h"
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <sys/mman.h>
 #include <vector>
@@ -31,6 +33,18 @@ struct tfm_model_t {
   std::vector<Region> regions; // the weights file's table
   /// The checkpoint's bad_words_ids: token sequences never generated.
   std::vector<std::vector<int32_t>> badWords;
+  /// The output projection that decode_step's caller chooses rows from
+  /// (tfm/abi/ModelInfo.h): all target vocabulary rows as panels of
+  /// `outputPanelWidth` features, `outputPanelBytes` bytes each (elements
+  /// of `outputElementBytes`: f32, bf16 or int8), and the logits bias
+  /// padded with zeros to whole panels (empty: none).
+  const uint8_t *outputPanels = nullptr;
+  int64_t outputPanelCount = 0, outputPanelWidth = 0, outputPanelBytes = 0,
+          outputElementBytes = 4;
+  std::vector<float> outputBias;
+  /// The vocabulary shortlist: stored with the model (tfmc compile --vmap)
+  /// or read from a vmap file (tfm_model_read_vmap).
+  std::optional<tfm_runtime::Shortlist> shortlist;
 
   ~tfm_model_t() {
     if (mapping != MAP_FAILED)

@@ -22,6 +22,14 @@
 
 namespace tfm_runtime {
 
+/// The tokens a shortlist always includes for a model: EOS, padding, the
+/// decoder's start and the forced first and last tokens.
+inline std::vector<int32_t> specialTokens(const tfm_model_config &cfg) {
+  return {int32_t(cfg.eos_token_id), int32_t(cfg.pad_token_id),
+          int32_t(cfg.decoder_start_token_id), int32_t(cfg.forced_bos_token_id),
+          int32_t(cfg.forced_eos_token_id)};
+}
+
 class Shortlist {
 public:
   explicit Shortlist(VocabularyMap map) : map(std::move(map)) {}

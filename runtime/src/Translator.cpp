@@ -17,6 +17,7 @@
 #include "runtime/src/Search.h"
 #include "runtime/src/Status.h"
 #include "tfm/abi/ModelInfo.h"
+#include "tfm/abi/Panels.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 
@@ -110,7 +111,18 @@ private:
   void setLengthLimits(const int32_t *lengths);
   /// The token the row's hypothesis must take at `step`, or -1.
   int32_t forcedToken(int64_t row, int64_t step) const;
+  /// Its column among the batch's output rows, or -1.
+  int32_t forcedColumn(int64_t row, int64_t step) const;
   void startSearch();
+  /// The output projection's rows for the batch: the shortlist's, or all.
+  void chooseOutputRows(const Batch &input);
+  void chooseAllRows();
+  int32_t tokenOf(int64_t column) const {
+    return tokenOfColumn.empty() ? int32_t(column) : tokenOfColumn[column];
+  }
+  /// The columns of `tokens` (sorted: so are the columns), those not
+  /// among the batch's left out.
+  std::vector<int32_t> columnsOf(const std::vector<int32_t> &tokens) const;
   // The compiled model.
   void encode();
   void decodeStep(int64_t step);
@@ -177,6 +189,19 @@ private:
   std::vector<size_t> forcedTargetTokens;
   Buffer encoderOut, logits;
   KvCaches kv;
+  // The output projection's columns this batch: the rows of the
+  // vocabulary its shortlist allows (all without one), then the last
+  // panel's padding. Logits rows are `columns` apart; the first
+  // `outputTokens` are tokens: tokenOfColumn[c] (the column itself when
+  // empty), columnOfToken[t] (-1: not among them).
+  int64_t columns = 0, outputTokens = 0;
+  std::vector<int32_t> tokenOfColumn, columnOfToken;
+  // The panels and bias of the chosen rows (ModelInfo.h's output_panels,
+  // output_bias): the weights file's own for the whole vocabulary.
+  Buffer chosenPanels, chosenBias;
+  const void *outputPanels = nullptr;
+  int64_t outputPanelsBytes = 0;
+  const float *outputBias = nullptr;
 
   Beams beams;
   std::vector<int32_t> tokens;                 // each row's next input
@@ -249,7 +274,7 @@ void Translator::setLengthLimits(const int32_t *lengths) {
 
 void Translator::startSearch() {
   kv.allocateSelf(cfg.decoder_layers, rows, capacity);
-  logits.resize(rows * vocab);
+  logits.resize(rows * columns);
   beams.prefixes.assign(rows, {});
   beams.scores.assign(rows, 0.0f);
   beams.tokenScores.assign(rows, {});
@@ -269,6 +294,61 @@ void Translator::startSearch() {
   std::iota(live.begin(), live.end(), 0);
   tokens.assign(rows, int32_t(cfg.decoder_start_token_id));
   rowBest.assign(rows, {});
+}
+
+/// With a shortlist, the rows of the batch's candidates (Shortlist.h),
+/// their panels copied out of the weights file's (selectPanelFeatures)
+/// once for all the batch's steps; else the file's own.
+void Translator::chooseOutputRows(const Batch &input) {
+  if (!model.shortlist || !opts.use_vmap || scoring)
+    return chooseAllRows();
+  std::vector<const int32_t *> sources(input.sources,
+                                       input.sources + input.count);
+  tokenOfColumn =
+      model.shortlist->candidates(sources, srcLengths, forcedPrefixes);
+  outputTokens = int64_t(tokenOfColumn.size());
+  int64_t width = model.outputPanelWidth;
+  int64_t panels = (outputTokens + width - 1) / width;
+  columns = panels * width;
+  columnOfToken.assign(vocab, -1);
+  for (int64_t c = 0; c < outputTokens; ++c)
+    columnOfToken[tokenOfColumn[c]] = int32_t(c);
+  outputPanelsBytes = panels * model.outputPanelBytes;
+  chosenPanels.resize(size_t(outputPanelsBytes) / sizeof(float));
+  mlir::tfm::selectPanelFeatures(
+      model.outputPanels, model.outputPanelCount, cfg.d_model, width,
+      model.outputElementBytes, tokenOfColumn.data(), outputTokens,
+      reinterpret_cast<uint8_t *>(chosenPanels.data));
+  outputPanels = chosenPanels.data;
+  outputBias = nullptr;
+  if (!model.outputBias.empty()) {
+    chosenBias.resize(columns);
+    for (int64_t c = 0; c < columns; ++c)
+      chosenBias.data[c] =
+          c < outputTokens ? model.outputBias[tokenOfColumn[c]] : 0.0f;
+    outputBias = chosenBias.data;
+  }
+}
+
+void Translator::chooseAllRows() {
+  tokenOfColumn.clear();
+  columnOfToken.clear();
+  outputTokens = vocab;
+  columns = model.outputPanelCount * model.outputPanelWidth;
+  outputPanels = model.outputPanels;
+  outputPanelsBytes = model.outputPanelCount * model.outputPanelBytes;
+  outputBias = model.outputBias.empty() ? nullptr : model.outputBias.data();
+}
+
+std::vector<int32_t>
+Translator::columnsOf(const std::vector<int32_t> &tokens) const {
+  if (columnOfToken.empty())
+    return tokens;
+  std::vector<int32_t> out;
+  for (int32_t t : tokens)
+    if (columnOfToken[t] >= 0)
+      out.push_back(columnOfToken[t]);
+  return out;
 }
 
 //===----------------------------------------------------------------------===//
@@ -302,7 +382,10 @@ void Translator::decodeStep(int64_t step) {
     args.memref(kv.selfData(2 * l), {rows, heads, capacity, headDim});
     args.memref(kv.selfData(2 * l + 1), {rows, heads, capacity, headDim});
   }
-  args.memref(logits.data, {rows, 1, vocab});
+  args.memref(outputPanels, {outputPanelsBytes});
+  if (outputBias)
+    args.memref(outputBias, {columns * int64_t(sizeof(float))});
+  args.memref(logits.data, {rows, 1, columns});
   tfm_decode_step(args.data());
 }
 
@@ -313,9 +396,14 @@ void Translator::decodeStep(int64_t step) {
 void Translator::search(int64_t step, tfm_results &results) {
   if (step == 0) {
     results.firstLogits.assign(batch, {});
-    for (int64_t b = 0; b < batch; ++b)
-      results.firstLogits[b].assign(logits.data + b * beam * vocab,
-                                    logits.data + (b * beam + 1) * vocab);
+    for (int64_t b = 0; b < batch; ++b) {
+      // The tokens outside the shortlist have no logit: -inf.
+      std::vector<float> &first = results.firstLogits[b];
+      first.assign(vocab, kNegInf);
+      const float *row = logits.data + b * beam * columns;
+      for (int64_t c = 0; c < outputTokens; ++c)
+        first[tokenOf(c)] = row[c];
+    }
   }
   std::vector<char> nonFinite(rows, 0);
   {
@@ -344,6 +432,19 @@ int32_t Translator::forcedToken(int64_t row, int64_t step) const {
   return -1;
 }
 
+/// The shortlist holds every forced token (the prefixes and the special
+/// tokens are among a batch's candidates).
+int32_t Translator::forcedColumn(int64_t row, int64_t step) const {
+  int32_t token = forcedToken(row, step);
+  if (token < 0 || columnOfToken.empty())
+    return token;
+  if (columnOfToken[token] < 0)
+    throw SearchError(fmt::format("the forced token {} is not among the "
+                                  "batch's shortlist",
+                                  token));
+  return columnOfToken[token];
+}
+
 /// Each live row's best 2k extensions, rows in parallel: a row's
 /// log-softmax normalizer sums the exponentials of all its logits.
 void Translator::scanRows(int64_t step, std::vector<char> &nonFinite) {
@@ -357,10 +458,11 @@ void Translator::scanRows(int64_t step, std::vector<char> &nonFinite) {
       nonFinite[r] = !scoreRow(r, step);
       continue;
     }
-    float *row = logits.data + r * vocab;
+    // In the row's columns: the tokens of the batch's output rows.
+    float *row = logits.data + r * columns;
     std::vector<int32_t> input = rowInput(beams.prefixes[r]);
-    std::vector<int32_t> banned = bannedTokens(input, eosAllowed);
-    std::vector<int32_t> penalized = repeatedTokens(input);
+    std::vector<int32_t> banned = columnsOf(bannedTokens(input, eosAllowed));
+    std::vector<int32_t> penalized = columnsOf(repeatedTokens(input));
     // Hugging Face's repetition penalty: on the logits in greedy search
     // and sampling (banned tokens' too: they stay in the normalizer), on the
     // log-probabilities of the tokens that can be chosen in beam search.
@@ -375,19 +477,22 @@ void Translator::scanRows(int64_t step, std::vector<char> &nonFinite) {
     }
     penalized = withoutBanned(penalized, banned);
     std::optional<std::vector<Candidate>> best = bestExtensions(
-        row, vocab, beams.scores[r], (r % beam) * vocab, 2 * beam, banned,
-        forcedToken(r, step), penalized, opts.repetition_penalty);
-    if (best)
-      rowBest[r] = std::move(*best);
-    else
+        row, outputTokens, beams.scores[r], 0, 2 * beam, banned,
+        forcedColumn(r, step), penalized, opts.repetition_penalty);
+    if (!best) {
       nonFinite[r] = 1;
+      continue;
+    }
+    for (Candidate &c : *best) // (beam, token) as the beams' choice reads it
+      c.flat = (r % beam) * vocab + tokenOf(c.flat);
+    rowBest[r] = std::move(*best);
   }
 }
 
 bool Translator::scoreRow(int64_t r, int64_t step) {
-  int32_t token = forcedToken(r, step);
+  int32_t token = forcedToken(r, step); // scoring reads every column
   std::optional<float> logp =
-      logProbability(logits.data + r * vocab, vocab, token);
+      logProbability(logits.data + r * columns, outputTokens, token);
   if (!logp)
     return false;
   if (size_t(step) < forcedTargetTokens[live[r / beam]])
@@ -398,27 +503,28 @@ bool Translator::scoreRow(int64_t r, int64_t step) {
 
 bool Translator::sampleRow(int64_t row, int64_t step,
                            const std::vector<int32_t> &banned) {
-  const float *logits = this->logits.data + row * vocab;
+  // In the row's columns, as scanRows; `banned` too.
+  const float *logits = this->logits.data + row * columns;
   float score = beams.scores[row];
-  if (int32_t forced = forcedToken(row, step); forced >= 0) { // no draw
+  if (int32_t forced = forcedColumn(row, step); forced >= 0) { // no draw
     std::optional<std::vector<Candidate>> best =
-        bestExtensions(logits, vocab, score, 0, 1, banned, forced);
+        bestExtensions(logits, outputTokens, score, 0, 1, banned, forced);
     if (best)
-      rowBest[row] = std::move(*best);
+      rowBest[row] = {{(*best)[0].score, tokenOf(forced), (*best)[0].logp}};
     return best.has_value();
   }
   SamplingFilter filter{opts.sampling_topk, opts.sampling_topp,
                         opts.sampling_temperature};
   std::vector<TokenProbability> distribution =
-      samplingDistribution(logits, vocab, banned, filter);
+      samplingDistribution(logits, outputTokens, banned, filter);
   if (distribution.empty()) // every token banned: the sample ends, empty
     return true;
-  int32_t token = drawToken(distribution, beams.generators[row].uniform());
+  int32_t column = drawToken(distribution, beams.generators[row].uniform());
   // The score is the model's: log p under the unfiltered, untempered
   // distribution, as greedy search scores the same token.
-  std::optional<float> logp = logProbability(logits, vocab, token);
+  std::optional<float> logp = logProbability(logits, outputTokens, column);
   if (logp)
-    rowBest[row] = {{score + *logp, token, *logp}};
+    rowBest[row] = {{score + *logp, tokenOf(column), *logp}};
   return logp.has_value();
 }
 
@@ -677,6 +783,8 @@ void Translator::run(const Batch &input, tfm_results &results) {
   timing = {};
   setSources(input);
   setLengthLimits(input.lengths);
+  chooseOutputRows(input);
+  timing.output_tokens = outputTokens;
   {
     ScopedTimer timer(timing.encode);
     encode();
@@ -853,6 +961,7 @@ tfm_search_options tfm_runtime::defaultSearchOptions() {
   o.sampling_topp = 1.0f;
   o.sampling_temperature = 1.0f;
   o.seed = 0;
+  o.use_vmap = 1;
   return o;
 }
 
@@ -879,6 +988,7 @@ tfm_status tfm_runtime::score(tfm_model &model,
     return makeError("no targets to score");
   tfm_search_options forcing = defaultSearchOptions();
   forcing.length_penalty = options.length_penalty;
+  forcing.use_vmap = 0;
   if (tfm_status s = checkRequest(model.config, forcing, batch))
     return s;
   return run(model, forcing, batch, out_results);

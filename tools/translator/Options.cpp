@@ -369,6 +369,21 @@ void addInputOutputOptions(CLI::App &app, Options &o) {
   app.add_option("INPUT", o.inputs, "input files ('-': stdin)");
 }
 
+/// The vocabulary shortlist: the model's by default.
+void addShortlistOptions(CLI::App &app, Options &o) {
+  auto *vmap = app.add_option(
+      "--vmap", o.vmapPath,
+      "a vocabulary shortlist instead of the model's (tfmc compile --vmap "
+      "stores one with it): each batch's output projection, log-softmax and "
+      "search run over the target tokens that its sources' n-grams map to "
+      "in FILE ('SOURCE PIECES<TAB>TARGET PIECES' lines; docs/Shortlist.md)");
+  vmap->type_name("FILE");
+  app.add_flag_callback(
+         "--no-vmap", [&o] { o.search.use_vmap = 0; },
+         "the whole target vocabulary, not the shortlist")
+      ->excludes(vmap);
+}
+
 void addMachineOptions(CLI::App &app, Options &o) {
   app.add_option("--threads", o.threads, "worker threads")
       ->capture_default_str()
@@ -394,6 +409,7 @@ Options tfm_translator::parseCommandLine(int argc, char **argv) {
   addInformation(app, o);
   addSearchOptions(app, o);
   addSamplingOptions(app, o.search);
+  addShortlistOptions(app, o);
   addInputOutputOptions(app, o);
   addMachineOptions(app, o);
   try {

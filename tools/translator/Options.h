@@ -43,6 +43,8 @@ struct Options {
   bool skipWeightCheck = false;
   /// --max-length was given, not the default.
   bool maxLengthGiven = false;
+  /// --vmap FILE: the vocabulary shortlist instead of the model's.
+  std::string vmapPath;
 };
 
 /// The options of `argv`; prints the help or the version and exits where

@@ -152,6 +152,19 @@ void openTokenizer(const Options &o, Session &s) {
                     o.weights));
 }
 
+/// --vmap: its shortlist replaces the model's.
+void readShortlist(const Options &o, Session &s) {
+  if (o.vmapPath.empty())
+    return;
+  char *warning = nullptr;
+  if (tfm_status status = tfm_model_read_vmap(s.model, o.vmapPath.c_str(),
+                                              s.tokenizer, &warning))
+    die(tfm_status_message(status));
+  if (warning && !o.quiet)
+    fmt::print(stderr, "translator: warning: {}\n", warning);
+  tfm_free(warning);
+}
+
 /// The language tokens of --source-lang and --target-lang, each option
 /// checked alone first so that an error names it.
 void openLanguages(const Options &o, Session &s) {
@@ -406,6 +419,7 @@ private:
   int64_t linesRead = 0;
   double translateSeconds = 0;
   tfm_translate_timing parts{}; // summed over the batches
+  std::vector<int64_t> outputTokens; // per batch
 };
 
 void Run::translateAll(Output &out, Output *logits) {
@@ -652,6 +666,7 @@ void Run::keepResults(tfm_results *results, std::vector<Sentence> &sentences,
   parts.caches += t.caches;
   parts.steps += t.steps;
   parts.row_steps += t.row_steps;
+  outputTokens.push_back(t.output_tokens);
   for (size_t k = 0; k < batch.size(); ++k) {
     Sentence &sentence = sentences[batch[k]];
     int32_t index = int32_t(k);
@@ -738,6 +753,19 @@ void Run::printTiming(double loadSeconds) const {
              "{:.4f} s\n",
              parts.encode, parts.decode, parts.steps, parts.row_steps,
              parts.search, parts.scan, parts.caches);
+  if (outputTokens.empty())
+    return;
+  std::vector<int64_t> sorted = outputTokens;
+  std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2,
+                   sorted.end());
+  fmt::print(stderr,
+             "translator: output projection over a median {} of {} target "
+             "tokens a batch ({} batches{})\n",
+             sorted[sorted.size() / 2], s.cfg.target_vocab_size,
+             outputTokens.size(),
+             tfm_model_has_vmap(s.model) && o.search.use_vmap
+                 ? ", vocabulary shortlist"
+                 : "");
 }
 
 } // namespace
@@ -759,6 +787,7 @@ int main(int argc, char **argv) {
   if (o.verifyWeights)
     return verifyWeights(o, s);
   openTokenizer(o, s);
+  readShortlist(o, s);
   openLanguages(o, s);
   checkMaxLength(o, s.cfg);
   double loadSeconds = secondsSince(started);

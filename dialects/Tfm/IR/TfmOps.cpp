@@ -235,6 +235,32 @@ LogicalResult WeightOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// CallerRowsOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CallerRowsOp::verify() {
+  if (getFrom().empty())
+    return emitOpError() << "expected the name of the argument that holds "
+                            "the rows";
+  if (!getInput().getDefiningOp<WeightOp>())
+    return emitOpError() << "expected a tfm.weight as input: the caller "
+                            "chooses among the weights file's rows";
+  RankedTensorType in = tensorType(getInput());
+  int64_t axis = getAxis();
+  if (failed(verifyOneElementType(*this)) ||
+      failed(verifyAxis(*this, axis, in.getRank())))
+    return failure();
+  SmallVector<int64_t> shape(in.getShape());
+  shape[axis] = kDynamic;
+  if (getType().getDimSize(axis) != kDynamic)
+    return emitOpError() << "expected a dynamic dimension " << axis
+                         << " (the caller chooses how many rows), found "
+                         << formatShape(getType().getShape());
+  return verifyShape(*this, "result", getType(), shape,
+                     "the input's shape with `?` along the axis");
+}
+
+//===----------------------------------------------------------------------===//
 // EmbeddingOp
 //===----------------------------------------------------------------------===//
 

@@ -64,6 +64,41 @@ def Tfm_WeightOp : Tfm_Op<"weight"> {
   let hasVerifier = 1;
 }
 
+def Tfm_CallerRowsOp : Tfm_Op<"caller_rows"> {
+  let summary = "the rows of a weight that the caller chose for this call";
+  let description = [{
+    `result[..., i, ...] = input[..., rows[i], ...]` along `axis` (0 unless
+    given) for rows `rows` that the caller of the function chooses, in its
+    order, and passes in the function's
+    argument named `from`: not as ids but as the rows themselves, laid out
+    as the weights file holds `input` (a linear's panels, tfm/abi/Panels.h,
+    padded to whole panels; a bias as f32, padded alike). The caller picks
+    them once and reuses them for many calls: a vocabulary shortlist's
+    output projection is this over the tied embedding table, chosen per
+    batch and read by every decoding step. `input` is a `tfm.weight`: the
+    weights file keeps all of its rows for the caller to choose from.
+    `tfm-convert-tfm-to-linalg` adds the argument (bytes, after the
+    function's others, in order of first use); only linears read a
+    weight stored in panels.
+
+    ```mlir
+    %w = tfm.weight "model.shared.weight" : tensor<32000x512xf32>
+    %ws = tfm.caller_rows %w from "output_panels"
+        : tensor<32000x512xf32> -> tensor<?x512xf32>
+    %b = tfm.weight "final_logits_bias" : tensor<1x32000xf32>
+    %bs = tfm.caller_rows %b from "output_bias" {axis = 1 : i64}
+        : tensor<1x32000xf32> -> tensor<1x?xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, StrAttr:$from,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `from` $from attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tfm_EmbeddingOp : Tfm_Op<"embedding"> {
   let summary = "token embedding lookup: result[..., :] = table[ids[...], :]";
   let description = [{

@@ -318,3 +318,19 @@ Value lastDimAsFloat(OpBuilder &b, Location loc, Value v, Type elt) {
 } // namespace lowering
 } // namespace tfm
 } // namespace mlir
+
+std::pair<mlir::Value, mlir::Value>
+mlir::tfm::lowering::callerArgument(OpBuilder &b, Location loc, Operation *op,
+                                    StringRef name, int64_t elementBytes) {
+  auto func = op->getParentOfType<FunctionOpInterface>();
+  Value argument;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    if (auto argName = func.getArgAttrOfType<StringAttr>(i, "tfm.name"))
+      if (argName.getValue() == name)
+        argument = func.getArgument(i);
+  assert(argument && "convert-tfm-to-linalg adds the caller's arguments");
+  Value bytes = b.create<memref::DimOp>(loc, argument, 0);
+  Value count =
+      b.create<arith::DivUIOp>(loc, bytes, indexConstant(b, loc, elementBytes));
+  return {argument, count};
+}

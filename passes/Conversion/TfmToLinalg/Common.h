@@ -45,6 +45,14 @@ Value floatConstant(OpBuilder &b, Location loc, Type t, double v);
 
 Value indexConstant(OpBuilder &b, Location loc, int64_t v);
 
+/// The argument of `op`'s function that holds the rows its caller chose
+/// for a tfm.caller_rows `from` `name` (memref<?xi8>, added by
+/// convert-tfm-to-linalg), and how many elements of `elementBytes` bytes
+/// each its bytes hold.
+std::pair<Value, Value> callerArgument(OpBuilder &b, Location loc,
+                                       Operation *op, StringRef name,
+                                       int64_t elementBytes);
+
 Value filled(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes, Type elt,
              double v);
 

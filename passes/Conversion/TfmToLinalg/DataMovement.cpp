@@ -43,6 +43,33 @@ struct WeightLowering : public OpConversionPattern<WeightOp> {
   }
 };
 
+/// tfm.caller_rows of a weight stored plain (a bias) -> a view of the
+/// caller's argument, f32 with the chosen count along the axis. (Those of
+/// a weight in panels stay for the linears' lowering, which reads them.)
+struct CallerRowsLowering : public OpConversionPattern<CallerRowsOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(CallerRowsOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    int64_t otherElements = 1;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (d != int64_t(op.getAxis()))
+        otherElements *= type.getDimSize(d);
+    auto [bytes, count] =
+        callerArgument(rewriter, loc, op, op.getFrom(), 4 * otherElements);
+    auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
+    Value view = rewriter.create<memref::ViewOp>(
+        loc, memrefType, bytes, indexConstant(rewriter, loc, 0),
+        ValueRange{count});
+    rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(
+        op, type, view, /*restrict=*/true, /*writable=*/false);
+    return success();
+  }
+};
+
 /// result[.., d] = table[ids[..], d]
 struct EmbeddingLowering : public OpConversionPattern<EmbeddingOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -450,10 +477,9 @@ struct SliceLowering : public OpConversionPattern<SliceOp> {
 
 void mlir::tfm::lowering::populateDataMovementLoweringPatterns(
     RewritePatternSet &patterns, int64_t vectorWidth) {
-  patterns
-      .add<WeightLowering, EmbeddingLowering, PositionEncodingLowering,
-           RelativePositionBiasLowering, CacheUpdateLowering, SliceLowering>(
-          patterns.getContext());
+  patterns.add<WeightLowering, CallerRowsLowering, EmbeddingLowering,
+               PositionEncodingLowering, RelativePositionBiasLowering,
+               CacheUpdateLowering, SliceLowering>(patterns.getContext());
   patterns.add<SplitHeadsLowering, MergeHeadsLowering>(patterns.getContext(),
                                                        vectorWidth);
 }

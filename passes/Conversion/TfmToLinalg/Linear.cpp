@@ -84,36 +84,97 @@ struct PanelViews {
   Value panels, scales, sums;
 };
 
-static PanelViews panelsOf(OpBuilder &b, WeightOp op) {
-  Location loc = op.getLoc();
-  RankedTensorType type = op.getType();
-  int64_t width = op->getAttrOfType<IntegerAttr>(kPanelWidthAttr).getInt();
-  int64_t panels = llvm::divideCeil(type.getDimSize(0), width);
-  int64_t rows = type.getDimSize(1);
-  Type elt = type.getElementType();
-  if (auto stored = op->getAttrOfType<TypeAttr>(kPanelElementTypeAttr)) {
-    elt = stored.getValue();
-    int64_t group = elt.isInteger(8) ? 4 : 2;
-    rows = llvm::divideCeil(rows, group);
-    width *= group;
+/// Of a weight's panels: the element type stored, rows per panel (K, or
+/// K in pairs or quads) and elements per panel row.
+struct PanelShape {
+  Type elt;
+  int64_t features, rows, width;
+
+  explicit PanelShape(WeightOp op) {
+    RankedTensorType type = op.getType();
+    features = op->getAttrOfType<IntegerAttr>(kPanelWidthAttr).getInt();
+    width = features;
+    rows = type.getDimSize(1);
+    elt = type.getElementType();
+    if (auto stored = op->getAttrOfType<TypeAttr>(kPanelElementTypeAttr)) {
+      elt = stored.getValue();
+      int64_t group = elt.isInteger(8) ? 4 : 2;
+      rows = llvm::divideCeil(rows, group);
+      width *= group;
+    }
   }
-  Value weights = op->getParentOfType<FunctionOpInterface>().getArgument(0);
-  auto viewAt = [&](int64_t offset, MemRefType viewType) {
-    return b.create<memref::ViewOp>(
-        loc, viewType, weights, indexConstant(b, loc, offset), ValueRange{});
+  /// Bytes of the panels, then for int8 the features' scales and sums.
+  int64_t panelBytes() const {
+    return rows * width * elt.getIntOrFloatBitWidth() / 8;
+  }
+  int64_t bytesPerPanel() const {
+    return panelBytes() + (elt.isInteger(8) ? 8 * features : 0);
+  }
+};
+
+/// The views of `panels` panels of `shape` in `bytes` from `offset`
+/// (static or dynamic counts and offsets alike; static ones stay
+/// constants).
+static PanelViews viewPanels(OpBuilder &b, Location loc, Value bytes,
+                             OpFoldResult offset, OpFoldResult panels,
+                             const PanelShape &shape) {
+  auto index = [&](OpFoldResult v) {
+    return getValueOrCreateConstantIndexOp(b, loc, v);
+  };
+  auto mul = [&](OpFoldResult v, int64_t c) -> OpFoldResult {
+    if (std::optional<int64_t> k = getConstantIntValue(v))
+      return b.getIndexAttr(*k * c);
+    return b.create<arith::MulIOp>(loc, index(v), indexConstant(b, loc, c))
+        .getResult();
+  };
+  auto add = [&](OpFoldResult x, OpFoldResult y) -> OpFoldResult {
+    std::optional<int64_t> kx = getConstantIntValue(x),
+                           ky = getConstantIntValue(y);
+    if (kx && ky)
+      return b.getIndexAttr(*kx + *ky);
+    return b.create<arith::AddIOp>(loc, index(x), index(y)).getResult();
+  };
+  // A view of `count` items of `elt` (and the fixed `inner` dimensions).
+  auto viewAt = [&](OpFoldResult at, OpFoldResult count, Type elt,
+                    ArrayRef<int64_t> inner) {
+    std::optional<int64_t> n = getConstantIntValue(count);
+    SmallVector<int64_t> dims = {n ? *n : ShapedType::kDynamic};
+    dims.append(inner.begin(), inner.end());
+    SmallVector<Value> sizes;
+    if (!n)
+      sizes.push_back(index(count));
+    return b.create<memref::ViewOp>(loc, MemRefType::get(dims, elt), bytes,
+                                    index(at), sizes);
   };
   PanelViews views;
-  views.panels =
-      viewAt(*op.getOffset(), MemRefType::get({panels, rows, width}, elt));
-  if (elt.isInteger(8)) {
-    int64_t features = panels * width / 4;
-    int64_t scalesOffset = *op.getOffset() + panels * rows * width;
-    views.scales =
-        viewAt(scalesOffset, MemRefType::get({features}, b.getF32Type()));
-    views.sums = viewAt(scalesOffset + 4 * features,
-                        MemRefType::get({features}, b.getI32Type()));
-  }
+  views.panels = viewAt(offset, panels, shape.elt, {shape.rows, shape.width});
+  if (!shape.elt.isInteger(8))
+    return views;
+  // After the panels, per feature: f32 scales, then i32 sums.
+  OpFoldResult features = mul(panels, shape.features);
+  OpFoldResult scalesAt = add(offset, mul(panels, shape.panelBytes()));
+  OpFoldResult sumsAt = add(scalesAt, mul(features, 4));
+  views.scales = viewAt(scalesAt, features, b.getF32Type(), {});
+  views.sums = viewAt(sumsAt, features, b.getI32Type(), {});
   return views;
+}
+
+static PanelViews panelsOf(OpBuilder &b, WeightOp op) {
+  PanelShape shape(op);
+  int64_t panels = llvm::divideCeil(op.getType().getDimSize(0), shape.features);
+  Value weights = op->getParentOfType<FunctionOpInterface>().getArgument(0);
+  return viewPanels(b, op.getLoc(), weights, b.getIndexAttr(*op.getOffset()),
+                    b.getIndexAttr(panels), shape);
+}
+
+/// The panels of the rows a caller chose (tfm.caller_rows of a weight in
+/// panels): as many whole panels as its argument holds.
+static PanelViews panelsOf(OpBuilder &b, CallerRowsOp op) {
+  Location loc = op.getLoc();
+  PanelShape shape(op.getInput().getDefiningOp<WeightOp>());
+  auto [bytes, panels] =
+      callerArgument(b, loc, op, op.getFrom(), shape.bytesPerPanel());
+  return viewPanels(b, loc, bytes, b.getIndexAttr(0), panels, shape);
 }
 
 /// act(x·Wᵀ + b) + r for a weight of dynamic shape: matmul_transpose_b and
@@ -232,10 +293,9 @@ static Value bf16Activations(OpBuilder &b, Location loc, Value x,
 /// in the epilogue. The dot products where the target has them (and
 /// vectors of 16).
 static Value linearOfPackedWeight(OpBuilder &b, Location loc, Value x,
-                                  WeightOp packed, int64_t n, Value bias,
-                                  Activation act, Value residual, int64_t lanes,
-                                  bool bf16Dot, bool int8Dot) {
-  PanelViews views = panelsOf(b, packed);
+                                  const PanelViews &views, int64_t n,
+                                  Value bias, Activation act, Value residual,
+                                  int64_t lanes, bool bf16Dot, bool int8Dot) {
   Value view = views.panels;
   Type stored = cast<MemRefType>(view.getType()).getElementType();
   if (stored.isInteger(8)) {
@@ -269,8 +329,15 @@ static Value lowerLinear(OpBuilder &b, Location loc, RankedTensorType type,
   // A weight stored in panels: the tfm.weight stays (legal) until here.
   auto packed = weight.getDefiningOp<WeightOp>();
   if (packed && packed->hasAttr(kPanelWidthAttr)) {
-    y = linearOfPackedWeight(b, loc, x, packed, weightType.getDimSize(0), bias,
-                             act, flatResidual, lanes, bf16Dot, int8Dot);
+    y = linearOfPackedWeight(b, loc, x, panelsOf(b, packed),
+                             weightType.getDimSize(0), bias, act, flatResidual,
+                             lanes, bf16Dot, int8Dot);
+  } else if (auto chosen = weight.getDefiningOp<CallerRowsOp>()) {
+    // Whole panels, padding included: the caller knows which columns are
+    // rows it chose.
+    y = linearOfPackedWeight(b, loc, x, panelsOf(b, chosen),
+                             ShapedType::kDynamic, bias, act, flatResidual,
+                             lanes, bf16Dot, int8Dot);
   } else if (weightType.hasStaticShape()) {
     Value panels = packPanels(b, loc, weight, 4 * lanes);
     y = panelLinear(b, loc, x, panels, Value(), weightType.getDimSize(0), bias,

@@ -186,7 +186,7 @@ private:
   Type elt;
   VectorType vecType, wordType, accType;
   // Built once, before the panels' loop.
-  Value storedZero, m, fzero;
+  Value storedZero, m, fzero, lastPanel;
   // Of the panel the forall's body computes: p, its first column n0 = p·P,
   // and p + 1 (p for the last) to prefetch.
   Value p, n0, nextPanel;
@@ -227,8 +227,9 @@ PanelKernelBuilder::PanelKernelBuilder(OpBuilder &b, Location loc, Value x,
   // Elements of a panel row per 64-byte line, which one prefetch fetches.
   lineElements = 512 / stored.getIntOrFloatBitWidth();
   // Columns past N (the last panel's zero rows) are computed and dropped;
-  // reads of the bias and residual there are padded.
-  whole = numPanels * width == n;
+  // reads of the bias and residual there are padded. A dynamic N is every
+  // column of a dynamic count of panels (tfm.caller_rows).
+  whole = n == ShapedType::kDynamic || numPanels * width == n;
   // The sums, the epilogue and y are f32 (tfm-layout-weights packs only
   // f32 weights).
   elt = b.getF32Type();
@@ -255,11 +256,20 @@ Value PanelKernelBuilder::build() {
       b.create<arith::ConstantOp>(loc, cast<TypedAttr>(b.getZeroAttr(stored)));
   m = getValueOrCreateConstantIndexOp(b, loc, dimOf(b, loc, x, 0));
   fzero = floatConstant(b, loc, elt, 0.0);
-  Value out = emptyTensor(b, loc, {m, b.getIndexAttr(numPanels * width)}, elt);
+  OpFoldResult panelCount = dimOf(b, loc, panels, 0);
+  lastPanel = b.create<arith::SubIOp>(
+      loc, getValueOrCreateConstantIndexOp(b, loc, panelCount),
+      indexConstant(b, loc, 1));
+  OpFoldResult columns = b.getIndexAttr(numPanels * width);
+  if (numPanels == ShapedType::kDynamic)
+    columns = b.create<arith::MulIOp>(
+                   loc, getValueOrCreateConstantIndexOp(b, loc, panelCount),
+                   indexConstant(b, loc, width))
+                  .getResult();
+  Value out = emptyTensor(b, loc, {m, columns}, elt);
 
-  auto forall = b.create<scf::ForallOp>(
-      loc, ArrayRef<OpFoldResult>{b.getIndexAttr(numPanels)}, ValueRange{out},
-      std::nullopt);
+  auto forall = b.create<scf::ForallOp>(loc, ArrayRef<OpFoldResult>{panelCount},
+                                        ValueRange{out}, std::nullopt);
   buildPanel(forall);
   Value y = forall.getResult(0);
   if (!whole)
@@ -287,7 +297,7 @@ void PanelKernelBuilder::buildPanel(scf::ForallOp forall) {
   if (panelsMemref)
     nextPanel = b.create<arith::MinUIOp>(
         loc, b.create<arith::AddIOp>(loc, p, indexConstant(b, loc, 1)),
-        indexConstant(b, loc, numPanels - 1));
+        lastPanel);
   tile = panelTiles(tile);
 
   b.setInsertionPointToStart(forall.getTerminator().getBody());

@@ -43,6 +43,20 @@ struct ConvertTfmToLinalgPass
                                                    StringAttr::get(ctx, "tfm.name"),
                                                    StringAttr::get(ctx, "weights"))}),
                           func.getLoc());
+      // The rows callers choose (tfm.caller_rows): an argument of bytes
+      // each, after the others, in order of first use.
+      SmallVector<StringRef> chosen;
+      func.walk([&](CallerRowsOp op) {
+        if (!llvm::is_contained(chosen, op.getFrom()))
+          chosen.push_back(op.getFrom());
+      });
+      for (StringRef name : chosen)
+        func.insertArgument(
+            func.getNumArguments(), bytes,
+            DictionaryAttr::get(
+                ctx, {NamedAttribute(StringAttr::get(ctx, "tfm.name"),
+                                     StringAttr::get(ctx, name))}),
+            func.getLoc());
     }
 
     ConversionTarget target(*ctx);
@@ -50,6 +64,9 @@ struct ConvertTfmToLinalgPass
     // Weights in panels are read by the linears' lowering, then erased.
     target.addDynamicallyLegalOp<WeightOp>(
         [](WeightOp op) { return op->hasAttr(kPanelWidthAttr); });
+    target.addDynamicallyLegalOp<CallerRowsOp>([](CallerRowsOp op) {
+      return op.getInput().getDefiningOp()->hasAttr(kPanelWidthAttr);
+    });
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                            arith::ArithDialect, math::MathDialect,
                            scf::SCFDialect, memref::MemRefDialect,
@@ -65,6 +82,17 @@ struct ConvertTfmToLinalgPass
     populateTfmToLinalgPatterns(patterns, queryBlock, keyBlock, vectorWidth,
                                 bf16Dot, int8Dot);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
+      return signalPassFailure();
+    WalkResult unreadRows = module.walk([](CallerRowsOp op) {
+      if (!op->use_empty()) {
+        op.emitOpError("chooses rows of panels for linears but is read by ")
+            << (*op->user_begin())->getName();
+        return WalkResult::interrupt();
+      }
+      op.erase();
+      return WalkResult::advance();
+    });
+    if (unreadRows.wasInterrupted())
       return signalPassFailure();
     WalkResult unread = module.walk([](WeightOp op) {
       if (!op->use_empty()) {

@@ -56,8 +56,12 @@ bool mlir::tfm::isOneDnnCandidate(Operation *op) {
   if (!allF32(op))
     return false;
   return TypeSwitch<Operation *, bool>(op)
-      .Case<LinearOp, FusedLinearOp>(
-          [](auto linear) { return rankOf(linear.getInput()) >= 2; })
+      // Rows the caller chose (tfm.caller_rows) arrive in our panels'
+      // layout: only our kernel reads them.
+      .Case<LinearOp, FusedLinearOp>([](auto linear) {
+        return rankOf(linear.getInput()) >= 2 &&
+               !linear.getWeight().template getDefiningOp<CallerRowsOp>();
+      })
       .Case<MatmulOp>([](MatmulOp mm) { return rankOf(mm.getLhs()) >= 2; })
       // oneDNN 2.6's layer_normalization always subtracts the mean.
       .Case<LayerNormOp>([](LayerNormOp ln) {

@@ -28,7 +28,7 @@ typedef struct tfm_results_t tfm_results;
  * Python module, tfm-serve) refuses one whose version is not its own
  * rather than pass it structs of another layout. Raised with every change
  * to a struct or a signature of this header. */
-#define TFM_C_API_VERSION 1
+#define TFM_C_API_VERSION 2
 int32_t tfm_c_api_version(void);
 
 const char *tfm_status_message(tfm_status status);
@@ -97,6 +97,12 @@ typedef struct tfm_search_options {
   float sampling_topp;
   float sampling_temperature;
   uint64_t seed;
+  /* Nonzero (the default): with a vocabulary shortlist (the model's, or
+   * one tfm_model_read_vmap read), each batch's output projection,
+   * log-softmax and search run over the target tokens its sources map to
+   * (docs/Shortlist.md); 0: over the whole vocabulary. Scoring always
+   * uses the whole vocabulary. */
+  int32_t use_vmap;
 } tfm_search_options;
 
 void tfm_search_options_default(tfm_search_options *out_options);
@@ -189,6 +195,9 @@ const float *tfm_results_first_logits(const tfm_results *results,
 typedef struct tfm_translate_timing {
   double encode, decode, search, scan, caches;
   int64_t steps, row_steps;
+  /* The target tokens the batch's output projection ran over: the
+   * vocabulary, or its shortlist's union for the batch. */
+  int64_t output_tokens;
 } tfm_translate_timing;
 void tfm_results_timing(const tfm_results *results,
                         tfm_translate_timing *out_timing);
@@ -237,6 +246,17 @@ tfm_status tfm_tokenizer_decode(const tfm_tokenizer *tokenizer,
 
 /* Frees what the runtime allocated for the caller. */
 void tfm_free(void *memory);
+
+/* Replaces the model's vocabulary shortlist (tfmc compile --vmap stores
+ * one with it) with the vmap text file at `path` (docs/Shortlist.md), its
+ * pieces given ids by `tokenizer`. *out_warning (free with tfm_free) says
+ * what it skipped, pieces the vocabulary lacks; NULL when nothing was.
+ * Not while the model translates. */
+tfm_status tfm_model_read_vmap(tfm_model *model, const char *path,
+                               const tfm_tokenizer *tokenizer,
+                               char **out_warning);
+/* Whether the model has a vocabulary shortlist. */
+int32_t tfm_model_has_vmap(const tfm_model *model);
 
 /* Languages, as the family's Hugging Face tokenizer and `generate` use
  * them: a multilingual model (M2M-100, NLLB, mBART-50) frames a source text

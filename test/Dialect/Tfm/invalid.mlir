@@ -27,6 +27,38 @@
 
 // -----
 
+func.func @rows_of_no_weight(%t: tensor<8x4xf32>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{expected a tfm.weight as input}}
+  %0 = tfm.caller_rows %t from "rows" : tensor<8x4xf32> -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
+%w = tfm.weight "w" : tensor<8x4xf32>
+// expected-error @+1 {{expected a dynamic dimension 0 (the caller chooses how many rows), found [8, 4]}}
+%0 = tfm.caller_rows %w from "rows" : tensor<8x4xf32> -> tensor<8x4xf32>
+
+// -----
+
+%w = tfm.weight "w" : tensor<8x4xf32>
+// expected-error @+1 {{expected axis in [0, 2) for a tensor of rank 2, found 2}}
+%0 = tfm.caller_rows %w from "rows" {axis = 2 : i64} : tensor<8x4xf32> -> tensor<?x4xf32>
+
+// -----
+
+%w = tfm.weight "w" : tensor<8x4xf32>
+// expected-error @+1 {{expected result of shape [?, 4] (the input's shape with `?` along the axis), found [?, 5]}}
+%0 = tfm.caller_rows %w from "rows" : tensor<8x4xf32> -> tensor<?x5xf32>
+
+// -----
+
+%w = tfm.weight "w" : tensor<8x4xf32>
+// expected-error @+1 {{expected the name of the argument that holds the rows}}
+%0 = tfm.caller_rows %w from "" : tensor<8x4xf32> -> tensor<?x4xf32>
+
+// -----
+
 func.func @embedding_table_rank(%t: tensor<10xf32>, %ids: tensor<?x?xi32>) {
   // expected-error @+1 {{expected a table of rank 2 [vocabulary, dimension], found rank 1}}
   %0 = tfm.embedding %t[%ids] : tensor<10xf32>, tensor<?x?xi32> -> tensor<?x?x1xf32>

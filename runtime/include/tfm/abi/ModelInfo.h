@@ -23,8 +23,9 @@ namespace tfm_runtime {
 /// keys, values and source lengths once per sentence, not per beam. 7:
 /// int8 panels. 8: regions checksummed in blocks (regionChecksum), so that
 /// every load can check them in parallel. 9: the forced BOS token, the
-/// decoder's head width.
-constexpr uint64_t kAbiVersion = 9;
+/// decoder's head width. 10: decode_step's output projection over the
+/// rows its caller chooses (output_panels, output_bias).
+constexpr uint64_t kAbiVersion = 10;
 
 /// The arithmetic of the linears (tfmc compile --precision): f32 weights;
 /// or bf16 weights (panels of bf16) times activations rounded to bf16,
@@ -195,6 +196,10 @@ struct tfm_model_info {
   int64_t weightsSize;
   int64_t precision; // kPrecisionFp32, kPrecisionBf16 or kPrecisionInt8
   int64_t decoderHeadDim; // T5's d_kv; else d_model / decoder heads
+  // The output projection's panels in the weights file (all target
+  // vocabulary rows, tfm/abi/Panels.h), their width, and the logits bias
+  // (f32 [V]; -1: none): what decode_step's caller chooses rows from.
+  int64_t outputPanelsOffset, outputPanelWidth, outputBiasOffset;
 };
 extern const tfm_model_info tfm_model_info_data;
 /// The checkpoint's bad_words_ids: their count, then per sequence its
@@ -208,10 +213,16 @@ extern const char tfm_model_backends[];
 ///          out encoder_output[B,S,D], out cross K/V[B,H,S,Dh] per layer)
 ///   decode_step(weights, tokens[R,T], step, source_lengths[B],
 ///               per layer: cross K, cross V [B,H,S,Dh],
-///               cache K, cache V [R,H,*,Dh], out logits[R,T,V])
+///               cache K, cache V [R,H,*,Dh],
+///               output_panels[bytes], output_bias[bytes] (if the
+///               model has a logits bias), out logits[R,T,C])
 /// where the R = B·G rows of a step are the G beams of each of B
 /// sentences, one sentence after the other: a sentence's beams share its
-/// cross-attention keys and values.
+/// cross-attention keys and values. output_panels holds the output
+/// projection's rows that the caller chose, C/P whole panels as the
+/// weights file stores them (selectOutputRows; all of the file's for the
+/// full vocabulary), output_bias the bias of each of the C columns (f32),
+/// and logits[.., c] is column c's: padding columns are computed too.
 void tfm_encode(void **args);
 void tfm_decode_step(void **args);
 }

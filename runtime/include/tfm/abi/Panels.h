@@ -167,6 +167,58 @@ void packInt8Panels(int64_t n, int64_t k, int64_t panel, ElementFn element,
   }
 }
 
+/// The rows of a panel as 32-bit words (P per row: one f32, one bf16 pair
+/// or one int8 quad per feature) for k inputs at `elementBytes` (4, 2, 1).
+inline int64_t panelWordRows(int64_t k, int64_t elementBytes) {
+  int64_t perWord = 4 / elementBytes;
+  return (k + perWord - 1) / perWord;
+}
+
+/// Bytes one panel of P features takes, with int8's scales and sums.
+inline int64_t bytesPerPanel(int64_t k, int64_t panel, int64_t elementBytes) {
+  return panelWordRows(k, elementBytes) * panel * 4 +
+         (elementBytes == 1 ? 8 * panel : 0);
+}
+
+/// Copies the features `ids[0..count)` of the panels `src` (`srcPanels`
+/// of them, as packPanels, packBf16Panels or packInt8Panels wrote them)
+/// into ceil(count / P) panels at `dst` in that order, the features past
+/// `count` zero: each feature's words move from its lane of its panel to
+/// lane c % P of panel c / P, and int8's scales and sums alike. A linear
+/// over them computes for column c what it computes over `src` for
+/// feature ids[c], bit for bit.
+inline void selectPanelFeatures(const uint8_t *src, int64_t srcPanels,
+                                int64_t k, int64_t panel, int64_t elementBytes,
+                                const int32_t *ids, int64_t count,
+                                uint8_t *dst) {
+  int64_t rows = panelWordRows(k, elementBytes);
+  int64_t dstPanels = (count + panel - 1) / panel;
+  const auto *from = reinterpret_cast<const uint32_t *>(src);
+  auto *to = reinterpret_cast<uint32_t *>(dst);
+  for (int64_t p = 0; p < dstPanels; ++p) {
+    uint32_t *out = to + p * rows * panel;
+    for (int64_t j = 0; j < panel; ++j) {
+      int64_t c = p * panel + j;
+      const uint32_t *in =
+          c < count ? from + (ids[c] / panel) * rows * panel + ids[c] % panel
+                    : nullptr;
+      for (int64_t r = 0; r < rows; ++r)
+        out[r * panel + j] = in ? in[r * panel] : 0;
+    }
+  }
+  if (elementBytes != 1)
+    return;
+  // After the panels: the scales of all features, then their sums.
+  int64_t srcFeatures = srcPanels * panel, dstFeatures = dstPanels * panel;
+  const uint32_t *srcScales = from + srcPanels * rows * panel;
+  uint32_t *dstScales = to + dstPanels * rows * panel;
+  for (int64_t c = 0; c < dstFeatures; ++c) {
+    dstScales[c] = c < count ? srcScales[ids[c]] : 0;
+    dstScales[dstFeatures + c] =
+        c < count ? srcScales[srcFeatures + ids[c]] : 0;
+  }
+}
+
 } // namespace mlir::tfm
 
 #endif // TFM_COMPILER_PANELS_H
