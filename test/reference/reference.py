@@ -700,6 +700,52 @@ def check_prefix(model, tokens, where):
                  f"of the model's {c['max_position_embeddings']} to generate in")
 
 
+def read_vmap(path, vocab):
+    """A vocabulary map (docs/Shortlist.md) in ids: the always-included
+    tokens and {source n-gram: target tokens}. Lines 'SOURCE<TAB>TARGETS',
+    pieces split on spaces; an empty source lists the always-included; a
+    target piece the vocabulary lacks is skipped, and so is a rule whose
+    source n-gram has one; a repeated n-gram replaces the earlier line."""
+    always, rules = set(), {}
+    with open(path, encoding="utf-8") as f:
+        for line in f.read().split("\n"):
+            line = line[:-1] if line.endswith("\r") else line
+            if not line:
+                continue
+            source, targets = line.split("\t")
+            key = [vocab.get(p) for p in source.split(" ") if p]
+            ids = {vocab[p] for p in targets.split(" ") if p in vocab}
+            if None in key:
+                continue
+            if key:
+                rules[tuple(key)] = ids
+            else:
+                always = ids
+    return always, rules
+
+
+def shortlist(model, vmap, sources, prefixes):
+    """The target tokens a batch may produce: those of every n-gram (n up
+    to the longest rule's) at every position of its sources, the
+    always-included ones, EOS, padding, the decoder's start, the forced
+    first and last tokens and the forced prefixes' tokens."""
+    always, rules = vmap
+    c = model.c
+    allowed = set(always) | {c["eos_token_id"], c["pad_token_id"],
+                             c["decoder_start_token_id"]}
+    for key in ("forced_bos_token_id", "forced_eos_token_id"):
+        if c.get(key) is not None:
+            allowed.add(c[key])
+    for prefix in prefixes:
+        allowed |= set(prefix)
+    longest = max((len(k) for k in rules), default=0)
+    for src in sources:
+        for i in range(len(src)):
+            for n in range(1, min(longest, len(src) - i) + 1):
+                allowed |= rules.get(tuple(src[i:i + n]), set())
+    return sorted(allowed)
+
+
 def translate(model, sources, opts, user_prefixes=None, indexes=None):
     """Beam search (greedy for beam 1) over a padded batch of sentences, as
     runtime/src/Translator.cpp defines it. Returns per sentence the hypotheses
@@ -760,8 +806,16 @@ def translate(model, sources, opts, user_prefixes=None, indexes=None):
     done = [False] * B
     tokens = torch.full((R, 1), start, dtype=torch.long)
     first_logits = None
+    # A shortlist: every other token's logit is -inf, so that the
+    # log-softmax and the search run over the batch's shortlist.
+    outside = None
+    if getattr(opts, "vmap_rules", None) is not None:
+        outside = torch.ones(vocab, dtype=torch.bool)
+        outside[shortlist(model, opts.vmap_rules, sources, forced)] = False
     for step in range(max(max_len)):
         logits = model.decode_step(tokens, step, cross, cache, row_mask)
+        if outside is not None:
+            logits[:, outside] = float("-inf")
         if step == 0:
             first_logits = logits[::k].clone()
         # Hugging Face's repetition penalty over each row's input (start
@@ -1018,6 +1072,9 @@ def main():
     ap.add_argument("--sampling-temperature", type=float)
     ap.add_argument("--seed", type=int)
     ap.add_argument("--dump-first-logits")
+    ap.add_argument("--vmap", metavar="FILE",
+                    help="a vocabulary shortlist: each batch's search over "
+                         "the target tokens its sources map to")
     ap.add_argument("--batch-size", type=int, default=1,
                     help="sentences decoded together (padded); results do not change")
     ap.add_argument("--threads", type=int, default=1)
@@ -1064,6 +1121,10 @@ def main():
     started = time.perf_counter()
     model = Model(opts.model, opts.precision)
     c = model.c
+    opts.vmap_rules = None
+    if opts.vmap:
+        with open(os.path.join(opts.model, "vocab.json"), encoding="utf-8") as f:
+            opts.vmap_rules = read_vmap(opts.vmap, json.load(f))
     tokenizer = None
     if "text" in (input_format, output_format):
         tokenizer = text_io.Tokenizer(opts.model, c["eos_token_id"], c["pad_token_id"])

@@ -130,9 +130,11 @@ void openModel(Options &o, Session &s) {
   tfm_model_get_config(s.model, &s.cfg);
 }
 
-/// Opens the tokenizer where text is in or out, and settles the formats.
+/// Opens the tokenizer where text is in or out, or a --vmap's pieces need
+/// ids, and settles the formats.
 void openTokenizer(const Options &o, Session &s) {
-  if (o.inputFormat != Format::Ids || o.outputFormat != Format::Ids)
+  if (o.inputFormat != Format::Ids || o.outputFormat != Format::Ids ||
+      !o.vmapPath.empty())
     if (tfm_status status =
             tfm_tokenizer_open(o.weights.c_str(), &s.cfg, &s.tokenizer))
       die(tfm_status_message(status));
