@@ -11,6 +11,7 @@ all in one run.
   options: [--size base|small|tiny] [--backends llvm,onednn,auto]
            [--precisions fp32,bf16,int8] [--families marian,bart,...]
            [--serve [--serve-clients 1,8,64] [--serve-seconds 30]]
+           [--shortlist]
            [--sentences 128] [--reference-sentences 16] [--runs 3]
            [--cases greedy-b1,greedy-b32,beam4-b1,beam4-b32]
            [--no-micro | --micro-only] [--plot] [--build build]
@@ -55,6 +56,13 @@ backend auto and precisions fp32,int8 unless given, beside `translator
 --batch-size 32` on the same sentences; latency at 1 client beside the
 translator's own time for the sentence; the batches the server formed. See
 bench/serve.py; test/Bench/serve.test runs it on the tiny model.
+
+--shortlist: the vocabulary shortlist (translator with and without
+--no-vmap, taking turns) on the model of --size compiled at precisions
+fp32,int8 unless given (backend auto), with a made-up map of about 1,000
+target tokens a batch-1 sentence: tokens/s both ways, the median output
+tokens a batch, the output projection's share of a step. See
+bench/shortlist.py; test/Bench/shortlist.test runs it on the tiny model.
 """
 import argparse
 import json
@@ -70,6 +78,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import families  # noqa: E402
 import micro  # noqa: E402
 import serve  # noqa: E402
+import shortlist  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = "/usr/bin/python3"
@@ -448,6 +457,8 @@ def main():
                     help="--serve: wrk's connections per run, comma-separated")
     ap.add_argument("--serve-seconds", type=int,
                     help="--serve: seconds of load per run (default 30; --quick 2)")
+    ap.add_argument("--shortlist", action="store_true",
+                    help="the vocabulary shortlist against the whole vocabulary")
     ap.add_argument("--sentences", type=int, default=128)
     ap.add_argument("--reference-sentences", type=int, default=16)
     ap.add_argument("--runs", type=int, default=3)
@@ -485,7 +496,10 @@ def main():
             ap.error(f"--serve-clients {args.serve_clients}: expected numbers, e.g. 1,8,64")
         if not args.serve_clients or min(args.serve_clients) < 1:
             ap.error("--serve-clients: at least one client per run")
-    whole = args.families or args.serve
+    if args.shortlist and (args.families or args.serve or args.micro_only):
+        ap.error("--shortlist measures the translator alone: it cannot take --families, "
+                 "--serve or --micro-only")
+    whole = args.families or args.serve or args.shortlist
     args.backends = args.backends or ("auto" if whole else "llvm,onednn,auto")
     args.precisions = (args.precisions or ("fp32,int8" if whole else "fp32")).split(",")
     bad = [p for p in args.precisions if p not in ("fp32", "bf16", "int8")]
@@ -509,10 +523,13 @@ def main():
         sections.append(serve.tables(results["serve"]))
         if args.plot:
             notes.append("--plot draws the Marian run alone: no picture of --serve")
+    elif args.shortlist:
+        results["shortlist"] = shortlist.end_to_end(args, notes, sys.modules[__name__])
+        sections.append(shortlist.tables(results["shortlist"]))
     elif not args.micro_only:
         results["end_to_end"] = end_to_end(args, notes)
         sections.append(e2e_table(results["end_to_end"]))
-    if not args.no_micro and not args.families and not args.serve:
+    if not args.no_micro and not whole:
         results["micro"] = micro.run(args.build, args.backends.split(","), args.quick,
                                      args.threads, precisions=args.precisions)
         sections.append("\n\n".join(
