@@ -296,6 +296,24 @@ public:
     // The library stays loaded: OpenMP's threads may still run its code.
   }
 
+  py::object readVmap(py::handle pathValue) {
+    std::string path = pathArg(pathValue, "path");
+    char *warning = nullptr;
+    if (tfm_status status =
+            api.tfm_model_read_vmap(model, path.c_str(), tokenizer, &warning)) {
+      std::string message = api.tfm_status_message(status);
+      api.tfm_status_free(status);
+      throw py::value_error(message);
+    }
+    if (!warning)
+      return py::none();
+    py::str text(warning);
+    api.tfm_free(warning);
+    return std::move(text);
+  }
+
+  bool hasVmap() const { return api.tfm_model_has_vmap(model) != 0; }
+
   /// Translates `source`, an iterable of strings or sequences of token ids,
   /// in batches of `max_batch_size`; the search options are the
   /// translator's, checked first so that a bad one fails on any input.
@@ -309,9 +327,10 @@ public:
                  py::handle repetitionPenaltyArg,
                  py::handle noRepeatNgramSizeArg, py::handle samplingTopkArg,
                  py::handle samplingToppArg, py::handle samplingTemperatureArg,
-                 py::handle seedArgument) {
+                 py::handle seedArgument, py::handle useVmapArg) {
     tfm_search_options opts;
     api.tfm_search_options_default(&opts);
+    opts.use_vmap = boolArg(useVmapArg, "use_vmap");
     setSampling(opts, samplingTopkArg, samplingToppArg, samplingTemperatureArg,
                 seedArgument);
     // A beam wider than the target vocabulary finds nothing more at its
@@ -997,14 +1016,14 @@ PYBIND11_MODULE(tfmc, m) {
            py::arg("sampling_topk") = py::none(),
            py::arg("sampling_topp") = py::none(),
            py::arg("sampling_temperature") = py::none(),
-           py::arg("seed") = py::none(),
+           py::arg("seed") = py::none(), py::arg("use_vmap") = true,
            "translate_batch(source, *, beam_size=1, n_best=1, max_length=256, "
            "max_length_ratio=3.0, min_length=0, length_penalty=1.0, "
            "max_batch_size=32, return_scores=False, return_token_scores=False, "
            "target_prefix=None, source_lang=None, target_lang=None, "
            "repetition_penalty=1.0, no_repeat_ngram_size=0, "
            "sampling_topk=None, sampling_topp=None, sampling_temperature=None, "
-           "seed=None) -> "
+           "seed=None, use_vmap=True) -> "
            "list[TranslationResult]\n\n"
            "Translates a list (any iterable) of sentences, each a str (the "
            "model's tokenizer cuts it) or a sequence of source token ids "
@@ -1037,9 +1056,20 @@ PYBIND11_MODULE(tfmc, m) {
            "given), the target language's token is forced first, before "
            "any target_prefix (MADLAD-400's goes before str sentences "
            "instead). "
+           "use_vmap=False translates over the whole target vocabulary "
+           "where the model has a shortlist (the translator's --no-vmap). "
            "A bad argument raises TypeError or ValueError naming it and "
            "the sentence (its index in `source`); the GIL is released while "
            "translating.")
+      .def("read_vmap", &Translator::readVmap, py::arg("path"),
+           "read_vmap(path) -> str | None\n\n"
+           "Replaces the model's vocabulary shortlist with the vmap text "
+           "file at `path` (the translator's --vmap; docs/Shortlist.md), "
+           "its pieces given ids by the model's tokenizer; returns the "
+           "warning about pieces it skipped, or None. Raises ValueError "
+           "naming the file and line of a line that is not a rule.")
+      .def_property_readonly("has_vmap", &Translator::hasVmap,
+                             "Whether the model has a vocabulary shortlist.")
       .def("score_batch", &Translator::scoreBatch, py::arg("source"),
            py::arg("target"), py::kw_only(), py::arg("max_batch_size") = 32,
            py::arg("length_penalty") = 1.0, py::arg("source_lang") = py::none(),

@@ -46,6 +46,8 @@
   X(tfm_languages_pair)                                                        \
   X(tfm_languages_find)                                                        \
   X(tfm_languages_tokens)                                                      \
+  X(tfm_model_read_vmap)                                                       \
+  X(tfm_model_has_vmap)                                                        \
   X(tfm_free)
 
 namespace tfm_runtime {
