@@ -110,6 +110,11 @@ struct TfmSelectBackendPass
     module->setAttr("tfm.precision",
                     StringAttr::get(module.getContext(), precision));
     module.walk([&](Operation *op) {
+      // A linear over rows its caller chose (tfm.caller_rows) reads our
+      // panels: ours on every backend.
+      if (isa<LinearOp, FusedLinearOp>(op) &&
+          op->getOperand(1).getDefiningOp<CallerRowsOp>())
+        record(op, "llvm (rows chosen by the caller)");
       if (!isOneDnnCandidate(op))
         return;
       StringRef chosen = backend == "auto" ? autoBackend(op) : StringRef(backend);
