@@ -22,13 +22,14 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Transforms/Utils/SplitModule.h"
 
-#include <thread>
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
+#include <cstring>
+#include <thread>
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -101,6 +102,14 @@ static LogicalResult addModelInfo(llvm::Module &llvmModule, ModuleOp module) {
     return failure();
   fields.append({uint64_t(panels[0]), uint64_t(panels[1]),
                  bias ? uint64_t(bias[0]) : uint64_t(-1)});
+  // The repetition guards of the checkpoint's generation config (absent in
+  // hand-written IR: off); the penalty's double as its bits.
+  auto penalty = model.getAs<FloatAttr>("repetition_penalty");
+  auto ngrams = model.getAs<IntegerAttr>("no_repeat_ngram_size");
+  double penaltyValue = penalty ? penalty.getValueAsDouble() : 1.0;
+  uint64_t penaltyBits;
+  std::memcpy(&penaltyBits, &penaltyValue, sizeof penaltyBits);
+  fields.append({ngrams ? uint64_t(ngrams.getInt()) : 0, penaltyBits});
   llvm::Constant *init = llvm::ConstantDataArray::get(ctx, fields);
   new llvm::GlobalVariable(llvmModule, init->getType(), /*isConstant=*/true,
                            llvm::GlobalValue::ExternalLinkage, init,

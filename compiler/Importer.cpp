@@ -643,6 +643,10 @@ DictionaryAttr ModelImporter::configAttr() {
                            i64(config.decoderStartTokenId)),
       builder.getNamedAttr("forced_eos_token_id", i64(config.forcedEosTokenId)),
       builder.getNamedAttr("forced_bos_token_id", i64(config.forcedBosTokenId)),
+      builder.getNamedAttr("repetition_penalty",
+                           builder.getF64FloatAttr(config.repetitionPenalty)),
+      builder.getNamedAttr("no_repeat_ngram_size",
+                           i64(config.noRepeatNgramSize)),
       builder.getNamedAttr("model_type",
                            builder.getStringAttr(modelTypeName(config.family))),
   };

@@ -170,6 +170,9 @@ static void readGenerationKeys(ConfigReader &r, const llvm::json::Object &obj,
     c.badWordsIds.clear();
     r.integerLists("bad_words_ids", c.badWordsIds);
   }
+  r.number("repetition_penalty", c.repetitionPenalty, c.repetitionPenalty);
+  r.integer("no_repeat_ngram_size", c.noRepeatNgramSize, 0,
+            c.noRepeatNgramSize);
 }
 
 /// Special tokens inside the target vocabulary; `path` is the file that set

@@ -51,6 +51,10 @@ struct ModelConfig {
   /// with a request replaces it.
   int64_t forcedBosTokenId = -1;
   std::vector<std::vector<int64_t>> badWordsIds;
+  /// Hugging Face's repetition guards (`repetition_penalty`, 1: off;
+  /// `no_repeat_ngram_size`, 0: off): the translator's defaults.
+  double repetitionPenalty = 1.0;
+  int64_t noRepeatNgramSize = 0;
   Activation activation = Activation::relu;
   /// Pre-norm (LayerNorm before each sub-layer) instead of the paper's
   /// post-norm.

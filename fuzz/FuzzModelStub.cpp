@@ -35,7 +35,9 @@ const tfm_model_info tfm_model_info_data = {
     // 16 panels of 4 features by 1 input, f32: the data's 256 bytes.
     /*outputPanelsOffset=*/0,
     /*outputPanelWidth=*/4,
-    /*outputBiasOffset=*/-1};
+    /*outputBiasOffset=*/-1,
+    /*noRepeatNgramSize=*/0,
+    /*repetitionPenalty=*/1.0};
 const int64_t tfm_model_bad_words[] = {0};
 const char tfm_model_backends[] = "";
 

@@ -364,13 +364,18 @@ public:
     opts.max_length_ratio = std::min(ratio, float(config.max_positions));
     opts.min_length = int32_t(intArg(minLengthArg, "min_length", 0, kInt32Max));
     opts.length_penalty = floatArg(lengthPenaltyArg, "length_penalty");
-    opts.repetition_penalty =
-        floatArg(repetitionPenaltyArg, "repetition_penalty");
-    if (opts.repetition_penalty <= 0)
-      throw py::value_error("repetition_penalty must be > 0 (1: off), found " +
-                            reprText(repetitionPenaltyArg));
-    opts.no_repeat_ngram_size = int32_t(
-        intArg(noRepeatNgramSizeArg, "no_repeat_ngram_size", 0, kInt32Max));
+    // None: the model's (its generation_config.json), as the defaults say.
+    if (!repetitionPenaltyArg.is_none()) {
+      opts.repetition_penalty =
+          floatArg(repetitionPenaltyArg, "repetition_penalty");
+      if (opts.repetition_penalty <= 0)
+        throw py::value_error(
+            "repetition_penalty must be > 0 (1: off), found " +
+            reprText(repetitionPenaltyArg));
+    }
+    if (!noRepeatNgramSizeArg.is_none())
+      opts.no_repeat_ngram_size = int32_t(
+          intArg(noRepeatNgramSizeArg, "no_repeat_ngram_size", 0, kInt32Max));
     size_t maxBatchSize =
         size_t(intArg(maxBatchSizeArg, "max_batch_size", 1, kInt32Max));
     bool returnScores = boolArg(returnScoresArg, "return_scores");
@@ -1011,8 +1016,8 @@ PYBIND11_MODULE(tfmc, m) {
            py::arg("target_prefix") = py::none(),
            py::arg("source_lang") = py::none(),
            py::arg("target_lang") = py::none(),
-           py::arg("repetition_penalty") = 1.0,
-           py::arg("no_repeat_ngram_size") = 0,
+           py::arg("repetition_penalty") = py::none(),
+           py::arg("no_repeat_ngram_size") = py::none(),
            py::arg("sampling_topk") = py::none(),
            py::arg("sampling_topp") = py::none(),
            py::arg("sampling_temperature") = py::none(),
@@ -1021,7 +1026,7 @@ PYBIND11_MODULE(tfmc, m) {
            "max_length_ratio=3.0, min_length=0, length_penalty=1.0, "
            "max_batch_size=32, return_scores=False, return_token_scores=False, "
            "target_prefix=None, source_lang=None, target_lang=None, "
-           "repetition_penalty=1.0, no_repeat_ngram_size=0, "
+           "repetition_penalty=None, no_repeat_ngram_size=None, "
            "sampling_topk=None, sampling_topp=None, sampling_temperature=None, "
            "seed=None, use_vmap=True) -> "
            "list[TranslationResult]\n\n"
@@ -1037,7 +1042,9 @@ PYBIND11_MODULE(tfmc, m) {
            "off), min_length >= 0, length_penalty finite, max_batch_size >= "
            "1, repetition_penalty > 0 (1: off), no_repeat_ngram_size >= 0 (0: "
            "off), as the translator's --repetition-penalty and "
-           "--no-repeat-ngram-size. Any of sampling_topk (>= 0, 0: all), "
+           "--no-repeat-ngram-size (None: the checkpoint's "
+           "generation_config.json, else off). Any of sampling_topk (>= 0, 0: "
+           "all), "
            "sampling_topp (in (0, 1]), sampling_temperature (> 0) and seed "
            "(0 to 2**64 - 1) samples instead of searching, as the "
            "translator's --sampling-* and --seed (beam_size 1; n_best=N "

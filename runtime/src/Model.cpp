@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fcntl.h>
 #include <memory>
@@ -173,7 +174,8 @@ tfm_status readModelInfo(tfm_model_t &model) {
       info.encoderHeads,     info.decoderHeads,        info.sourceVocabSize,
       info.targetVocabSize,  info.maxPositions,        info.eosTokenId,
       info.padTokenId,       info.decoderStartTokenId, info.forcedEosTokenId,
-      info.forcedBosTokenId, info.decoderHeadDim};
+      info.forcedBosTokenId, info.decoderHeadDim,      info.repetitionPenalty,
+      info.noRepeatNgramSize};
   for (int64_t i = 0, at = 1; i < tfm_model_bad_words[0]; ++i) {
     int64_t length = tfm_model_bad_words[at++];
     model.badWords.emplace_back(tfm_model_bad_words + at,
@@ -194,6 +196,11 @@ tfm_status readModelInfo(tfm_model_t &model) {
       return makeError("this translator's forced {} token {} is outside the "
                        "target vocabulary",
                        which, token);
+  if (!(info.repetitionPenalty > 0) || !std::isfinite(info.repetitionPenalty) ||
+      info.noRepeatNgramSize < 0)
+    return makeError("this translator's repetition guards (penalty {}, "
+                     "n-gram size {}) are not a penalty > 0 and a size >= 0",
+                     info.repetitionPenalty, info.noRepeatNgramSize);
   return readOutputProjection(model);
 }
 

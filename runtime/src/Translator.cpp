@@ -943,6 +943,17 @@ tfm_status run(tfm_model &model, const tfm_search_options &options,
 
 } // namespace
 
+/// The options with the repetition guards they leave to the model (0 and
+/// -1) taken from its generation config.
+static tfm_search_options withModelDefaults(const tfm_model_config &cfg,
+                                            tfm_search_options options) {
+  if (options.repetition_penalty == 0.0f)
+    options.repetition_penalty = float(cfg.repetition_penalty);
+  if (options.no_repeat_ngram_size == -1)
+    options.no_repeat_ngram_size = int32_t(cfg.no_repeat_ngram_size);
+  return options;
+}
+
 tfm_search_options tfm_runtime::defaultSearchOptions() {
   tfm_search_options o;
   o.beam_size = 1;
@@ -954,8 +965,8 @@ tfm_search_options tfm_runtime::defaultSearchOptions() {
   o.min_length = 0;
   o.length_penalty = 1.0f;
   o.suppress_eos = 0;
-  o.repetition_penalty = 1.0f;
-  o.no_repeat_ngram_size = 0;
+  o.repetition_penalty = 0.0f; // the model's
+  o.no_repeat_ngram_size = -1; // the model's
   o.sampling = 0;
   o.sampling_topk = 0;
   o.sampling_topp = 1.0f;
@@ -972,9 +983,10 @@ tfm_status tfm_runtime::translate(tfm_model &model,
   *out_results = nullptr;
   if (batch.targets)
     return makeError("tfm_translate takes no targets (tfm_score_batch does)");
-  if (tfm_status s = checkRequest(model.config, options, batch))
+  tfm_search_options resolved = withModelDefaults(model.config, options);
+  if (tfm_status s = checkRequest(model.config, resolved, batch))
     return s;
-  return run(model, options, batch, out_results);
+  return run(model, resolved, batch, out_results);
 }
 
 /// Scoring runs the translator with one row a sentence, each step forcing
@@ -989,6 +1001,8 @@ tfm_status tfm_runtime::score(tfm_model &model,
   tfm_search_options forcing = defaultSearchOptions();
   forcing.length_penalty = options.length_penalty;
   forcing.use_vmap = 0;
+  forcing.repetition_penalty = 1.0f; // the model's own log p
+  forcing.no_repeat_ngram_size = 0;
   if (tfm_status s = checkRequest(model.config, forcing, batch))
     return s;
   return run(model, forcing, batch, out_results);

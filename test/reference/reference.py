@@ -219,7 +219,8 @@ class Model:
             with open(generation) as f:
                 g = json.load(f)
             for key in ("eos_token_id", "pad_token_id", "decoder_start_token_id",
-                        "forced_bos_token_id", "forced_eos_token_id", "bad_words_ids"):
+                        "forced_bos_token_id", "forced_eos_token_id", "bad_words_ids",
+                        "repetition_penalty", "no_repeat_ngram_size"):
                 if g.get(key) is not None:
                     c[key] = g[key]
         try:
@@ -1065,8 +1066,9 @@ def main():
     ap.add_argument("--min-length", type=int, default=0)
     ap.add_argument("--length-penalty", type=float, default=1.0)
     ap.add_argument("--suppress-eos", action="store_true")
-    ap.add_argument("--repetition-penalty", type=float, default=1.0)
-    ap.add_argument("--no-repeat-ngram-size", type=int, default=0)
+    # Default: the checkpoint's (generation_config.json), else off.
+    ap.add_argument("--repetition-penalty", type=float)
+    ap.add_argument("--no-repeat-ngram-size", type=int)
     ap.add_argument("--sampling-topk", type=int)
     ap.add_argument("--sampling-topp", type=float)
     ap.add_argument("--sampling-temperature", type=float)
@@ -1121,6 +1123,10 @@ def main():
     started = time.perf_counter()
     model = Model(opts.model, opts.precision)
     c = model.c
+    if opts.repetition_penalty is None:
+        opts.repetition_penalty = float(c.get("repetition_penalty") or 1.0)
+    if opts.no_repeat_ngram_size is None:
+        opts.no_repeat_ngram_size = int(c.get("no_repeat_ngram_size") or 0)
     opts.vmap_rules = None
     if opts.vmap:
         with open(os.path.join(opts.model, "vocab.json"), encoding="utf-8") as f:

@@ -287,13 +287,13 @@ void addSearchOptions(CLI::App &app, Options &o) {
                  "a token already in the hypothesis (or the decoder start "
                  "token) has its logit (greedy) or log p (beam) multiplied "
                  "by R where negative, divided where positive, as Hugging "
-                 "Face's (1: off)")
-      ->capture_default_str()
+                 "Face's (1: off; default: the checkpoint's "
+                 "generation_config.json, else 1)")
       ->check(positiveNumber())
       ->type_name("R");
   app.add_option("--no-repeat-ngram-size", s.no_repeat_ngram_size,
-                 "no n-gram of N tokens occurs twice in a hypothesis (0: off)")
-      ->capture_default_str()
+                 "no n-gram of N tokens occurs twice in a hypothesis (0: off; "
+                 "default: the checkpoint's generation_config.json, else 0)")
       ->check(atLeast(0))
       ->type_name("N");
   app.add_flag("--suppress-eos", s.suppress_eos,

@@ -48,6 +48,11 @@ typedef struct tfm_model_config {
   /* The width of a decoder attention head (d_model / decoder_heads but
    * for T5's d_kv). */
   int64_t decoder_head_dim;
+  /* The checkpoint's repetition guards (generation_config.json's
+   * repetition_penalty, 1: off, and no_repeat_ngram_size, 0: off): what
+   * a search whose options leave them to the model uses. */
+  double repetition_penalty;
+  int64_t no_repeat_ngram_size;
 } tfm_model_config;
 
 /* Maps a weights file that tfmc wrote for this translator; the path may
@@ -82,7 +87,8 @@ typedef struct tfm_search_options {
    * start token, then its tokens): a token already in it has its logit
    * (greedy) or its log-probability (beam search) multiplied by the
    * penalty where negative, divided where positive (1: off); no n-gram of
-   * no_repeat_ngram_size tokens occurs twice (0: off). */
+   * no_repeat_ngram_size tokens occurs twice (0: off). The defaults, 0
+   * and -1, take the model's (tfm_model_config). */
   float repetition_penalty;
   int32_t no_repeat_ngram_size;
   /* Random sampling instead of search when nonzero (beam_size must be 1;

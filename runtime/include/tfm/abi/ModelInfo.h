@@ -24,7 +24,8 @@ namespace tfm_runtime {
 /// int8 panels. 8: regions checksummed in blocks (regionChecksum), so that
 /// every load can check them in parallel. 9: the forced BOS token, the
 /// decoder's head width. 10: decode_step's output projection over the
-/// rows its caller chooses (output_panels, output_bias).
+/// rows its caller chooses (output_panels, output_bias); the checkpoint's
+/// repetition guards.
 constexpr uint64_t kAbiVersion = 10;
 
 /// The arithmetic of the linears (tfmc compile --precision): f32 weights;
@@ -200,6 +201,10 @@ struct tfm_model_info {
   // vocabulary rows, tfm/abi/Panels.h), their width, and the logits bias
   // (f32 [V]; -1: none): what decode_step's caller chooses rows from.
   int64_t outputPanelsOffset, outputPanelWidth, outputBiasOffset;
+  // The checkpoint's repetition guards (generation_config.json): the
+  // search's defaults.
+  int64_t noRepeatNgramSize;
+  double repetitionPenalty; // emitted as the i64 of its bits
 };
 extern const tfm_model_info tfm_model_info_data;
 /// The checkpoint's bad_words_ids: their count, then per sequence its
