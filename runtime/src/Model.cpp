@@ -154,12 +154,13 @@ tfm_status readOutputProjection(tfm_model_t &model) {
                      model.path, model.weightsSize);
   model.outputPanels = reinterpret_cast<const uint8_t *>(model.weights) +
                        info.outputPanelsOffset;
-  model.outputBias.clear();
+  model.outputBias.resize(0);
   if (info.outputBiasOffset >= 0) {
     const auto *bias =
         reinterpret_cast<const float *>(model.weights + info.outputBiasOffset);
-    model.outputBias.assign(model.outputPanelCount * width, 0.0f);
-    std::copy(bias, bias + vocab, model.outputBias.begin());
+    model.outputBias.resize(model.outputPanelCount * width);
+    std::fill_n(model.outputBias.data, model.outputBias.size, 0.0f);
+    std::copy(bias, bias + vocab, model.outputBias.data);
   }
   return nullptr;
 }

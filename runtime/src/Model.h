@@ -9,6 +9,7 @@
 #ifndef TFM_RUNTIME_MODEL_H
 #define TFM_RUNTIME_MODEL_H
 
+#include "runtime/src/Buffer.h"
 #include "runtime/src/Shortlist.h"
 #include "tfm/runtime.h"
 
@@ -41,7 +42,7 @@ struct tfm_model_t {
   const uint8_t *outputPanels = nullptr;
   int64_t outputPanelCount = 0, outputPanelWidth = 0, outputPanelBytes = 0,
           outputElementBytes = 4;
-  std::vector<float> outputBias;
+  tfm_runtime::Buffer outputBias;
   /// The vocabulary shortlist: stored with the model (tfmc compile --vmap)
   /// or read from a vmap file (tfm_model_read_vmap).
   std::optional<tfm_runtime::Shortlist> shortlist;

@@ -321,11 +321,11 @@ void Translator::chooseOutputRows(const Batch &input) {
       reinterpret_cast<uint8_t *>(chosenPanels.data));
   outputPanels = chosenPanels.data;
   outputBias = nullptr;
-  if (!model.outputBias.empty()) {
+  if (model.outputBias.size) {
     chosenBias.resize(columns);
     for (int64_t c = 0; c < columns; ++c)
       chosenBias.data[c] =
-          c < outputTokens ? model.outputBias[tokenOfColumn[c]] : 0.0f;
+          c < outputTokens ? model.outputBias.data[tokenOfColumn[c]] : 0.0f;
     outputBias = chosenBias.data;
   }
 }
@@ -337,7 +337,7 @@ void Translator::chooseAllRows() {
   columns = model.outputPanelCount * model.outputPanelWidth;
   outputPanels = model.outputPanels;
   outputPanelsBytes = model.outputPanelCount * model.outputPanelBytes;
-  outputBias = model.outputBias.empty() ? nullptr : model.outputBias.data();
+  outputBias = model.outputBias.size ? model.outputBias.data : nullptr;
 }
 
 std::vector<int32_t>
