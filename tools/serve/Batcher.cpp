@@ -12,7 +12,10 @@ bool tfm_serve::sameSearch(const tfm_search_options &a,
          a.max_length == b.max_length &&
          a.max_length_ratio == b.max_length_ratio &&
          a.min_length == b.min_length && a.length_penalty == b.length_penalty &&
-         a.suppress_eos == b.suppress_eos;
+         a.suppress_eos == b.suppress_eos &&
+         a.repetition_penalty == b.repetition_penalty &&
+         a.no_repeat_ngram_size == b.no_repeat_ngram_size &&
+         a.use_vmap == b.use_vmap;
 }
 
 //===----------------------------------------------------------------------===//

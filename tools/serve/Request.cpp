@@ -169,6 +169,16 @@ std::optional<double> numberField(const json &object, const char *name,
   return number;
 }
 
+std::optional<bool> boolField(const json &object, const char *name) {
+  const json *value = field(object, name);
+  if (!value)
+    return std::nullopt;
+  if (!value->is_boolean())
+    badRequest(fmt::format("{} must be a boolean, found {}", name,
+                           value->type_name()));
+  return value->get<bool>();
+}
+
 std::string itemName(const char *name, size_t index, bool batch) {
   return batch ? fmt::format("{}[{}]", name, index) : name;
 }
@@ -281,10 +291,21 @@ void readTargetPrefix(const json &object, NativeRequest &request) {
 }
 
 void refuseUnknownFields(const json &object) {
-  static const std::set<std::string> known = {
-      "source",         "source_lang",   "target_lang",   "beam_size",
-      "n_best",         "max_length",    "min_length",    "max_length_ratio",
-      "length_penalty", "return_scores", "target_prefix", "api_key"};
+  static const std::set<std::string> known = {"source",
+                                              "source_lang",
+                                              "target_lang",
+                                              "beam_size",
+                                              "n_best",
+                                              "max_length",
+                                              "min_length",
+                                              "max_length_ratio",
+                                              "length_penalty",
+                                              "return_scores",
+                                              "target_prefix",
+                                              "api_key",
+                                              "repetition_penalty",
+                                              "no_repeat_ngram_size",
+                                              "use_vmap"};
   for (const auto &item : object.items())
     if (!known.count(item.key()))
       badRequest(fmt::format("unknown field '{}'", item.key().substr(0, 50)));
@@ -299,12 +320,14 @@ void readNativeOptions(const json &object, NativeRequest &request,
   request.minLength = intField(object, "min_length", 0, 1 << 20);
   request.maxLengthRatio = numberField(object, "max_length_ratio", 0);
   request.lengthPenalty = numberField(object, "length_penalty", -1e6);
-  if (const json *scores = field(object, "return_scores")) {
-    if (!scores->is_boolean())
-      badRequest(fmt::format("return_scores must be a boolean, found {}",
-                             scores->type_name()));
-    request.returnScores = scores->get<bool>();
-  }
+  request.repetitionPenalty = numberField(object, "repetition_penalty", 0);
+  if (request.repetitionPenalty && !(*request.repetitionPenalty > 0))
+    badRequest("repetition_penalty must be > 0 (1: off)");
+  request.noRepeatNgramSize =
+      intField(object, "no_repeat_ngram_size", 0, 1 << 20);
+  if (std::optional<bool> scores = boolField(object, "return_scores"))
+    request.returnScores = *scores;
+  request.useVmap = boolField(object, "use_vmap");
 }
 
 } // namespace

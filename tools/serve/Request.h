@@ -66,6 +66,11 @@ struct NativeRequest {
   std::string sourceLang = "auto", targetLang, apiKey;
   std::optional<int> beamSize, nBest, maxLength, minLength;
   std::optional<double> maxLengthRatio, lengthPenalty;
+  /// Repetition guards (unset: the model's generation config) and the
+  /// vocabulary shortlist (unset: the model's, if it has one).
+  std::optional<double> repetitionPenalty;
+  std::optional<int> noRepeatNgramSize;
+  std::optional<bool> useVmap;
   bool returnScores = false;
   /// Per sentence, the tokens its translations start with (none: empty).
   std::vector<std::vector<PrefixToken>> targetPrefix;

@@ -188,6 +188,12 @@ Service::nativeSearch(const ModelLibrary &model,
   search.max_length_ratio =
       float(std::min(request.maxLengthRatio.value_or(search.max_length_ratio),
                      double(model.config().max_positions)));
+  if (request.repetitionPenalty)
+    search.repetition_penalty = float(*request.repetitionPenalty);
+  if (request.noRepeatNgramSize)
+    search.no_repeat_ngram_size = *request.noRepeatNgramSize;
+  if (request.useVmap)
+    search.use_vmap = *request.useVmap;
   return search;
 }
 

@@ -197,6 +197,50 @@ def run_api(model, src_path, cli_path, nbest_path):
           "and /languages as the translator's")
 
 
+# --- options --------------------------------------------------------------
+
+
+def native_one_by_one(url, src, **options):
+    """Each nonblank sentence alone through /v1/translate (a batch of its
+    own, as translator --batch-size 1 translates it), its 1-best."""
+    out = []
+    for i, sentence in enumerate(src):
+        if not sentence.strip():
+            out.append("")
+            continue
+        body = {"source": [sentence], "source_lang": "en", "target_lang": "de"}
+        body.update(options)
+        status, answer, _ = post(url + "/v1/translate", body)
+        expect("/v1/translate %s of sentence %d" % (options, i), status, 200)
+        out.append(answer["results"][0]["hypotheses"][0])
+    return out
+
+
+def run_options(model, src_path, short_path, full_path, guarded_path):
+    """The native endpoint's shortlist and repetition options give the
+    translator's translations; bad values are 400s naming the field."""
+    src = read_lines(src_path)
+    server = Server(model)
+    url = server.url
+    expect("the model's shortlist", native_one_by_one(url, src), read_lines(short_path))
+    expect("use_vmap false", native_one_by_one(url, src, use_vmap=False),
+           read_lines(full_path))
+    expect("repetition guards",
+           native_one_by_one(url, src, repetition_penalty=1.4, no_repeat_ngram_size=2),
+           read_lines(guarded_path))
+    for field, value, message in (
+            ("repetition_penalty", 0, "repetition_penalty must be > 0"),
+            ("no_repeat_ngram_size", -1, "no_repeat_ngram_size must be in [0"),
+            ("use_vmap", "yes", "use_vmap must be a boolean")):
+        body = {"source": [src[0]], "source_lang": "en", "target_lang": "de", field: value}
+        status, answer, _ = post(url + "/v1/translate", body)
+        expect("%s %r" % (field, value), (status, message in answer.get("error", "")),
+               (400, True))
+    expect("exit status", server.stop(), 0)
+    print("options: the shortlist, use_vmap and the repetition guards as the "
+          "translator's; bad values 400")
+
+
 # --- keys -----------------------------------------------------------------
 
 
@@ -490,7 +534,7 @@ def run_hostile(model, src_path, cli_path):
 
 def main():
     command, model = sys.argv[1], sys.argv[2]
-    commands = {"api": run_api, "keys": run_keys, "load": run_load,
+    commands = {"api": run_api, "options": run_options, "keys": run_keys, "load": run_load,
                 "overload": run_overload, "sigterm": run_sigterm, "hostile": run_hostile}
     commands[command](model, *sys.argv[3:])
 
