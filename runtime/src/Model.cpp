@@ -210,8 +210,9 @@ tfm_status readModelInfo(tfm_model_t &model) {
 /// and the forced first and last tokens.
 tfm_status loadShortlist(tfm_model_t &model) {
   const tfm_model_config &cfg = model.config;
-  if (tfm_status s = Shortlist::load(model.path, int32_t(cfg.target_vocab_size),
-                                     model.shortlist))
+  // What a stored vmap text skipped was reported when tfmc compiled it.
+  std::string skipped;
+  if (tfm_status s = Shortlist::load(model.path, cfg, model.shortlist, skipped))
     return s;
   if (model.shortlist)
     model.shortlist->alwaysInclude(specialTokens(cfg));

@@ -34,11 +34,14 @@ class Shortlist {
 public:
   explicit Shortlist(VocabularyMap map) : map(std::move(map)) {}
 
-  /// The shortlist stored with the model at `modelPath` (kVmapFileName,
-  /// beside the weights or embedded; tfmc compile --vmap), or none when it
-  /// was compiled without one. An error names the file and the offset.
-  static tfm_status load(const std::string &modelPath, int32_t targetVocabSize,
-                         std::optional<Shortlist> &out);
+  /// The shortlist stored with the model at `modelPath` (beside the
+  /// weights or embedded; tfmc compile --vmap): kVmapFileName, or
+  /// kVmapTextFileName read with the model's tokenizer; none when it was
+  /// compiled without one. An error names the file and the offset or
+  /// line. What the text form skipped goes to `warning`.
+  static tfm_status load(const std::string &modelPath,
+                         const tfm_model_config &cfg,
+                         std::optional<Shortlist> &out, std::string &warning);
 
   /// A vmap text file (a translator's --vmap), its pieces given ids by
   /// `tokenizer` (source and target). What it skipped goes to `warning`.
@@ -66,6 +69,12 @@ public:
   const VocabularyMap &vocabularyMap() const { return map; }
 
 private:
+  /// Vmap text `text` from `name`, its pieces given ids by `tokenizer`.
+  static tfm_status parse(std::string_view text, const std::string &name,
+                          const tfm_tokenizer *tokenizer,
+                          int32_t targetVocabSize,
+                          std::optional<Shortlist> &out, std::string &warning);
+
   VocabularyMap map;
 };
 

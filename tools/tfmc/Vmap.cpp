@@ -161,6 +161,24 @@ Expected<Vocabulary> tfm_tools::readVocabulary(StringRef path) {
   return vocabulary;
 }
 
+Error tfm_tools::storeVmapText(StringRef vmapPath, StringRef outPath) {
+  auto text = readFile(vmapPath);
+  if (!text)
+    return text.takeError();
+  // Every piece known: the lines' form alone is checked here.
+  tfm_runtime::PieceLookup anyPiece = [](std::string_view) { return 0; };
+  VocabularyMap map;
+  tfm_runtime::VmapSkips skips;
+  std::string error;
+  std::string_view bytes((*text)->getBufferStart(), (*text)->getBufferSize());
+  if (!tfm_runtime::parseVmap(bytes, vmapPath.str(), anyPiece, anyPiece, 1, map,
+                              skips, error))
+    return fail(error);
+  if (std::error_code ec = sys::fs::copy_file(vmapPath, outPath))
+    return fail(outPath + ": " + ec.message());
+  return Error::success();
+}
+
 Error tfm_tools::storeVmap(StringRef vmapPath, const Vocabulary &vocabulary,
                            int32_t vocabSize, ArrayRef<int32_t> specials,
                            StringRef outPath, std::string &warning) {

@@ -34,6 +34,12 @@ llvm::Error storeVmap(llvm::StringRef vmapPath, const Vocabulary &vocabulary,
                       int32_t vocabSize, llvm::ArrayRef<int32_t> specials,
                       llvm::StringRef outPath, std::string &warning);
 
+/// Checks the lines of `vmapPath` (a TAB each, target pieces) and copies
+/// it to `outPath`: the vmap of a model whose pieces get ids from its
+/// SentencePiece model alone, which the runtime reads with its tokenizer
+/// (tfm/abi/Vmap.h, kVmapTextFileName). An error names the file and line.
+llvm::Error storeVmapText(llvm::StringRef vmapPath, llvm::StringRef outPath);
+
 /// Prints, for each batch size, the median and the spread of the size of
 /// the shortlist of consecutive batches of `sourcePath` (pieces, with </s>
 /// appended as the translator does), and the share of the pieces of

@@ -468,21 +468,28 @@ prepareOutput(mlir::ModuleOp module) {
 /// `compile --vmap`: the map read with the model's vocabulary and stored
 /// as OUT_DIR/vmap.bin, which joins the files copied or embedded. The
 /// special tokens are always included. The vocabulary is vocab.json (the
-/// Marian layout's, M2M-100's): the families whose ids come from a
-/// SentencePiece model alone are not read yet.
+/// Marian layout's, M2M-100's); a model whose ids come from a
+/// SentencePiece model alone (T5, NLLB, mBART-50) gets the text, checked
+/// line by line, as OUT_DIR/vmap.txt, which the runtime reads with the
+/// tokenizer.
 static Error storeVmap(mlir::ModuleOp module,
                        mlir::tfm::TokenizerFiles &tokenizer) {
   auto vocabPath = llvm::find_if(tokenizer.files, [](const std::string &file) {
     return sys::path::filename(file) == "vocab.json";
   });
-  if (vocabPath == tokenizer.files.end())
-    return createStringError(
-        inconvertibleErrorCode(),
-        "--vmap " + vmapFile +
-            ": the model's target pieces get ids from its vocab.json, and " +
-            checkpointDir() +
-            " has none (only Marian's layout and "
-            "M2M-100's have one)");
+  if (vocabPath == tokenizer.files.end()) {
+    if (tokenizer.files.empty())
+      return createStringError(
+          inconvertibleErrorCode(),
+          "--vmap " + vmapFile + ": a vmap names pieces, and " +
+              checkpointDir() + " has no tokenizer to give them ids");
+    SmallString<256> textPath(outputFile);
+    sys::path::append(textPath, tfm_runtime::kVmapTextFileName);
+    if (Error err = tfm_tools::storeVmapText(vmapFile, textPath))
+      return err;
+    tokenizer.files.push_back(textPath.str().str());
+    return Error::success();
+  }
   Expected<tfm_tools::Vocabulary> vocabulary =
       tfm_tools::readVocabulary(*vocabPath);
   if (!vocabulary)

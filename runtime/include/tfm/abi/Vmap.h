@@ -50,6 +50,10 @@ namespace tfm_runtime {
 
 /// The compact form's name among a compiled model's files.
 inline constexpr char kVmapFileName[] = "vmap.bin";
+/// The text form's, stored instead where the model's pieces get ids from
+/// its SentencePiece model alone (T5, NLLB, mBART-50: no vocab.json for
+/// tfmc to read them with): the runtime reads it with the tokenizer.
+inline constexpr char kVmapTextFileName[] = "vmap.txt";
 
 /// A vocabulary's id for a piece, or -1 when it does not have the piece.
 using PieceLookup = std::function<int32_t(std::string_view piece)>;
