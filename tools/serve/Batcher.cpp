@@ -15,7 +15,10 @@ bool tfm_serve::sameSearch(const tfm_search_options &a,
          a.suppress_eos == b.suppress_eos &&
          a.repetition_penalty == b.repetition_penalty &&
          a.no_repeat_ngram_size == b.no_repeat_ngram_size &&
-         a.use_vmap == b.use_vmap;
+         a.use_vmap == b.use_vmap && a.sampling == b.sampling &&
+         a.sampling_topk == b.sampling_topk &&
+         a.sampling_topp == b.sampling_topp &&
+         a.sampling_temperature == b.sampling_temperature && a.seed == b.seed;
 }
 
 //===----------------------------------------------------------------------===//

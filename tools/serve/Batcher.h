@@ -44,6 +44,9 @@ using Clock = std::chrono::steady_clock;
 /// tokens forced first (a language token, a prefix; may be empty).
 struct Sentence {
   std::vector<int32_t> source, prefix;
+  /// Its index in its request: sampling's seed with the request's seed
+  /// (tfm_batch.indexes), so that batching does not change its samples.
+  int64_t index = 0;
 };
 
 /// A sentence's n best hypotheses (token ids without EOS), best first.

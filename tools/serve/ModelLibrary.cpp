@@ -162,16 +162,24 @@ void ModelLibrary::translate(const tfm_search_options &search,
                              std::vector<Hypotheses> &out) const {
   std::vector<const int32_t *> sources, prefixes;
   std::vector<int32_t> lengths, prefixLengths;
+  std::vector<int64_t> indexes;
   for (const Sentence *s : sentences) {
     sources.push_back(s->source.data());
     lengths.push_back(int32_t(s->source.size()));
     prefixes.push_back(s->prefix.data());
     prefixLengths.push_back(int32_t(s->prefix.size()));
+    indexes.push_back(s->index);
   }
+  tfm_batch batch = {int32_t(sentences.size()),
+                     sources.data(),
+                     lengths.data(),
+                     prefixes.data(),
+                     prefixLengths.data(),
+                     nullptr,
+                     nullptr,
+                     indexes.data()};
   tfm_results *results = nullptr;
-  check(api.tfm_translate_prefixed(
-      model, &search, sources.data(), lengths.data(), prefixes.data(),
-      prefixLengths.data(), int32_t(sentences.size()), &results));
+  check(api.tfm_translate_batch(model, &search, &batch, &results));
   for (size_t k = 0; k < sentences.size(); ++k) {
     int32_t index = int32_t(k);
     for (int32_t rank = 0; rank < api.tfm_results_count(results, index);

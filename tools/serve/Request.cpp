@@ -305,10 +305,31 @@ void refuseUnknownFields(const json &object) {
                                               "api_key",
                                               "repetition_penalty",
                                               "no_repeat_ngram_size",
-                                              "use_vmap"};
+                                              "use_vmap",
+                                              "sampling_topk",
+                                              "sampling_topp",
+                                              "sampling_temperature",
+                                              "seed"};
   for (const auto &item : object.items())
     if (!known.count(item.key()))
       badRequest(fmt::format("unknown field '{}'", item.key().substr(0, 50)));
+}
+
+/// sampling_topk >= 0, sampling_topp in (0, 1], sampling_temperature > 0,
+/// seed an integer in [0, 2^53] (JSON's exact integers): any of them
+/// samples, as the translator's --sampling-* and --seed.
+void readSamplingOptions(const json &object, NativeRequest &request) {
+  request.samplingTopk = intField(object, "sampling_topk", 0, 1 << 30);
+  request.samplingTopp = numberField(object, "sampling_topp", 0);
+  if (request.samplingTopp &&
+      !(*request.samplingTopp > 0 && *request.samplingTopp <= 1))
+    badRequest("sampling_topp must be in (0, 1]");
+  request.samplingTemperature = numberField(object, "sampling_temperature", 0);
+  if (request.samplingTemperature && !(*request.samplingTemperature > 0))
+    badRequest("sampling_temperature must be > 0");
+  request.seed = intField(object, "seed", 0, int64_t(1) << 53);
+  request.sampling = request.samplingTopk || request.samplingTopp ||
+                     request.samplingTemperature || request.seed;
 }
 
 void readNativeOptions(const json &object, NativeRequest &request,
@@ -328,6 +349,7 @@ void readNativeOptions(const json &object, NativeRequest &request,
   if (std::optional<bool> scores = boolField(object, "return_scores"))
     request.returnScores = *scores;
   request.useVmap = boolField(object, "use_vmap");
+  readSamplingOptions(object, request);
 }
 
 } // namespace

@@ -71,6 +71,11 @@ struct NativeRequest {
   std::optional<double> repetitionPenalty;
   std::optional<int> noRepeatNgramSize;
   std::optional<bool> useVmap;
+  /// Sampling instead of search when any of its fields is given.
+  bool sampling = false;
+  std::optional<int> samplingTopk;
+  std::optional<double> samplingTopp, samplingTemperature;
+  std::optional<int64_t> seed;
   bool returnScores = false;
   /// Per sentence, the tokens its translations start with (none: empty).
   std::vector<std::vector<PrefixToken>> targetPrefix;

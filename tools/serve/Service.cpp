@@ -74,7 +74,8 @@ Service::splitLines(const Route &route, const std::vector<std::string> &texts,
         }
         Sentence sentence{model.encode(line, frame),
                           {frame.target_prefix,
-                           frame.target_prefix + frame.target_prefix_length}};
+                           frame.target_prefix + frame.target_prefix_length},
+                          int64_t(i)};
         lines.index.back().push_back(long(lines.sentences.size()));
         lines.sentences.push_back(std::move(sentence));
       }
@@ -176,7 +177,18 @@ Service::nativeSearch(const ModelLibrary &model,
   tfm_search_options search = model.defaultSearch();
   search.beam_size = request.beamSize.value_or(options.beamSize);
   search.n_best = request.nBest.value_or(1);
-  if (search.n_best > search.beam_size)
+  if (request.sampling) {
+    if (request.beamSize.value_or(1) != 1)
+      return HttpError{400, "Invalid request: sampling draws n_best samples "
+                            "with beam_size 1"};
+    search.beam_size = 1;
+    search.sampling = 1;
+    search.sampling_topk = request.samplingTopk.value_or(0);
+    search.sampling_topp = float(request.samplingTopp.value_or(1.0));
+    search.sampling_temperature =
+        float(request.samplingTemperature.value_or(1.0));
+    search.seed = uint64_t(request.seed.value_or(0));
+  } else if (search.n_best > search.beam_size)
     return HttpError{400, fmt::format("Invalid request: n_best {} exceeds "
                                       "beam_size {}",
                                       search.n_best, search.beam_size)};

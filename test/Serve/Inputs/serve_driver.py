@@ -216,12 +216,28 @@ def native_one_by_one(url, src, **options):
     return out
 
 
-def run_options(model, src_path, short_path, full_path, guarded_path):
-    """The native endpoint's shortlist and repetition options give the
-    translator's translations; bad values are 400s naming the field."""
+def check_sampling(url, src, sampled):
+    """All sentences in one request, sampled over the whole vocabulary:
+    sentence i's stream is seeded from the seed and i, as the translator
+    seeds line i's, whatever the batches."""
+    body = {"source": src, "source_lang": "en", "target_lang": "de", "use_vmap": False,
+            "sampling_topk": 10, "sampling_temperature": 0.8, "seed": 7}
+    status, answer, _ = post(url + "/v1/translate", body)
+    expect("sampling status", status, 200)
+    expect("samples", [r["hypotheses"][0] for r in answer["results"]], sampled)
+    body["beam_size"] = 3
+    status, answer, _ = post(url + "/v1/translate", body)
+    expect("sampling with a beam", (status, "beam_size 1" in answer.get("error", "")),
+           (400, True))
+
+
+def run_options(model, src_path, short_path, full_path, guarded_path, sampled_path):
+    """The native endpoint's shortlist, repetition and sampling options give
+    the translator's translations; bad values are 400s naming the field."""
     src = read_lines(src_path)
     server = Server(model)
     url = server.url
+    check_sampling(url, src, read_lines(sampled_path))
     expect("the model's shortlist", native_one_by_one(url, src), read_lines(short_path))
     expect("use_vmap false", native_one_by_one(url, src, use_vmap=False),
            read_lines(full_path))
@@ -231,14 +247,16 @@ def run_options(model, src_path, short_path, full_path, guarded_path):
     for field, value, message in (
             ("repetition_penalty", 0, "repetition_penalty must be > 0"),
             ("no_repeat_ngram_size", -1, "no_repeat_ngram_size must be in [0"),
-            ("use_vmap", "yes", "use_vmap must be a boolean")):
+            ("use_vmap", "yes", "use_vmap must be a boolean"),
+            ("sampling_topp", 1.5, "sampling_topp must be in (0, 1]"),
+            ("seed", -3, "seed must be in [0")):
         body = {"source": [src[0]], "source_lang": "en", "target_lang": "de", field: value}
         status, answer, _ = post(url + "/v1/translate", body)
         expect("%s %r" % (field, value), (status, message in answer.get("error", "")),
                (400, True))
     expect("exit status", server.stop(), 0)
-    print("options: the shortlist, use_vmap and the repetition guards as the "
-          "translator's; bad values 400")
+    print("options: the shortlist, use_vmap, the repetition guards and sampling "
+          "as the translator's; bad values 400")
 
 
 # --- keys -----------------------------------------------------------------
