@@ -53,6 +53,9 @@ struct Sentence {
 struct Hypotheses {
   std::vector<std::vector<int32_t>> tokens;
   std::vector<float> scores;
+  /// Each hypothesis's tokens' log-probabilities (EOS's last, if it ended
+  /// with one).
+  std::vector<std::vector<float>> tokenScores;
 };
 
 /// Search options compare equal when a batch may mix their sentences.

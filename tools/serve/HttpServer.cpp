@@ -105,6 +105,8 @@ json nativeAnswer(const NativeRequest &request, const NativeResult &result) {
     json one = {{"hypotheses", result.hypotheses[i]}};
     if (request.returnScores)
       one["scores"] = result.scores[i];
+    if (request.returnTokenScores)
+      one["token_scores"] = result.tokenScores[i];
     results.push_back(one);
   }
   return json{{"results", results}};

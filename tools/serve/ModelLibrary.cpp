@@ -189,6 +189,9 @@ void ModelLibrary::translate(const tfm_search_options &search,
           api.tfm_results_tokens(results, index, rank, &length);
       out[k].tokens.emplace_back(tokens, tokens + length);
       out[k].scores.push_back(api.tfm_results_score(results, index, rank));
+      const float *tokenScores =
+          api.tfm_results_token_scores(results, index, rank, &length);
+      out[k].tokenScores.emplace_back(tokenScores, tokenScores + length);
     }
   }
   api.tfm_results_free(results);

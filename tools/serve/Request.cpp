@@ -309,7 +309,8 @@ void refuseUnknownFields(const json &object) {
                                               "sampling_topk",
                                               "sampling_topp",
                                               "sampling_temperature",
-                                              "seed"};
+                                              "seed",
+                                              "return_token_scores"};
   for (const auto &item : object.items())
     if (!known.count(item.key()))
       badRequest(fmt::format("unknown field '{}'", item.key().substr(0, 50)));
@@ -348,6 +349,8 @@ void readNativeOptions(const json &object, NativeRequest &request,
       intField(object, "no_repeat_ngram_size", 0, 1 << 20);
   if (std::optional<bool> scores = boolField(object, "return_scores"))
     request.returnScores = *scores;
+  if (std::optional<bool> scores = boolField(object, "return_token_scores"))
+    request.returnTokenScores = *scores;
   request.useVmap = boolField(object, "use_vmap");
   readSamplingOptions(object, request);
 }

@@ -76,7 +76,7 @@ struct NativeRequest {
   std::optional<int> samplingTopk;
   std::optional<double> samplingTopp, samplingTemperature;
   std::optional<int64_t> seed;
-  bool returnScores = false;
+  bool returnScores = false, returnTokenScores = false;
   /// Per sentence, the tokens its translations start with (none: empty).
   std::vector<std::vector<PrefixToken>> targetPrefix;
 };

@@ -271,9 +271,11 @@ Parsed<NativeResult> Service::translate(const NativeRequest &request,
   for (const std::vector<long> &item : split.index) {
     out.hypotheses.emplace_back();
     out.scores.emplace_back();
+    out.tokenScores.emplace_back();
     if (item[0] < 0) { // a blank sentence: "", as the translator gives it
       out.hypotheses.back().push_back("");
       out.scores.back().push_back(0.0f);
+      out.tokenScores.back().emplace_back();
       continue;
     }
     const Hypotheses &h =
@@ -281,6 +283,7 @@ Parsed<NativeResult> Service::translate(const NativeRequest &request,
     for (size_t k = 0; k < h.tokens.size(); ++k) {
       out.hypotheses.back().push_back(library.decode(h.tokens[k]));
       out.scores.back().push_back(h.scores[k]);
+      out.tokenScores.back().push_back(h.tokenScores[k]);
     }
   }
   return out;

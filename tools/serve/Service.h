@@ -31,10 +31,12 @@ struct TextResult {
   std::string detected;
 };
 
-/// /v1/translate's answer: per sentence its hypotheses (and scores).
+/// /v1/translate's answer: per sentence its hypotheses (and scores, and
+/// their tokens' log-probabilities).
 struct NativeResult {
   std::vector<std::vector<std::string>> hypotheses;
   std::vector<std::vector<float>> scores;
+  std::vector<std::vector<std::vector<float>>> tokenScores;
 };
 
 struct ServiceOptions {

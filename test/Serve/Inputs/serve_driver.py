@@ -231,13 +231,32 @@ def check_sampling(url, src, sampled):
            (400, True))
 
 
-def run_options(model, src_path, short_path, full_path, guarded_path, sampled_path):
-    """The native endpoint's shortlist, repetition and sampling options give
-    the translator's translations; bad values are 400s naming the field."""
+def check_token_scores(url, src, scored_path):
+    """return_scores and return_token_scores, a sentence a request, give
+    translator --token-scores's SCORE<TAB>TRANSLATION<TAB>TOKEN SCORES
+    (within 1e-3)."""
+    for i, line in enumerate(read_lines(scored_path)):
+        score, translation, tokens = line.split("\t")
+        body = {"source": [src[i]], "source_lang": "en", "target_lang": "de",
+                "return_scores": True, "return_token_scores": True}
+        status, answer, _ = post(url + "/v1/translate", body)
+        result = answer["results"][0]
+        expect("token scores of %d" % i, (status, result["hypotheses"][0]), (200, translation))
+        got = [result["scores"][0]] + result["token_scores"][0]
+        want = [float(score)] + [float(x) for x in tokens.split()]
+        if len(got) != len(want) or max(abs(a - b) for a, b in zip(got, want)) > 1e-3:
+            fail("scores of %d: %s, the translator's %s" % (i, got, want))
+
+
+def run_options(model, src_path, short_path, full_path, guarded_path, sampled_path,
+                scored_path):
+    """The native endpoint's shortlist, repetition, sampling and score
+    options give the translator's; bad values are 400s naming the field."""
     src = read_lines(src_path)
     server = Server(model)
     url = server.url
     check_sampling(url, src, read_lines(sampled_path))
+    check_token_scores(url, src, scored_path)
     expect("the model's shortlist", native_one_by_one(url, src), read_lines(short_path))
     expect("use_vmap false", native_one_by_one(url, src, use_vmap=False),
            read_lines(full_path))
@@ -255,8 +274,8 @@ def run_options(model, src_path, short_path, full_path, guarded_path, sampled_pa
         expect("%s %r" % (field, value), (status, message in answer.get("error", "")),
                (400, True))
     expect("exit status", server.stop(), 0)
-    print("options: the shortlist, use_vmap, the repetition guards and sampling "
-          "as the translator's; bad values 400")
+    print("options: the shortlist, use_vmap, the repetition guards, sampling and "
+          "token scores as the translator's; bad values 400")
 
 
 # --- keys -----------------------------------------------------------------
