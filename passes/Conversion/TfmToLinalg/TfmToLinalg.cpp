@@ -24,6 +24,34 @@ namespace {
 // The pass
 //===----------------------------------------------------------------------===//
 
+/// Inserts a memref<?xi8> argument named `name` (tfm.name) at `index`.
+void addBytesArgument(func::FuncOp func, unsigned index, StringRef name) {
+  MLIRContext *ctx = func.getContext();
+  auto bytes =
+      MemRefType::get({ShapedType::kDynamic}, IntegerType::get(ctx, 8));
+  NamedAttribute attr(StringAttr::get(ctx, "tfm.name"),
+                      StringAttr::get(ctx, name));
+  func.insertArgument(index, bytes, DictionaryAttr::get(ctx, {attr}),
+                      func.getLoc());
+}
+
+/// Erases the ops of type OpTy that the lowering left legal for the
+/// linears to read (weights in panels, the rows chosen of them): once the
+/// linears are lowered, nothing may read them; one that something does
+/// is an error (`what`, then the reader's name).
+template <typename OpTy>
+LogicalResult eraseUnread(ModuleOp module, StringRef what) {
+  WalkResult read = module.walk([&](OpTy op) {
+    if (!op->use_empty()) {
+      op.emitOpError(what) << (*op->user_begin())->getName();
+      return WalkResult::interrupt();
+    }
+    op.erase();
+    return WalkResult::advance();
+  });
+  return failure(read.wasInterrupted());
+}
+
 struct ConvertTfmToLinalgPass
     : public tfm::impl::ConvertTfmToLinalgPassBase<ConvertTfmToLinalgPass> {
   using Base::Base;
@@ -32,31 +60,20 @@ struct ConvertTfmToLinalgPass
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
     // Functions that read weights take the weights file as a leading
-    // argument: memref<?xi8>, 64-byte aligned by the runtime.
+    // argument: memref<?xi8>, 64-byte aligned by the runtime; and the rows
+    // callers choose (tfm.caller_rows) an argument of bytes each, after the
+    // others, in order of first use.
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal() || func.getBody().getOps<WeightOp>().empty())
         continue;
-      auto bytes = MemRefType::get({ShapedType::kDynamic},
-                                   IntegerType::get(ctx, 8));
-      func.insertArgument(0, bytes,
-                          DictionaryAttr::get(ctx, {NamedAttribute(
-                                                   StringAttr::get(ctx, "tfm.name"),
-                                                   StringAttr::get(ctx, "weights"))}),
-                          func.getLoc());
-      // The rows callers choose (tfm.caller_rows): an argument of bytes
-      // each, after the others, in order of first use.
+      addBytesArgument(func, 0, "weights");
       SmallVector<StringRef> chosen;
       func.walk([&](CallerRowsOp op) {
         if (!llvm::is_contained(chosen, op.getFrom()))
           chosen.push_back(op.getFrom());
       });
       for (StringRef name : chosen)
-        func.insertArgument(
-            func.getNumArguments(), bytes,
-            DictionaryAttr::get(
-                ctx, {NamedAttribute(StringAttr::get(ctx, "tfm.name"),
-                                     StringAttr::get(ctx, name))}),
-            func.getLoc());
+        addBytesArgument(func, func.getNumArguments(), name);
     }
 
     ConversionTarget target(*ctx);
@@ -83,27 +100,10 @@ struct ConvertTfmToLinalgPass
                                 bf16Dot, int8Dot);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
-    WalkResult unreadRows = module.walk([](CallerRowsOp op) {
-      if (!op->use_empty()) {
-        op.emitOpError("chooses rows of panels for linears but is read by ")
-            << (*op->user_begin())->getName();
-        return WalkResult::interrupt();
-      }
-      op.erase();
-      return WalkResult::advance();
-    });
-    if (unreadRows.wasInterrupted())
-      return signalPassFailure();
-    WalkResult unread = module.walk([](WeightOp op) {
-      if (!op->use_empty()) {
-        op.emitOpError("is stored in panels for linears but read by ")
-            << (*op->user_begin())->getName();
-        return WalkResult::interrupt();
-      }
-      op.erase();
-      return WalkResult::advance();
-    });
-    if (unread.wasInterrupted())
+    if (failed(eraseUnread<CallerRowsOp>(
+            module, "chooses rows of panels for linears but is read by ")) ||
+        failed(eraseUnread<WeightOp>(
+            module, "is stored in panels for linears but read by ")))
       signalPassFailure();
   }
 };
