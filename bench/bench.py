@@ -327,8 +327,10 @@ def end_to_end(args, notes):
             n = min(len(ours), len(ref))
             r["compared_sentences"] = n
             r["identical_to_reference"] = sum(a == b for a, b in zip(ours[:n], ref[:n]))
-            r["ratio_to_reference"] = (r["tokens_per_second"]
-                                       / results["engines"]["reference"]["cases"][case]["tokens_per_second"])
+            reference_rate = results["engines"]["reference"]["cases"][case]["tokens_per_second"]
+            # --reference-sentences 0: the reference did not run.
+            r["ratio_to_reference"] = (r["tokens_per_second"] / reference_rate
+                                       if reference_rate else None)
             if case.endswith("-b1"):
                 bound = results["memory_bound"][engine.get("precision", "fp32")]
                 r["of_memory_bound"] = r["tokens_per_second"] / bound["tokens_per_second"]
@@ -346,7 +348,8 @@ def e2e_table(results):
     for case in next(iter(results["engines"].values()))["cases"]:
         for name, engine in results["engines"].items():
             r = engine["cases"][case]
-            ratio = f"{r['ratio_to_reference']:.2f}x" if name != "reference" else "1"
+            ratio = ("1" if name == "reference" else "-" if r["ratio_to_reference"] is None
+                     else f"{r['ratio_to_reference']:.2f}x")
             same = (f"{r['identical_to_reference']}/{r['compared_sentences']}"
                     if name != "reference" else "-")
             bound = (f"{r['of_memory_bound']:.0%} ({r['weights_gbs']:.1f} GB/s)"

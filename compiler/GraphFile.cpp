@@ -5,6 +5,7 @@
 #include "compiler/Checkpoint.h"
 #include "compiler/Codegen.h"
 #include "dialects/Tfm/IR/TfmOps.h"
+#include "tfm/abi/ModelInfo.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -32,6 +33,22 @@ static std::string where(Operation *op, StringRef graphPath) {
 /// The rows callers choose (tfm.caller_rows): the runtime passes the
 /// output projection's, `output_panels` (a batch's shortlist, or all), and
 /// the logits bias's, `output_bias`, to decode_step and nothing else.
+/// decode_step's second result: the blocks the runtime reads the logits in
+/// (tfm/abi/ModelInfo.h), made from its first.
+static llvm::Error checkLogitBlocks(ModuleOp module, StringRef graphPath) {
+  auto func = module.lookupSymbol<func::FuncOp>("decode_step");
+  Operation *ret = func.getBody().back().getTerminator();
+  auto blocks = ret->getOperand(1).getDefiningOp<LogSumExpBlocksOp>();
+  if (blocks && blocks.getInput() == ret->getOperand(0) &&
+      blocks.getBlock() == tfm_runtime::kLogitBlock)
+    return llvm::Error::success();
+  return graphError(llvm::formatv(
+      "{0}: decode_step's second result must be tfm.logsumexp_blocks of "
+      "its first (the logits) with block {1}: the runtime's search reads "
+      "the logits in those blocks",
+      where(ret, graphPath), tfm_runtime::kLogitBlock));
+}
+
 static llvm::Error checkChosenRows(ModuleOp module, StringRef graphPath) {
   std::optional<std::string> error;
   bool projection = false;
@@ -64,7 +81,8 @@ static llvm::Error checkChosenRows(ModuleOp module, StringRef graphPath) {
 ///   encode(source_ids, source_lengths) -> (encoder_output, per decoder
 ///     layer: cross K, cross V)
 ///   decode_step(tokens, step, source_lengths, per layer: cross K, cross V,
-///     cache K, cache V) -> (logits, per layer: cache K, cache V)
+///     cache K, cache V) -> (logits, logit blocks, per layer: cache K,
+///     cache V)
 static llvm::Error checkEntryPoints(ModuleOp module, StringRef graphPath) {
   auto model = module->getAttrOfType<DictionaryAttr>("tfm.model");
   if (!model)
@@ -82,7 +100,7 @@ static llvm::Error checkEntryPoints(ModuleOp module, StringRef graphPath) {
     int64_t inputs, results;
   };
   for (Arity entry : {Arity{"encode", 2, 1 + 2 * layers},
-                      Arity{"decode_step", 3 + 4 * layers, 1 + 2 * layers}}) {
+                      Arity{"decode_step", 3 + 4 * layers, 2 + 2 * layers}}) {
     auto func = module.lookupSymbol<func::FuncOp>(entry.name);
     if (!func || func.isExternal())
       return graphError(graphPath + ": no function '" + entry.name +
@@ -96,6 +114,8 @@ static llvm::Error checkEntryPoints(ModuleOp module, StringRef graphPath) {
           where(func, graphPath), entry.name, func.getNumArguments(),
           func.getNumResults(), layers, entry.inputs, entry.results));
   }
+  if (llvm::Error e = checkLogitBlocks(module, graphPath))
+    return e;
   return checkChosenRows(module, graphPath);
 }
 

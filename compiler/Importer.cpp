@@ -8,9 +8,10 @@
 
 #include "compiler/Importer.h"
 
-#include "compiler/ModelConfig.h"
 #include "compiler/Checkpoint.h"
+#include "compiler/ModelConfig.h"
 #include "dialects/Tfm/IR/TfmOps.h"
+#include "tfm/abi/ModelInfo.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -463,9 +464,10 @@ void ModelImporter::buildDecodeStep(ModuleOp module) {
   Type logits = tensor({kDyn, kDyn, kDyn});
 
   // (tokens, step, source_lengths, per layer: cross K, cross V, cache K,
-  // cache V) -> (logits, per layer: cache K, cache V)
+  // cache V) -> (logits, their blocks' log-sum-exp terms, per layer: cache
+  // K, cache V)
   SmallVector<Type> inputs = {ids, builder.getIndexType(), lengths};
-  SmallVector<Type> results = {logits};
+  SmallVector<Type> results = {logits, tensor({kDyn, kDyn, kDyn, 2})};
   for (int64_t i = 0; i < config.decoderLayers; ++i) {
     inputs.append(4, kv);
     results.append(2, kv);
@@ -573,7 +575,12 @@ void ModelImporter::buildDecodeStep(ModuleOp module) {
         loc, chosen, ArrayRef<ReassociationIndices>{{0, 1}});
   }
   Value out = builder.create<LinearOp>(loc, x, rows, logitsBias);
-  SmallVector<Value> outputs = {out};
+  // Per block of logits, the terms of their log-sum-exp, which the search
+  // merges instead of reading every logit; blocks of the output panels'
+  // width on AVX-512, so that the panel kernel makes both.
+  Value blocks =
+      builder.create<LogSumExpBlocksOp>(loc, out, tfm_runtime::kLogitBlock);
+  SmallVector<Value> outputs = {out, blocks};
   outputs.append(caches);
   builder.create<func::ReturnOp>(loc, outputs);
 }

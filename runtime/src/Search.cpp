@@ -11,6 +11,7 @@
 #include <cmath>
 #include <iterator>
 #include <limits>
+#include <numeric>
 
 namespace tfm_runtime {
 namespace {
@@ -68,11 +69,117 @@ float addChunk(SoftmaxTerms &terms, const float *x, int64_t n) {
 /// Logits a chunk: see bestExtensions.
 constexpr int64_t kChunk = 2048;
 
+/// The `want` best tokens offered, by logit (ties to the lower token): a
+/// heap whose top is the worst kept one.
+class KeptTokens {
+public:
+  struct Kept {
+    float logit;
+    int64_t token;
+  };
+  explicit KeptTokens(size_t want) : want(want) { kept.reserve(want + 1); }
+
+  /// Once `want` are kept, a logit below this one's cannot enter.
+  float worst() const { return worstLogit; }
+
+  void offer(float logit, int64_t token) {
+    Kept k{logit, token};
+    if (kept.size() < want) {
+      kept.push_back(k);
+      std::push_heap(kept.begin(), kept.end(), better);
+    } else if (better(k, kept.front())) {
+      std::pop_heap(kept.begin(), kept.end(), better);
+      kept.back() = k;
+      std::push_heap(kept.begin(), kept.end(), better);
+    }
+    if (kept.size() == want)
+      worstLogit = kept.front().logit;
+  }
+
+  /// Tokens [t0, t1) of `row`, those in `banned` (sorted) skipped. Blocks
+  /// of 16 without a logit that reaches the worst kept one skip the
+  /// token-by-token test; "any x >= worst" is one vector compare, where a
+  /// float max would be a serial chain (no NaN-free math here).
+  void offerRange(const float *row, int64_t t0, int64_t t1,
+                  const std::vector<int32_t> &banned) {
+    constexpr int64_t kBlock = 16;
+    auto nextBanned = std::lower_bound(banned.begin(), banned.end(), t0);
+    for (int64_t b0 = t0; b0 < t1; b0 += kBlock) {
+      int64_t b1 = std::min(t1, b0 + kBlock);
+      bool reaches = false;
+      for (int64_t t = b0; t < b1; ++t)
+        reaches |= row[t] >= worstLogit;
+      if (!reaches)
+        continue;
+      for (int64_t t = b0; t < b1; ++t) {
+        while (nextBanned != banned.end() && *nextBanned < t)
+          ++nextBanned;
+        if ((nextBanned != banned.end() && *nextBanned == t) ||
+            row[t] < worstLogit)
+          continue;
+        offer(row[t], t);
+      }
+    }
+  }
+
+  std::vector<Kept> best() {
+    std::sort(kept.begin(), kept.end(), better);
+    return kept;
+  }
+
+private:
+  static bool better(const Kept &x, const Kept &y) {
+    return x.logit > y.logit || (x.logit == y.logit && x.token < y.token);
+  }
+  size_t want;
+  std::vector<Kept> kept;
+  float worstLogit = -std::numeric_limits<float>::infinity();
+};
+
+/// The banned tokens and the penalized ones together: the scan skips both.
+std::vector<int32_t> skippedTokens(const std::vector<int32_t> &banned,
+                                   const std::vector<int32_t> &penalized) {
+  std::vector<int32_t> skipped;
+  std::set_union(banned.begin(), banned.end(), penalized.begin(),
+                 penalized.end(), std::back_inserter(skipped));
+  return skipped;
+}
+
+/// The extensions of the kept tokens with log p = x - max - logSum, then
+/// the penalized tokens' (each with its penalized log p), the best `want`.
+/// None when max or logSum is not finite: no distribution to search.
+std::optional<std::vector<Candidate>>
+rankExtensions(KeptTokens &kept, const float *row, float max, double sum,
+               float score, int64_t base, size_t want, int32_t forced,
+               const std::vector<int32_t> &penalized, float penalty) {
+  float logSum = float(std::log(sum));
+  if (!std::isfinite(max) || !std::isfinite(logSum))
+    return std::nullopt;
+  if (forced >= 0)
+    return std::vector<Candidate>{{score, base + forced, 0.0f}};
+  std::vector<Candidate> best;
+  for (const KeptTokens::Kept &k : kept.best()) {
+    float logp = k.logit - max - logSum;
+    best.push_back({score + logp, base + k.token, logp});
+  }
+  if (penalized.empty())
+    return best;
+  for (int32_t t : penalized) {
+    float logp = penalize(row[t] - max - logSum, penalty);
+    best.push_back({score + logp, base + t, logp});
+  }
+  std::sort(best.begin(), best.end(), before);
+  best.resize(std::min(best.size(), want));
+  return best;
+}
+
 } // namespace
 
 // One pass over the row, a chunk at a time: the chunk's share of the
 // normalizer, then its tokens that may enter the kept ones, scored once the
-// normalizer is known.
+// normalizer is known. 2048 logits (8 KiB) a chunk: a chunk whose max is
+// below the worst kept logit is done once it adds to the normalizer (most
+// chunks of a 32000-token row, once `want` are kept).
 // Penalized tokens are skipped by the scan (their order is not their
 // logits') and join the kept ones at the end, each with its penalized log p.
 std::optional<std::vector<Candidate>>
@@ -82,86 +189,100 @@ bestExtensions(const float *row, int64_t vocab, float score, int64_t base,
                float penalty) {
   std::vector<int32_t> skipped;
   if (!penalized.empty())
-    std::set_union(bannedTokens.begin(), bannedTokens.end(), penalized.begin(),
-                   penalized.end(), std::back_inserter(skipped));
+    skipped = skippedTokens(bannedTokens, penalized);
   const std::vector<int32_t> &banned =
       penalized.empty() ? bannedTokens : skipped;
-  // A heap whose top is the worst kept token: lowest logit, then highest
-  // token.
-  struct Kept {
-    float logit;
-    int64_t token;
-  };
-  auto better = [](const Kept &x, const Kept &y) {
-    return x.logit > y.logit || (x.logit == y.logit && x.token < y.token);
-  };
-  std::vector<Kept> kept;
-  kept.reserve(want + 1);
-  // Once `want` are kept, a logit below the worst kept one's cannot enter.
-  float worstLogit = -std::numeric_limits<float>::infinity();
-  auto nextBanned = banned.begin();
+  KeptTokens kept(want);
   SoftmaxTerms terms{-std::numeric_limits<float>::infinity(), 0.0};
-  // 2048 logits (8 KiB) a chunk: a chunk whose max is below the worst kept
-  // logit is done once it adds to the normalizer (most chunks of a
-  // 32000-token row, once `want` are kept). Within the others, blocks of
-  // 16 without a logit that reaches the worst kept one skip the
-  // token-by-token test; "any x >= worst" is one vector compare, where a
-  // float max would be a serial chain (no NaN-free math here).
-  constexpr int64_t kBlock = 16;
   for (int64_t c0 = 0; c0 < vocab; c0 += kChunk) {
     int64_t c1 = std::min(vocab, c0 + kChunk);
-    if (addChunk(terms, row + c0, c1 - c0) < worstLogit || forced >= 0)
-      continue;
-    for (int64_t t0 = c0; t0 < c1; t0 += kBlock) {
-      int64_t t1 = std::min(c1, t0 + kBlock);
-      bool reaches = false;
-      for (int64_t t = t0; t < t1; ++t)
-        reaches |= row[t] >= worstLogit;
-      if (!reaches)
-        continue;
-      while (nextBanned != banned.end() && *nextBanned < t0)
-        ++nextBanned;
-      for (int64_t t = t0; t < t1; ++t) {
-        if (nextBanned != banned.end() && *nextBanned == t) {
-          ++nextBanned;
-          continue;
-        }
-        if (row[t] < worstLogit)
-          continue;
-        Kept k{row[t], t};
-        if (kept.size() < want) {
-          kept.push_back(k);
-          std::push_heap(kept.begin(), kept.end(), better);
-        } else if (better(k, kept.front())) {
-          std::pop_heap(kept.begin(), kept.end(), better);
-          kept.back() = k;
-          std::push_heap(kept.begin(), kept.end(), better);
-        }
-        if (kept.size() == want)
-          worstLogit = kept.front().logit;
-      }
-    }
+    if (addChunk(terms, row + c0, c1 - c0) >= kept.worst() && forced < 0)
+      kept.offerRange(row, c0, c1, banned);
   }
-  float logSum = float(std::log(terms.sum));
-  if (!std::isfinite(terms.max) || !std::isfinite(logSum))
+  return rankExtensions(kept, row, terms.max, terms.sum, score, base, want,
+                        forced, penalized, penalty);
+}
+
+namespace {
+
+/// sum_b s_b exp(m_b - max) over the blocks' terms (m_b = terms[2b], s_b =
+/// terms[2b + 1]), in double lanes; exp of the f32 differences in vectors
+/// (-fveclib=libmvec) as addChunk takes them.
+__attribute__((target_clones("avx512f", "avx2", "default"))) double
+mergedSum(const float *terms, int64_t blocks, float max) {
+  double sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t b = 0; b < blocks; ++b)
+    sum += double(terms[2 * b + 1]) * double(std::exp(terms[2 * b] - max));
+  return sum;
+}
+
+} // namespace
+
+// The normalizer from the blocks' terms: with M = max_b m_b,
+// sum_i exp(x_i - M) = sum_b s_b exp(m_b - M). Then the `want` blocks of
+// the highest maxima, which fill the kept tokens with high logits at once,
+// and of the others only those whose max can still enter. A partial last
+// block (the vocabulary ends inside it: the rest is padding) is taken
+// from its tokens.
+std::optional<std::vector<Candidate>>
+bestExtensions(const BlockedLogits &row, int64_t vocab, float score,
+               int64_t base, size_t want,
+               const std::vector<int32_t> &bannedTokens, int32_t forced,
+               const std::vector<int32_t> &penalized, float penalty) {
+  int64_t width = row.blockWidth, whole = vocab / width;
+  int64_t blocks = (vocab + width - 1) / width;
+  float max = -std::numeric_limits<float>::infinity();
+  bool finite = true;
+  for (int64_t b = 0; b < whole; ++b) {
+    finite &=
+        !std::isnan(row.terms[2 * b]) && std::isfinite(row.terms[2 * b + 1]);
+    max = std::max(max, row.terms[2 * b]);
+  }
+  SoftmaxTerms last{-std::numeric_limits<float>::infinity(), 0.0};
+  if (whole < blocks) {
+    addChunk(last, row.logits + whole * width, vocab - whole * width);
+    max = std::max(max, last.max);
+  }
+  if (!finite) // a NaN's block, or an infinity's: no distribution
     return std::nullopt;
-  if (forced >= 0)
-    return std::vector<Candidate>{{score, base + forced, 0.0f}};
-  std::sort(kept.begin(), kept.end(), better);
-  std::vector<Candidate> best;
-  for (const Kept &k : kept) {
-    float logp = k.logit - terms.max - logSum;
-    best.push_back({score + logp, base + k.token, logp});
+  double sum = 0;
+  if (std::isfinite(max)) {
+    sum = mergedSum(row.terms, whole, max);
+    if (whole < blocks)
+      sum += last.sum * std::exp(double(last.max) - double(max));
   }
-  if (penalized.empty())
-    return best;
-  for (int32_t t : penalized) {
-    float logp = penalize(row[t] - terms.max - logSum, penalty);
-    best.push_back({score + logp, base + t, logp});
+  auto blockMax = [&](int64_t b) {
+    return b < whole ? row.terms[2 * b] : last.max;
+  };
+
+  std::vector<int32_t> skipped;
+  if (!penalized.empty())
+    skipped = skippedTokens(bannedTokens, penalized);
+  const std::vector<int32_t> &banned =
+      penalized.empty() ? bannedTokens : skipped;
+  KeptTokens kept(want);
+  if (forced < 0 && std::isfinite(max)) {
+    std::vector<int64_t> highest(blocks);
+    std::iota(highest.begin(), highest.end(), 0);
+    auto first = highest.begin() + std::min<int64_t>(want, blocks);
+    std::nth_element(
+        highest.begin(), first - 1, highest.end(),
+        [&](int64_t x, int64_t y) { return blockMax(x) > blockMax(y); });
+    std::vector<char> read(blocks, 0);
+    auto offerBlock = [&](int64_t b) {
+      read[b] = 1;
+      kept.offerRange(row.logits, b * width, std::min(vocab, (b + 1) * width),
+                      banned);
+    };
+    for (auto b = highest.begin(); b != first; ++b)
+      offerBlock(*b);
+    for (int64_t b = 0; b < blocks; ++b)
+      if (!read[b] && blockMax(b) >= kept.worst())
+        offerBlock(b);
   }
-  std::sort(best.begin(), best.end(), before);
-  best.resize(std::min(best.size(), want));
-  return best;
+  return rankExtensions(kept, row.logits, max, sum, score, base, want, forced,
+                        penalized, penalty);
 }
 
 std::vector<int32_t> repeatedNgramBans(const std::vector<int32_t> &input,

@@ -48,6 +48,26 @@ bestExtensions(const float *row, int64_t vocab, float score, int64_t base,
                const std::vector<int32_t> &penalized = {},
                float penalty = 1.0f);
 
+/// A row of logits with the log-sum-exp terms of each block of
+/// `blockWidth` of them (tfm.logsumexp_blocks: terms[2b] = m_b, the
+/// block's max, terms[2b + 1] = s_b, the sum of its exp(x - m_b)).
+struct BlockedLogits {
+  const float *logits;
+  const float *terms;
+  int64_t blockWidth;
+};
+
+/// bestExtensions from the blocks' terms: the normalizer merged from them
+/// and only the blocks whose max can enter the kept tokens read, in order
+/// of their maxima. The same extensions (a logit's rank does not depend on
+/// the order the blocks are read in); log p may differ from the plain
+/// scan's in the last bits (other sums of other exponentials).
+std::optional<std::vector<Candidate>>
+bestExtensions(const BlockedLogits &row, int64_t vocab, float score,
+               int64_t base, size_t want, const std::vector<int32_t> &banned,
+               int32_t forced, const std::vector<int32_t> &penalized = {},
+               float penalty = 1.0f);
+
 /// Hugging Face's repetition penalty of a value (a logit or a log p).
 inline float penalize(float x, float penalty) {
   return x < 0 ? x * penalty : x / penalty;

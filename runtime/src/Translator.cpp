@@ -187,7 +187,12 @@ private:
   bool scoring = false;
   std::vector<std::vector<int32_t>> targets;
   std::vector<size_t> forcedTargetTokens;
-  Buffer encoderOut, logits;
+  // logitBlocks: decode_step's log-sum-exp terms of each row's blocks of
+  // kLogitBlock logits (ModelInfo.h).
+  Buffer encoderOut, logits, logitBlocks;
+  int64_t blocksPerRow() const {
+    return (columns + kLogitBlock - 1) / kLogitBlock;
+  }
   KvCaches kv;
   // The output projection's columns this batch: the rows of the
   // vocabulary its shortlist allows (all without one), then the last
@@ -275,6 +280,7 @@ void Translator::setLengthLimits(const int32_t *lengths) {
 void Translator::startSearch() {
   kv.allocateSelf(cfg.decoder_layers, rows, capacity);
   logits.resize(rows * columns);
+  logitBlocks.resize(rows * blocksPerRow() * 2);
   beams.prefixes.assign(rows, {});
   beams.scores.assign(rows, 0.0f);
   beams.tokenScores.assign(rows, {});
@@ -386,6 +392,7 @@ void Translator::decodeStep(int64_t step) {
   if (outputBias)
     args.memref(outputBias, {columns * int64_t(sizeof(float))});
   args.memref(logits.data, {rows, 1, columns});
+  args.memref(logitBlocks.data, {rows, 1, blocksPerRow(), 2});
   tfm_decode_step(args.data());
 }
 
@@ -466,7 +473,11 @@ void Translator::scanRows(int64_t step, std::vector<char> &nonFinite) {
     // Hugging Face's repetition penalty: on the logits in greedy search
     // and sampling (banned tokens' too: they stay in the normalizer), on the
     // log-probabilities of the tokens that can be chosen in beam search.
+    // The blocks' terms hold for the logits as decode_step wrote them: not
+    // once the penalty changes some.
+    bool blocksHold = opts.fused_search && !scoring;
     if (beam == 1 || sampling) {
+      blocksHold = blocksHold && penalized.empty();
       for (int32_t t : penalized)
         row[t] = penalize(row[t], opts.repetition_penalty);
       penalized.clear();
@@ -476,9 +487,16 @@ void Translator::scanRows(int64_t step, std::vector<char> &nonFinite) {
       continue;
     }
     penalized = withoutBanned(penalized, banned);
-    std::optional<std::vector<Candidate>> best = bestExtensions(
-        row, outputTokens, beams.scores[r], 0, 2 * beam, banned,
-        forcedColumn(r, step), penalized, opts.repetition_penalty);
+    std::optional<std::vector<Candidate>> best =
+        blocksHold
+            ? bestExtensions(
+                  BlockedLogits{row, logitBlocks.data + r * blocksPerRow() * 2,
+                                kLogitBlock},
+                  outputTokens, beams.scores[r], 0, 2 * beam, banned,
+                  forcedColumn(r, step), penalized, opts.repetition_penalty)
+            : bestExtensions(row, outputTokens, beams.scores[r], 0, 2 * beam,
+                             banned, forcedColumn(r, step), penalized,
+                             opts.repetition_penalty);
     if (!best) {
       nonFinite[r] = 1;
       continue;
@@ -973,6 +991,7 @@ tfm_search_options tfm_runtime::defaultSearchOptions() {
   o.sampling_temperature = 1.0f;
   o.seed = 0;
   o.use_vmap = 1;
+  o.fused_search = 1;
   return o;
 }
 

@@ -89,6 +89,81 @@ TEST(Search, RowScanKeepsTheBestTokensWithTheirLogProbabilities) {
       }
 }
 
+/// A row padded to whole blocks of `width` (the padding made to win, as
+/// the search must never read it) with each block's terms as
+/// tfm.logsumexp_blocks defines them, computed here in double.
+struct PaddedRow {
+  std::vector<float> logits, terms;
+  PaddedRow(const std::vector<float> &row, int64_t width) : logits(row) {
+    int64_t blocks = (int64_t(row.size()) + width - 1) / width;
+    logits.resize(blocks * width, 1000.0f);
+    for (int64_t b = 0; b < blocks; ++b) {
+      auto first = logits.begin() + b * width;
+      double max = *std::max_element(first, first + width), sum = 0;
+      for (auto x = first; x != first + width; ++x)
+        sum += std::exp(double(*x) - (max == -kInf ? 0.0 : max));
+      terms.push_back(float(max));
+      terms.push_back(float(sum));
+    }
+  }
+  tfm_runtime::BlockedLogits blocked(int64_t width) const {
+    return {logits.data(), terms.data(), width};
+  }
+};
+
+TEST(Search, BlockTermsGiveThePlainScansExtensions) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> logit(0.0f, 4.0f);
+  const int64_t width = 64;
+  // Vocabularies around a block, a partial last block, and a whole row.
+  for (int64_t vocab : {1, 63, 64, 65, 200, 2049, 32000})
+    for (size_t want : {1, 2, 8})
+      for (int trial = 0; trial < 4; ++trial) {
+        std::vector<float> row(vocab);
+        for (float &x : row)
+          x = logit(rng);
+        if (vocab > 20) { // ties, -inf, and the largest logit banned
+          row[5] = -kInf;
+          row[vocab - 1] = row[vocab / 2] = 12.5f;
+        }
+        std::vector<int32_t> banned;
+        if (trial % 2 && vocab > 3) {
+          banned = {0, int32_t(std::max_element(row.begin(), row.end()) -
+                               row.begin())};
+          std::sort(banned.begin(), banned.end());
+          banned.erase(std::unique(banned.begin(), banned.end()), banned.end());
+        }
+        PaddedRow padded(row, width);
+        std::optional<std::vector<Candidate>> got = bestExtensions(
+            padded.blocked(width), vocab, -1.0f, 0, want, banned, -1);
+        ASSERT_TRUE(got) << "vocab " << vocab;
+        std::vector<Candidate> expected =
+            plainBest(row, -1.0f, 0, want, banned);
+        ASSERT_EQ(got->size(), expected.size()) << "vocab " << vocab;
+        for (size_t i = 0; i < expected.size(); ++i) {
+          EXPECT_EQ((*got)[i].flat, expected[i].flat)
+              << "vocab " << vocab << " rank " << i;
+          EXPECT_NEAR((*got)[i].score, expected[i].score, 1e-5f)
+              << "vocab " << vocab << " rank " << i;
+        }
+      }
+}
+
+TEST(Search, BlockTermsOfANonFiniteRowGiveNoExtensions) {
+  for (int64_t vocab : {64, 100, 32000})
+    for (float bad : {std::nanf(""), kInf})
+      for (int64_t at : {int64_t(0), vocab / 2, vocab - 1}) {
+        std::vector<float> row(vocab, 1.0f);
+        row[at] = bad;
+        PaddedRow padded(row, 64);
+        EXPECT_FALSE(bestExtensions(padded.blocked(64), vocab, 0, 0, 4, {}, -1))
+            << "vocab " << vocab << " at " << at;
+      }
+  std::vector<float> masked(100, -kInf);
+  PaddedRow padded(masked, 64);
+  EXPECT_FALSE(bestExtensions(padded.blocked(64), 100, 0, 0, 4, {}, -1));
+}
+
 TEST(Search, ForcedTokenIsTheOnlyExtension) {
   std::vector<float> row(3000, 0.5f);
   std::optional<std::vector<Candidate>> got =

@@ -362,6 +362,11 @@ void addInputOutputOptions(CLI::App &app, Options &o) {
                "report load and translation seconds on stderr, then those "
                "of the encoder, the decoder steps, the search and the cache "
                "moves");
+  app.add_flag_callback(
+      "--plain-search", [&o] { o.search.fused_search = 0; },
+      "read every logit in the search instead of the blocks the output "
+      "projection's maxima and sums allow (for checking: the same tokens; "
+      "scores may differ in their last bits)");
   app.add_option("--dump-first-logits", o.logitsPath,
                  "write each sentence's first-step logits (f32, "
                  "little-endian) to FILE, for testing")

@@ -523,6 +523,43 @@ LogicalResult SoftmaxOp::verify() {
   return verifyAxis(*this, getAxis(), getType().getRank());
 }
 
+//===----------------------------------------------------------------------===//
+// LogSumExpBlocksOp
+//===----------------------------------------------------------------------===//
+
+/// [..., C] -> [..., ceil(C / block), 2].
+static SmallVector<int64_t> logSumExpBlocksShape(RankedTensorType input,
+                                                 int64_t block) {
+  SmallVector<int64_t> shape(input.getShape());
+  int64_t columns = shape.back();
+  shape.back() =
+      columns == kDynamic ? kDynamic : llvm::divideCeil(columns, block);
+  shape.push_back(2);
+  return shape;
+}
+
+void LogSumExpBlocksOp::build(OpBuilder &builder, OperationState &state,
+                              Value input, int64_t block) {
+  RankedTensorType type = tensorType(input);
+  build(builder, state,
+        RankedTensorType::get(logSumExpBlocksShape(type, block),
+                              type.getElementType()),
+        input, builder.getI64IntegerAttr(block));
+}
+
+LogicalResult LogSumExpBlocksOp::verify() {
+  if (failed(verifyOneElementType(*this)) ||
+      failed(verifyMinRank(*this, "input", getInput(), 1)))
+    return failure();
+  if (!getType().getElementType().isF32())
+    return emitOpError() << "expected f32 tensors, found "
+                         << getType().getElementType();
+  return verifyShape(*this, "result", getType(),
+                     logSumExpBlocksShape(getInput().getType(), getBlock()),
+                     "the input's with its last axis as ceil(size / block) "
+                     "blocks of (max, sum of exp(x - max))");
+}
+
 void MeanOp::build(OpBuilder &builder, OperationState &state, Value input,
                    int64_t axis) {
   RankedTensorType type = tensorType(input);

@@ -426,6 +426,39 @@ def Tfm_SoftmaxOp : Tfm_Op<"softmax", [SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
+def Tfm_LogSumExpBlocksOp : Tfm_Op<"logsumexp_blocks"> {
+  let summary = "per block of the last axis: its max and sum of exp(x - max)";
+  let description = [{
+    For each block `b` of `block` consecutive entries of the last axis (the
+    last block may be shorter), `result[..., b, 0] = m_b = max_{i in b} x_i`
+    and `result[..., b, 1] = s_b = sum_{i in b} exp(x_i - m_b)` (a block
+    all of -inf gives `s_b = 0`; a NaN gives `m_b = NaN`). These are the
+    pieces of a row's log-sum-exp:
+    `log sum_i exp(x_i) = M + log sum_b s_b exp(m_b - M)` with
+    `M = max_b m_b`, and `m_b` bounds every entry of its block, so a search
+    for the best entries reads only the blocks whose maximum can enter.
+    decode_step returns them beside the logits; where the logits come from
+    a linear whose panels are `block` features wide, the panel kernel
+    produces both in one pass (the search in the output projection's
+    epilogue).
+
+    ```mlir
+    %t = tfm.logsumexp_blocks %logits block 64
+        : tensor<?x?x?xf32> -> tensor<?x?x?x2xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$block);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `block` $block attr-dict `:` type($input) `->` type($result)
+  }];
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$input, "int64_t":$block)>
+  ];
+  let hasVerifier = 1;
+}
+
 def Tfm_MeanOp : Tfm_Op<"mean"> {
   let summary = "mean along one axis, keeping it with size 1";
   let description = [{

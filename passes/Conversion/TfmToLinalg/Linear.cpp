@@ -295,7 +295,8 @@ static Value bf16Activations(OpBuilder &b, Location loc, Value x,
 static Value linearOfPackedWeight(OpBuilder &b, Location loc, Value x,
                                   const PanelViews &views, int64_t n,
                                   Value bias, Activation act, Value residual,
-                                  int64_t lanes, bool bf16Dot, bool int8Dot) {
+                                  int64_t lanes, bool bf16Dot, bool int8Dot,
+                                  Value *blockTerms) {
   Value view = views.panels;
   Type stored = cast<MemRefType>(view.getType()).getElementType();
   if (stored.isInteger(8)) {
@@ -304,7 +305,8 @@ static Value linearOfPackedWeight(OpBuilder &b, Location loc, Value x,
                        residual, int8Dot && lanes == 16,
                        Int8Operands{xZeros, xScales,
                                     viewTensor(b, loc, views.scales),
-                                    viewTensor(b, loc, views.sums)});
+                                    viewTensor(b, loc, views.sums)},
+                       blockTerms);
   }
   bool dotPairs = false;
   if (stored.isBF16()) {
@@ -312,15 +314,46 @@ static Value linearOfPackedWeight(OpBuilder &b, Location loc, Value x,
     x = bf16Activations(b, loc, x, dotPairs);
   }
   return panelLinear(b, loc, x, viewTensor(b, loc, view), view, n, bias, act,
-                     residual, dotPairs);
+                     residual, dotPairs, {}, blockTerms);
+}
+
+/// The weight in panels in the weights file that a linear reads, itself
+/// or through the rows its caller chose; null for another weight.
+static WeightOp weightInPanels(Value weight) {
+  if (auto chosen = weight.getDefiningOp<CallerRowsOp>())
+    weight = chosen.getInput();
+  auto packed = weight.getDefiningOp<WeightOp>();
+  return packed && packed->hasAttr(kPanelWidthAttr) ? packed : WeightOp();
+}
+
+/// The tfm.logsumexp_blocks of a linear's result that the panel kernel can
+/// make with it: blocks of the panels' width, over whole panels.
+static LogSumExpBlocksOp termsOfPanels(Operation *linear) {
+  WeightOp packed = weightInPanels(linear->getOperand(1));
+  if (!packed)
+    return {};
+  int64_t width = packed->getAttrOfType<IntegerAttr>(kPanelWidthAttr).getInt();
+  int64_t n = tensorTypeOf(linear->getOperand(1)).getDimSize(0);
+  if (n != ShapedType::kDynamic && n % width != 0)
+    return {};
+  for (Operation *user : linear->getResult(0).getUsers())
+    if (auto terms = dyn_cast<LogSumExpBlocksOp>(user);
+        terms && terms.getBlock() == width)
+      return terms;
+  return {};
 }
 
 /// act(x·Wᵀ + b) + r: [.., K] collapses to [M, K], the product runs on the
 /// weight's panels (packed in the weights file, or here), expand back.
+/// Where `terms` is given (termsOfPanels), the kernel makes them too and
+/// *termsValue is set to them.
 static Value lowerLinear(OpBuilder &b, Location loc, RankedTensorType type,
                          Value input, Value weight, Value bias, Activation act,
                          Value residual, int64_t lanes, bool bf16Dot,
-                         bool int8Dot) {
+                         bool int8Dot, LogSumExpBlocksOp terms = {},
+                         Value *termsValue = nullptr) {
+  Value flatTerms;
+  Value *blockTerms = terms ? &flatTerms : nullptr;
   Value x = collapseLeading(b, loc, input, 1);
   Value flatResidual =
       residual ? collapseLeading(b, loc, residual, 1) : Value();
@@ -331,13 +364,13 @@ static Value lowerLinear(OpBuilder &b, Location loc, RankedTensorType type,
   if (packed && packed->hasAttr(kPanelWidthAttr)) {
     y = linearOfPackedWeight(b, loc, x, panelsOf(b, packed),
                              weightType.getDimSize(0), bias, act, flatResidual,
-                             lanes, bf16Dot, int8Dot);
+                             lanes, bf16Dot, int8Dot, blockTerms);
   } else if (auto chosen = weight.getDefiningOp<CallerRowsOp>()) {
     // Whole panels, padding included: the caller knows which columns are
     // rows it chose.
     y = linearOfPackedWeight(b, loc, x, panelsOf(b, chosen),
                              ShapedType::kDynamic, bias, act, flatResidual,
-                             lanes, bf16Dot, int8Dot);
+                             lanes, bf16Dot, int8Dot, blockTerms);
   } else if (weightType.hasStaticShape()) {
     Value panels = packPanels(b, loc, weight, 4 * lanes);
     y = panelLinear(b, loc, x, panels, Value(), weightType.getDimSize(0), bias,
@@ -345,9 +378,13 @@ static Value lowerLinear(OpBuilder &b, Location loc, RankedTensorType type,
   } else {
     y = linearOfDynamicWeight(b, loc, x, weight, bias, act, flatResidual);
   }
-  Value result = expandLeading(b, loc, y, type, input);
-  return result.getType() == type ? result
-                                  : b.create<tensor::CastOp>(loc, type, result);
+  auto cast = [&](Value v, RankedTensorType t) {
+    return v.getType() == t ? v : b.create<tensor::CastOp>(loc, t, v);
+  };
+  if (flatTerms)
+    *termsValue = cast(expandLeading(b, loc, flatTerms, terms.getType(), input),
+                       terms.getType());
+  return cast(expandLeading(b, loc, y, type, input), type);
 }
 
 /// Linears and fused linears; `lanes`: floats per vector of the target, so
@@ -369,10 +406,15 @@ struct LinearLowering : public LinearLoweringBase<LinearOp> {
   LogicalResult
   matchAndRewrite(LinearOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    LogSumExpBlocksOp terms = termsOfPanels(op);
+    Value termsValue;
     rewriter.replaceOp(op, lowerLinear(rewriter, op.getLoc(), op.getType(),
                                        adaptor.getInput(), adaptor.getWeight(),
                                        adaptor.getBias(), Activation::none,
-                                       Value(), lanes, bf16Dot, int8Dot));
+                                       Value(), lanes, bf16Dot, int8Dot, terms,
+                                       &termsValue));
+    if (termsValue)
+      rewriter.replaceOp(terms, termsValue);
     return success();
   }
 };
@@ -383,11 +425,15 @@ struct FusedLinearLowering : public LinearLoweringBase<FusedLinearOp> {
   LogicalResult
   matchAndRewrite(FusedLinearOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    LogSumExpBlocksOp terms = termsOfPanels(op);
+    Value termsValue;
     rewriter.replaceOp(op, lowerLinear(rewriter, op.getLoc(), op.getType(),
                                        adaptor.getInput(), adaptor.getWeight(),
                                        adaptor.getBias(), op.getActivation(),
                                        adaptor.getResidual(), lanes, bf16Dot,
-                                       int8Dot));
+                                       int8Dot, terms, &termsValue));
+    if (termsValue)
+      rewriter.replaceOp(terms, termsValue);
     return success();
   }
 };

@@ -481,11 +481,76 @@ struct LayerNormLowering : public OpConversionPattern<LayerNormOp> {
   }
 };
 
+/// tfm.logsumexp_blocks where no linear makes it with the logits (its
+/// blocks are not the panels): x [.., C] padded with -inf to nb·B columns
+/// (which change neither a block's max nor its sum), viewed as
+/// [.., nb, B], then m = max, s = sum exp(x - m) over the last axis
+/// (shifted by 0 where m is -inf: a block of -inf sums to 0), and the two
+/// side by side as [.., nb, 2].
+struct LogSumExpBlocksLowering : public OpConversionPattern<LogSumExpBlocksOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(LogSumExpBlocksOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    OpBuilder &b = rewriter;
+    Location loc = op.getLoc();
+    int64_t block = op.getBlock();
+    Type elt = op.getType().getElementType();
+    Value x = collapseLeading(b, loc, adaptor.getInput(), 1);
+    Value columns =
+        getValueOrCreateConstantIndexOp(b, loc, dimOf(b, loc, x, 1));
+    Value blockSize = indexConstant(b, loc, block);
+    Value blocks = b.create<arith::CeilDivUIOp>(loc, columns, blockSize);
+    Value padding = b.create<arith::SubIOp>(
+        loc, b.create<arith::MulIOp>(loc, blocks, blockSize), columns);
+    OpFoldResult rows = dimOf(b, loc, x, 0);
+    Value padded = b.create<tensor::PadOp>(
+        loc,
+        RankedTensorType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                              elt),
+        x, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(0), padding},
+        floatConstant(b, loc, elt, -INFINITY));
+    Value grouped = b.create<tensor::ExpandShapeOp>(
+        loc,
+        RankedTensorType::get(
+            {ShapedType::kDynamic, ShapedType::kDynamic, block}, elt),
+        padded, ArrayRef<ReassociationIndices>{{0}, {1, 2}},
+        ArrayRef<OpFoldResult>{rows, blocks, b.getIndexAttr(block)});
+    Value max = reduceLastAxis(b, loc, grouped, -INFINITY, maxCombine);
+    Value exps = withRowValue(
+        b, loc, grouped, max, [&](OpBuilder &nb, Location nl, ValueRange v) {
+          Value allNegInf =
+              nb.create<arith::CmpFOp>(nl, arith::CmpFPredicate::OEQ, v[1],
+                                       floatConstant(nb, nl, elt, -INFINITY));
+          Value shift = nb.create<arith::SelectOp>(
+              nl, allNegInf, floatConstant(nb, nl, elt, 0.0), v[1]);
+          return expOfDifference(nb, nl, ValueRange{v[0], shift});
+        });
+    Value sum = reduceLastAxis(b, loc, exps, 0.0, addCombine);
+    Value terms = emptyTensor(b, loc, {rows, blocks, b.getIndexAttr(2)}, elt);
+    SmallVector<Value> parts = {max, sum};
+    for (auto [i, part] : llvm::enumerate(parts))
+      terms = b.create<tensor::InsertSliceOp>(
+          loc, part, terms,
+          ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0),
+                                 b.getIndexAttr(i)},
+          ArrayRef<OpFoldResult>{rows, blocks, b.getIndexAttr(1)},
+          unitStrides(b, 3));
+    Value result =
+        expandLeading(b, loc, terms, op.getType(), adaptor.getInput());
+    rewriter.replaceOpWithNewOp<tensor::CastOp>(op, op.getType(), result);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::tfm::lowering::populateNormalizationLoweringPatterns(
     RewritePatternSet &patterns, int64_t vectorWidth) {
-  patterns.add<SoftmaxLowering, MeanLowering>(patterns.getContext());
+  patterns.add<SoftmaxLowering, MeanLowering, LogSumExpBlocksLowering>(
+      patterns.getContext());
   patterns.add<LayerNormLowering>(patterns.getContext(), vectorWidth);
 }
 

@@ -106,15 +106,17 @@ class PanelKernelBuilder {
 public:
   PanelKernelBuilder(OpBuilder &b, Location loc, Value x, Value panels,
                      Value panelsMemref, int64_t n, Value bias, Activation act,
-                     Value residual, bool dot,
-                     const Int8Operands &int8Operands);
+                     Value residual, bool dot, const Int8Operands &int8Operands,
+                     bool blockTerms);
 
-  /// y[M, N], all panels.
-  Value build();
+  /// y[M, N], all panels; with blockTerms, also each panel's log-sum-exp
+  /// terms [M, Np, 2].
+  std::pair<Value, Value> build();
 
 private:
   // The loop nest.
   void buildPanel(scf::ForallOp forall);
+  Value panelTerms(Value tile);
   Value panelTiles(Value tile);
   Value splitOnRows(int64_t bound, function_ref<Value()> below,
                     function_ref<Value()> above);
@@ -176,6 +178,7 @@ private:
   Value residual;
   bool dot;
   Int8Operands int8Operands;
+  bool blockTerms;
   // Of the panels' layout.
   Type stored;
   bool int8, pairK;
@@ -198,10 +201,11 @@ PanelKernelBuilder::PanelKernelBuilder(OpBuilder &b, Location loc, Value x,
                                        Value panels, Value panelsMemref,
                                        int64_t n, Value bias, Activation act,
                                        Value residual, bool dot,
-                                       const Int8Operands &int8Operands)
+                                       const Int8Operands &int8Operands,
+                                       bool blockTerms)
     : b(b), loc(loc), x(x), panels(panels), panelsMemref(panelsMemref), n(n),
       bias(bias), act(act), residual(residual), dot(dot),
-      int8Operands(int8Operands) {
+      int8Operands(int8Operands), blockTerms(blockTerms) {
   RankedTensorType panelType = tensorTypeOf(panels);
   stored = panelType.getElementType();
   int8 = stored.isInteger(8);
@@ -250,8 +254,9 @@ Value PanelKernelBuilder::splat(uint32_t v) {
 //===----------------------------------------------------------------------===//
 
 /// y[:, p·P : (p + 1)·P] = the panel kernel on panel p, for all p in
-/// parallel; y[:, :N] where the last panel is padding in part.
-Value PanelKernelBuilder::build() {
+/// parallel; y[:, :N] where the last panel is padding in part. With
+/// blockTerms, terms[:, p, :] as well (panelTerms).
+std::pair<Value, Value> PanelKernelBuilder::build() {
   storedZero =
       b.create<arith::ConstantOp>(loc, cast<TypedAttr>(b.getZeroAttr(stored)));
   m = getValueOrCreateConstantIndexOp(b, loc, dimOf(b, loc, x, 0));
@@ -266,17 +271,20 @@ Value PanelKernelBuilder::build() {
                    loc, getValueOrCreateConstantIndexOp(b, loc, panelCount),
                    indexConstant(b, loc, width))
                   .getResult();
-  Value out = emptyTensor(b, loc, {m, columns}, elt);
+  SmallVector<Value> outs = {emptyTensor(b, loc, {m, columns}, elt)};
+  if (blockTerms)
+    outs.push_back(
+        emptyTensor(b, loc, {m, panelCount, b.getIndexAttr(2)}, elt));
 
   auto forall = b.create<scf::ForallOp>(loc, ArrayRef<OpFoldResult>{panelCount},
-                                        ValueRange{out}, std::nullopt);
+                                        outs, std::nullopt);
   buildPanel(forall);
   Value y = forall.getResult(0);
   if (!whole)
     y = b.create<tensor::ExtractSliceOp>(
         loc, y, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
         ArrayRef<OpFoldResult>{m, b.getIndexAttr(n)}, unitStrides(b, 2));
-  return y;
+  return {y, blockTerms ? forall.getResult(1) : Value()};
 }
 
 /// The body of the panels' forall: tile = y[:, n0 : n0 + P] with
@@ -286,12 +294,12 @@ void PanelKernelBuilder::buildPanel(scf::ForallOp forall) {
   Block *body = forall.getBody();
   b.setInsertionPointToStart(body);
   p = body->getArgument(0);
+  Value sharedY = body->getArgument(1);
   n0 = b.create<arith::MulIOp>(loc, p, indexConstant(b, loc, width));
   SmallVector<OpFoldResult> tileOffsets = {b.getIndexAttr(0), n0};
   SmallVector<OpFoldResult> tileSizes = {m, b.getIndexAttr(width)};
-  Value tile = b.create<tensor::ExtractSliceOp>(
-      loc, body->getArguments().back(), tileOffsets, tileSizes,
-      unitStrides(b, 2));
+  Value tile = b.create<tensor::ExtractSliceOp>(loc, sharedY, tileOffsets,
+                                                tileSizes, unitStrides(b, 2));
   // The panel the prefetches read ahead into: p + 1, or p for the last.
   // (Panels packed here are not prefetched.)
   if (panelsMemref)
@@ -299,11 +307,63 @@ void PanelKernelBuilder::buildPanel(scf::ForallOp forall) {
         loc, b.create<arith::AddIOp>(loc, p, indexConstant(b, loc, 1)),
         lastPanel);
   tile = panelTiles(tile);
+  Value terms = blockTerms ? panelTerms(tile) : Value();
 
   b.setInsertionPointToStart(forall.getTerminator().getBody());
-  b.create<tensor::ParallelInsertSliceOp>(
-      loc, tile, body->getArguments().back(), tileOffsets, tileSizes,
-      unitStrides(b, 2));
+  b.create<tensor::ParallelInsertSliceOp>(loc, tile, sharedY, tileOffsets,
+                                          tileSizes, unitStrides(b, 2));
+  if (terms)
+    b.create<tensor::ParallelInsertSliceOp>(
+        loc, terms, body->getArgument(2),
+        ArrayRef<OpFoldResult>{b.getIndexAttr(0), p, b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{m, b.getIndexAttr(1), b.getIndexAttr(2)},
+        unitStrides(b, 3));
+}
+
+/// The log-sum-exp terms of the panel's finished tile [M, P], while it is
+/// in L1 (tfm.logsumexp_blocks with blocks of P): per row,
+///   m = max_j y[row, j], s = sum_j exp(y[row, j] - m)
+/// the max NaN-propagating (a NaN in the row makes m NaN, which the search
+/// refuses) and shifted by 0 where the row is all -inf (exp(-inf) = 0).
+/// Lane-wise over the P/L vectors, then across the lanes; [M, 1, 2].
+Value PanelKernelBuilder::panelTerms(Value tile) {
+  Value terms0 =
+      emptyTensor(b, loc, {m, b.getIndexAttr(1), b.getIndexAttr(2)}, elt);
+  Value zero = indexConstant(b, loc, 0), one = indexConstant(b, loc, 1);
+  auto rows = b.create<scf::ForOp>(
+      loc, zero, m, one, ValueRange{terms0},
+      [&](OpBuilder &, Location, Value row, ValueRange iter) {
+        SmallVector<Value> ys;
+        for (int64_t c = 0; c < width; c += lanes)
+          ys.push_back(b.create<vector::TransferReadOp>(
+              loc, vecType, tile, ValueRange{row, indexConstant(b, loc, c)},
+              fzero, ArrayRef<bool>{true}));
+        Value lanesMax = ys[0];
+        for (Value y : ArrayRef(ys).drop_front())
+          lanesMax = b.create<arith::MaximumFOp>(loc, lanesMax, y);
+        Value max = b.create<vector::ReductionOp>(
+            loc, vector::CombiningKind::MAXIMUMF, lanesMax);
+        Value allNegInf =
+            b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, max,
+                                    floatConstant(b, loc, elt, -INFINITY));
+        Value shift = b.create<vector::BroadcastOp>(
+            loc, vecType,
+            b.create<arith::SelectOp>(loc, allNegInf, fzero, max));
+        Value lanesSum;
+        for (Value y : ys) {
+          Value e = b.create<math::ExpOp>(
+              loc, b.create<arith::SubFOp>(loc, y, shift));
+          lanesSum = lanesSum ? b.create<arith::AddFOp>(loc, lanesSum, e) : e;
+        }
+        Value sum = b.create<vector::ReductionOp>(
+            loc, vector::CombiningKind::ADD, lanesSum, Value(),
+            arith::FastMathFlags::reassoc);
+        Value t = b.create<tensor::InsertOp>(loc, max, iter[0],
+                                             ValueRange{row, zero, zero});
+        t = b.create<tensor::InsertOp>(loc, sum, t, ValueRange{row, zero, one});
+        b.create<scf::YieldOp>(loc, t);
+      });
+  return rows.getResult(0);
 }
 
 /// The panel's tiles, chosen by the number of rows M:
@@ -825,8 +885,13 @@ Value mlir::tfm::lowering::panelLinear(OpBuilder &b, Location loc, Value x,
                                        Value panels, Value panelsMemref,
                                        int64_t n, Value bias, Activation act,
                                        Value residual, bool dot,
-                                       const Int8Operands &int8Operands) {
-  return PanelKernelBuilder(b, loc, x, panels, panelsMemref, n, bias, act,
-                            residual, dot, int8Operands)
-      .build();
+                                       const Int8Operands &int8Operands,
+                                       Value *blockTerms) {
+  auto [y, terms] =
+      PanelKernelBuilder(b, loc, x, panels, panelsMemref, n, bias, act,
+                         residual, dot, int8Operands, blockTerms != nullptr)
+          .build();
+  if (blockTerms)
+    *blockTerms = terms;
+  return y;
 }

@@ -66,10 +66,15 @@ struct Int8Operands {
 /// `panels` is the panels as a tensor; `panelsMemref` the same as a view of
 /// the weights file, which the kernel prefetches from (null for panels
 /// packed in the function: no prefetches). `n` is N, the columns of y.
+/// Where `blockTerms` is given (and N is whole panels), it is set to the
+/// log-sum-exp terms of each panel's columns in each row, [M, Np, 2]
+/// (tfm.logsumexp_blocks with blocks of P), computed from the panel's
+/// tile while it is in L1: the search's pass over the logits, fused.
 Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
                   Value panelsMemref, int64_t n, Value bias, Activation act,
                   Value residual, bool dot,
-                  const Int8Operands &int8Operands = {});
+                  const Int8Operands &int8Operands = {},
+                  Value *blockTerms = nullptr);
 
 /// The int8 form of a linear's input x [M, K] (reference.py,
 /// quantize_activations): each row as unsigned bytes u over the row's

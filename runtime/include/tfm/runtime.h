@@ -28,7 +28,7 @@ typedef struct tfm_results_t tfm_results;
  * Python module, tfm-serve) refuses one whose version is not its own
  * rather than pass it structs of another layout. Raised with every change
  * to a struct or a signature of this header. */
-#define TFM_C_API_VERSION 2
+#define TFM_C_API_VERSION 3
 int32_t tfm_c_api_version(void);
 
 const char *tfm_status_message(tfm_status status);
@@ -109,6 +109,12 @@ typedef struct tfm_search_options {
    * (docs/Shortlist.md); 0: over the whole vocabulary. Scoring always
    * uses the whole vocabulary. */
   int32_t use_vmap;
+  /* Nonzero (the default): the search merges the log-sum-exp terms the
+   * output projection makes per block of logits and reads only the blocks
+   * whose maximum can enter the best tokens (docs/Design/Search.md); 0:
+   * it reads every logit. The same tokens either way; the scores may
+   * differ in their last bits. */
+  int32_t fused_search;
 } tfm_search_options;
 
 void tfm_search_options_default(tfm_search_options *out_options);

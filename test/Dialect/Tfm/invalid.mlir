@@ -608,3 +608,27 @@ func.func @relative_bias_distance(%t: tensor<32x8xf32>, %n: index) {
   %0 = tfm.relative_position_bias %t, %n, %n, %n max_distance 16 : tensor<32x8xf32> -> tensor<1x8x?x?xf32>
   return
 }
+
+// -----
+
+func.func @blocks_shape(%x: tensor<?x100xf32>) -> tensor<?x1x2xf32> {
+  // expected-error @+1 {{expected result of shape [?, 2, 2] (the input's with its last axis as ceil(size / block) blocks of (max, sum of exp(x - max))), found [?, 1, 2]}}
+  %0 = tfm.logsumexp_blocks %x block 64 : tensor<?x100xf32> -> tensor<?x1x2xf32>
+  return %0 : tensor<?x1x2xf32>
+}
+
+// -----
+
+func.func @blocks_bf16(%x: tensor<?x64xbf16>) -> tensor<?x1x2xbf16> {
+  // expected-error @+1 {{expected f32 tensors, found 'bf16'}}
+  %0 = tfm.logsumexp_blocks %x block 64 : tensor<?x64xbf16> -> tensor<?x1x2xbf16>
+  return %0 : tensor<?x1x2xbf16>
+}
+
+// -----
+
+func.func @blocks_empty(%x: tensor<?x64xf32>) -> tensor<?x1x2xf32> {
+  // expected-error @+1 {{attribute 'block' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+  %0 = tfm.logsumexp_blocks %x block 0 : tensor<?x64xf32> -> tensor<?x1x2xf32>
+  return %0 : tensor<?x1x2xf32>
+}

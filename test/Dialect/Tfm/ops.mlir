@@ -150,3 +150,13 @@ func.func @relative_position_bias(%t: tensor<32x8xf32>, %q: index, %k: index, %o
   %1 = tfm.relative_position_bias %t, %q, %k, %o max_distance 64 : tensor<32x8xf32> -> tensor<1x8x?x?xf32>
   return %0, %1 : tensor<1x8x?x?xf32>, tensor<1x8x?x?xf32>
 }
+
+// CHECK-LABEL: func @logit_blocks
+func.func @logit_blocks(%x: tensor<?x?x100xf32>, %y: tensor<3x128xf32>)
+    -> (tensor<?x?x2x2xf32>, tensor<3x4x2xf32>) {
+  // CHECK: tfm.logsumexp_blocks %{{.+}} block 64 : tensor<?x?x100xf32> -> tensor<?x?x2x2xf32>
+  %0 = tfm.logsumexp_blocks %x block 64 : tensor<?x?x100xf32> -> tensor<?x?x2x2xf32>
+  // CHECK: tfm.logsumexp_blocks %{{.+}} block 32 : tensor<3x128xf32> -> tensor<3x4x2xf32>
+  %1 = tfm.logsumexp_blocks %y block 32 : tensor<3x128xf32> -> tensor<3x4x2xf32>
+  return %0, %1 : tensor<?x?x2x2xf32>, tensor<3x4x2xf32>
+}

@@ -25,8 +25,13 @@ namespace tfm_runtime {
 /// every load can check them in parallel. 9: the forced BOS token, the
 /// decoder's head width. 10: decode_step's output projection over the
 /// rows its caller chooses (output_panels, output_bias); the checkpoint's
-/// repetition guards.
-constexpr uint64_t kAbiVersion = 10;
+/// repetition guards. 11: decode_step's log-sum-exp terms of each block of
+/// kLogitBlock logits.
+constexpr uint64_t kAbiVersion = 11;
+
+/// Logits per block of decode_step's logit_blocks (tfm.logsumexp_blocks):
+/// the output panels' width with AVX-512, whose kernel makes both.
+constexpr int64_t kLogitBlock = 64;
 
 /// The arithmetic of the linears (tfmc compile --precision): f32 weights;
 /// or bf16 weights (panels of bf16) times activations rounded to bf16,
@@ -220,7 +225,8 @@ extern const char tfm_model_backends[];
 ///               per layer: cross K, cross V [B,H,S,Dh],
 ///               cache K, cache V [R,H,*,Dh],
 ///               output_panels[bytes], output_bias[bytes] (if the
-///               model has a logits bias), out logits[R,T,C])
+///               model has a logits bias), out logits[R,T,C],
+///               out logit_blocks[R,T,ceil(C/kLogitBlock),2])
 /// where the R = B·G rows of a step are the G beams of each of B
 /// sentences, one sentence after the other: a sentence's beams share its
 /// cross-attention keys and values. output_panels holds the output
@@ -228,6 +234,8 @@ extern const char tfm_model_backends[];
 /// weights file stores them (selectOutputRows; all of the file's for the
 /// full vocabulary), output_bias the bias of each of the C columns (f32),
 /// and logits[.., c] is column c's: padding columns are computed too.
+/// logit_blocks[.., b, :] = (m, s): the max of logits[.., bL : (b + 1)L]
+/// (L = kLogitBlock) and the sum of their exp(x - m), padding included.
 void tfm_encode(void **args);
 void tfm_decode_step(void **args);
 }
