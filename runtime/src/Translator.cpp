@@ -453,10 +453,12 @@ int32_t Translator::forcedColumn(int64_t row, int64_t step) const {
 }
 
 /// Each live row's best 2k extensions, rows in parallel: a row's
-/// log-softmax normalizer sums the exponentials of all its logits.
+/// log-softmax normalizer sums the exponentials of all its logits. One row
+/// is scanned on the calling thread (forking would take longer than the
+/// scan of its blocks).
 void Translator::scanRows(int64_t step, std::vector<char> &nonFinite) {
   bool eosAllowed = !opts.suppress_eos && step + 1 > opts.min_length;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows > 1)
   for (int64_t r = 0; r < rows; ++r) {
     rowBest[r].clear();
     if (beams.scores[r] == kNegInf)

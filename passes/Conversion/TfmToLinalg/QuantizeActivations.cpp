@@ -14,10 +14,6 @@ using namespace mlir::tfm::lowering;
 
 namespace {
 
-/// Elements of x (rows times K) up to which its quantization runs on one
-/// thread: 32 rows of 512 take about as long as forking and joining.
-constexpr int64_t kQuantizeSerialElements = 32 * 512;
-
 /// One row's quantization: its bytes u (in the tensor they were written
 /// into), zero point z (f32) and scale s_x.
 struct QuantizedRow {
@@ -25,7 +21,7 @@ struct QuantizedRow {
 };
 
 /// Builds quantizeActivations for x [M, K] on vectors of `lanes`:
-///   scf.if (M·K > kQuantizeSerialElements)       build
+///   scf.if (M·K > kSerialInputElements)       build
 ///     scf.forall over rows { quantizeRow }       parallelRows
 ///   else scf.for over rows { quantizeRow }       serialRows
 /// and per row: rowRange (lo, hi), then rowBytes (u) with the scale and zero
@@ -88,7 +84,7 @@ std::tuple<Value, Value, Value> ActivationQuantizer::build() {
   Value many = b.create<arith::CmpIOp>(
       loc, arith::CmpIPredicate::ugt,
       b.create<arith::MulIOp>(loc, m, indexConstant(b, loc, k)),
-      indexConstant(b, loc, kQuantizeSerialElements));
+      indexConstant(b, loc, kSerialInputElements));
   auto choice = b.create<scf::IfOp>(
       loc, many,
       [&](OpBuilder &, Location) {
