@@ -11,6 +11,7 @@
 
 #include "runtime/src/Languages.h"
 #include "runtime/src/Model.h"
+#include "runtime/src/ParallelRegions.h"
 #include "runtime/src/Status.h"
 #include "runtime/src/Tokenizer.h"
 #include "runtime/src/Translator.h"
@@ -66,6 +67,10 @@ extern "C" int32_t tfm_c_api_version(void) { return TFM_C_API_VERSION; }
 
 extern "C" void tfm_search_options_default(tfm_search_options *out_options) {
   *out_options = defaultSearchOptions();
+}
+
+extern "C" void tfm_count_parallel_regions(void) {
+  tfm_runtime::countParallelRegions();
 }
 
 extern "C" tfm_status tfm_set_num_threads(int32_t threads) {

@@ -14,6 +14,7 @@
 #include "runtime/src/Buffer.h"
 #include "runtime/src/KvCaches.h"
 #include "runtime/src/Model.h"
+#include "runtime/src/ParallelRegions.h"
 #include "runtime/src/Search.h"
 #include "runtime/src/Status.h"
 #include "tfm/abi/ModelInfo.h"
@@ -810,10 +811,15 @@ void Translator::run(const Batch &input, tfm_results &results) {
     encode();
   }
   startSearch();
+  if (!parallelRegionsBegun())
+    timing.parallel_regions = -1;
   for (int64_t step = 0; step < capacity; ++step) {
     {
       ScopedTimer timer(timing.decode);
+      std::optional<uint64_t> before = parallelRegionsBegun();
       decodeStep(step);
+      if (before)
+        timing.parallel_regions += int64_t(*parallelRegionsBegun() - *before);
     }
     ++timing.steps;
     timing.row_steps += rows;

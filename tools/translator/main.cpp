@@ -198,8 +198,34 @@ void openLanguages(const Options &o, Session &s) {
       die(tfm_status_message(status));
 }
 
+/// How many parallel regions a decoder step of one row begins: one greedy
+/// step of a source of EOS alone, counted.
+std::string stepRegions(Options &o) {
+  Session s;
+  o.skipWeightCheck = true;
+  openModel(o, s);
+  tfm_search_options search;
+  tfm_search_options_default(&search);
+  search.max_length = 1;
+  int32_t eos = int32_t(s.cfg.eos_token_id), length = 1;
+  const int32_t *sources[] = {&eos};
+  tfm_results *results = nullptr;
+  if (tfm_status status =
+          tfm_translate(s.model, &search, sources, &length, 1, &results))
+    die(tfm_status_message(status));
+  tfm_translate_timing t;
+  tfm_results_timing(results, &t);
+  tfm_results_free(results);
+  if (t.parallel_regions < 0 || t.steps < 1)
+    return "decoder step: parallel regions not counted (no OpenMP tool "
+           "interface)\n";
+  return fmt::format("decoder step: {} parallel regions at batch 1 (forks and "
+                     "joins of the threads, {} threads)\n",
+                     t.parallel_regions / t.steps, o.threads);
+}
+
 /// --model-info: what tfmc compiled in, with the languages of the
-/// weights' tokenizer.tfm.
+/// weights' tokenizer.tfm, and a decoder step's parallel regions.
 int printModelInfo(Options &o) {
   if (o.weights.empty())
     o.weights = defaultWeights();
@@ -230,6 +256,7 @@ int printModelInfo(Options &o) {
                           tfm_languages_names(languages, i));
   }
   tfm_languages_close(languages);
+  text += stepRegions(o);
   tfm_translator::printModelInfo(text);
   return 0;
 }
@@ -668,6 +695,8 @@ void Run::keepResults(tfm_results *results, std::vector<Sentence> &sentences,
   parts.caches += t.caches;
   parts.steps += t.steps;
   parts.row_steps += t.row_steps;
+  parts.parallel_regions =
+      t.parallel_regions < 0 ? -1 : parts.parallel_regions + t.parallel_regions;
   outputTokens.push_back(t.output_tokens);
   for (size_t k = 0; k < batch.size(); ++k) {
     Sentence &sentence = sentences[batch[k]];
@@ -755,6 +784,11 @@ void Run::printTiming(double loadSeconds) const {
              "{:.4f} s\n",
              parts.encode, parts.decode, parts.steps, parts.row_steps,
              parts.search, parts.scan, parts.caches);
+  if (parts.parallel_regions >= 0 && parts.steps > 0)
+    fmt::print(stderr,
+               "translator: {:.1f} parallel regions a decoder step (forks "
+               "and joins of the threads)\n",
+               double(parts.parallel_regions) / double(parts.steps));
   if (outputTokens.empty())
     return;
   std::vector<int64_t> sorted = outputTokens;
@@ -776,6 +810,9 @@ int main(int argc, char **argv) {
   std::signal(SIGPIPE, SIG_DFL); // `| head` ends us quietly
   auto started = Clock::now();
   Options o = parseCommandLine(argc, argv);
+  // Before OpenMP starts (tfm_set_num_threads starts it).
+  if (o.timing || o.modelInfo)
+    tfm_count_parallel_regions();
   if (o.modelInfo)
     return printModelInfo(o);
   // --score reads its sources from the first input (the second holds the

@@ -119,6 +119,12 @@ typedef struct tfm_search_options {
 
 void tfm_search_options_default(tfm_search_options *out_options);
 
+/* Counts the parallel regions the decoder steps begin
+ * (tfm_translate_timing.parallel_regions), through OpenMP's tool
+ * interface: only if called before the first parallel region or
+ * tfm_set_num_threads of the process, else it has no effect. */
+void tfm_count_parallel_regions(void);
+
 /* Threads that the compiled code's parallel loops use (OpenMP). */
 tfm_status tfm_set_num_threads(int32_t threads);
 
@@ -210,6 +216,9 @@ typedef struct tfm_translate_timing {
   /* The target tokens the batch's output projection ran over: the
    * vocabulary, or its shortlist's union for the batch. */
   int64_t output_tokens;
+  /* The parallel regions (forks and joins of the threads) the decoder
+   * steps began, if counted (tfm_count_parallel_regions), else -1. */
+  int64_t parallel_regions;
 } tfm_translate_timing;
 void tfm_results_timing(const tfm_results *results,
                         tfm_translate_timing *out_timing);
