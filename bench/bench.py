@@ -110,6 +110,9 @@ def run(cmd, out_path, env):
                  "steps": int(p.group(3)), "row_steps": int(p.group(4)),
                  "search": float(p.group(5)), "row_scans": float(p.group(6)),
                  "cache_moves": float(p.group(7))}
+        regions = re.search(r"([0-9.]+) parallel regions a decoder step", err)
+        if regions:
+            parts["regions_per_step"] = float(regions.group(1))
     return float(m.group(1)), float(m.group(2)), usage.ru_maxrss / 1024, parts
 
 
@@ -177,16 +180,22 @@ def read_bandwidth(build, threads, env):
     return read_bandwidths(build, threads, env, [])[0]
 
 
-def read_bandwidths(build, threads, env, sizes):
-    """The read bandwidth now (GB/s) of the memory (tfm-bench's 1 GiB) and
-    of arrays of `sizes` bytes read again and again (a dict by size): those
-    near the last-level cache's size read partly from it."""
+def machine_probe(build, threads, env, sizes=()):
+    """tfm-bench's probes of the machine now (its JSON): read bandwidths, and
+    what a fork and join of the threads costs."""
     tool = os.path.join(build, "bin", "tfm-bench")
     cmd = [tool, f"--num-threads={threads}"]
     if sizes:
         cmd.append("--read-bytes=" + ",".join(str(int(b)) for b in sizes))
-    out = json.loads(subprocess.run(cmd, check=True, env=env, capture_output=True,
-                                    text=True).stdout)
+    return json.loads(subprocess.run(cmd, check=True, env=env, capture_output=True,
+                                     text=True).stdout)
+
+
+def read_bandwidths(build, threads, env, sizes):
+    """The read bandwidth now (GB/s) of the memory (tfm-bench's 1 GiB) and
+    of arrays of `sizes` bytes read again and again (a dict by size): those
+    near the last-level cache's size read partly from it."""
+    out = machine_probe(build, threads, env, sizes)
     measured = out["read_bandwidth_gbs"]
     sized = {r["bytes"]: r["gbs"] for r in out.get("read_bandwidth_by_size", [])}
     return sum(measured) / len(measured), sized
@@ -271,7 +280,7 @@ def end_to_end(args, notes):
     # The memory bound of batch-1 decoding: each target token reads the
     # decoder's weights once, at the read bandwidth measured before and
     # after the cases.
-    bandwidths = [read_bandwidth(args.build, args.threads, env)]
+    probes = [machine_probe(args.build, args.threads, env)]
     # Case by case, run by run, every engine in turn: a slow spell of the
     # machine falls on all of them.
     outputs, timings = {}, {}
@@ -286,7 +295,12 @@ def end_to_end(args, notes):
             seconds = statistics.median(r[1] for r in timings[(name, case)])
             tokens = sum(len(t) for t in outputs[(name, case)])
             print(f"{name:14s} {case:10s} {tokens / seconds:9.1f} tokens/s", file=sys.stderr)
-    bandwidths.append(read_bandwidth(args.build, args.threads, env))
+    probes.append(machine_probe(args.build, args.threads, env))
+    bandwidths = [sum(p["read_bandwidth_gbs"]) / len(p["read_bandwidth_gbs"]) for p in probes]
+    # A fork and join of the threads (an empty parallel loop), and the
+    # barrier of a loop in a region that stays open, before and after.
+    results["fork_join_us"] = [p.get("fork_join_us") for p in probes]
+    results["in_region_barrier_us"] = [p.get("in_region_barrier_us") for p in probes]
     step_bytes = step_weight_bytes(model)
     bandwidth = sum(bandwidths) / len(bandwidths)
     results["read_bandwidth_gbs"] = bandwidths
@@ -376,6 +390,13 @@ def e2e_table(results):
         if p != "fp32":
             summary += (f" In {p}: {bound['step_weight_bytes'] / 1e6:.1f} MB per token, "
                         f"{bound['tokens_per_second']:.0f} tokens/s.")
+    forks = [f for f in results.get("fork_join_us", []) if f]
+    barriers = [b for b in results.get("in_region_barrier_us", []) if b]
+    if forks and barriers:
+        summary += (f" A fork and join of the threads (an empty parallel loop) took "
+                    + ", ".join(f"{f:.2f}" for f in forks)
+                    + " us before and after the cases; a loop's barrier inside an open "
+                    "parallel region " + ", ".join(f"{b:.2f}" for b in barriers) + " us.")
     if any(p != "fp32" for p in results.get("precisions", [])):
         summary += (" Engines of another precision than fp32 are compared with the fp32 "
                     "reference: their \"identical\" column is an accuracy figure; "
@@ -395,11 +416,17 @@ def parts_table(results):
     and best tokens) and the cache moves (beam reorders, finished rows
     leaving the batch); a step's mean time, the row scans' share of it, and
     the share of what search adds around the model (choosing beams, keeping
-    hypotheses, moving caches)."""
+    hypotheses, moving caches); the parallel regions a decoder step began
+    (forks and joins of the threads) and what they cost of a step at the
+    fork and join measured in the run (tfm-bench's empty parallel loop,
+    mean of before and after the cases)."""
+    fork = [f for f in results.get("fork_join_us", []) if f]
+    fork_us = sum(fork) / len(fork) if fork else None
     rows = ["| case | engine | steps | rows decoded | encode (s) | decode (s) | search (s) | "
             "of it row scans (s) | cache moves (s) | ms per step | row scans of a step | "
-            "beams + moves of a step |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "beams + moves of a step | parallel regions a step | their forks and joins "
+            "of a step |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, engine in results["engines"].items():
         for case, r in engine["cases"].items():
             p = r.get("parts")
@@ -407,10 +434,14 @@ def parts_table(results):
                 continue
             total = p["decode"] + p["search"] + p["cache_moves"]
             beams = p["search"] - p["row_scans"] + p["cache_moves"]
+            regions = p.get("regions_per_step")
+            forks = ("-" if regions is None or fork_us is None
+                     else f"{regions * fork_us * 1e-6 / (total / p['steps']):.1%}")
             rows.append(f"| {case} | {name} | {p['steps']} | {p['row_steps']} | {p['encode']:.3f} | "
                         f"{p['decode']:.3f} | {p['search']:.3f} | {p['row_scans']:.3f} | "
                         f"{p['cache_moves']:.3f} | {total / p['steps'] * 1e3:.2f} | "
-                        f"{p['row_scans'] / total:.1%} | {beams / total:.1%} |")
+                        f"{p['row_scans'] / total:.1%} | {beams / total:.1%} | "
+                        f"{'-' if regions is None else f'{regions:.0f}'} | {forks} |")
     if len(rows) == 2:
         return ""
     return ("\n\n**Where a translator's time goes** (its own `--timing`, the median run)\n\n"

@@ -32,13 +32,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "bench/micro/Synchronization.h"
 #include "bench/micro/peers/Peers.h"
-#include "tfm/abi/Panels.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
 #include "runtime/src/Heap.h"
 #include "tfm/abi/ModelInfo.h"
 #include "tfm/abi/OneDnnAbi.h"
+#include "tfm/abi/Panels.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
@@ -946,6 +947,10 @@ int main(int argc, char **argv) {
     sized.push_back(
         json::Object{{"bytes", bytes}, {"gbs", readBandwidth(threads, bytes)}});
   document["read_bandwidth_by_size"] = std::move(sized);
+  tfm_bench::SynchronizationCosts sync =
+      tfm_bench::synchronizationCosts(threads);
+  document["fork_join_us"] = sync.forkJoinMicroseconds;
+  document["in_region_barrier_us"] = sync.barrierMicroseconds;
   json::Array precisionList{"fp32"};
   for (const std::string &p : precisions)
     if (p != "fp32")
