@@ -3,20 +3,25 @@
 
 // The logits' log-sum-exp terms per block of 64 where the output panels
 // are 64 features wide: the panel kernel makes them with the logits, in
-// the same parallel loop over panels, from each panel's finished tile: per
-// row, the max of its 4 vectors (NaN-propagating), then the sum of
-// exp(y - max) across the lanes; one [M, 1, 2] slice per panel.
+// the same parallel loop over panels, from each panel's finished tile,
+// into the panel's [M, 1, 2] slice of the result (no buffer of their own):
+// per row, the max of its 4 vectors (compares and selects), NaN found by
+// unordered compares, then the sum of exp(y - max) across the lanes.
 // CHECK-LABEL: func.func @projection(
 // CHECK: %[[LOOP:.+]]:2 = scf.forall (%[[P:.+]]) in (%{{.+}}) shared_outs(%[[Y:.+]] = %{{.+}}, %[[T:.+]] = %{{.+}}) -> (tensor<?x?xf32>, tensor<?x?x2xf32>)
-// CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%{{.+}} = %{{.+}}) -> (tensor<?x1x2xf32>)
-// CHECK-COUNT-3: arith.maximumf %{{.+}}, %{{.+}} : vector<16xf32>
-// CHECK: vector.reduction <maximumf>, %{{.+}} : vector<16xf32> into f32
+// CHECK: %[[SLICE:.+]] = tensor.extract_slice %[[T]][0, %[[P]], 0] [%{{.+}}, 1, 2] [1, 1, 1]
+// CHECK: %[[TERMS:.+]] = scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%{{.+}} = %[[SLICE]]) -> (tensor<?x1x2xf32>)
+// CHECK-COUNT-3: arith.cmpf ugt, %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK-COUNT-2: arith.cmpf uno, %{{.+}}, %{{.+}} : vector<16xf32>
+// CHECK: vector.reduction <or>, %{{.+}} : vector<16xi1> into i1
+// CHECK: vector.reduction <maxnumf>, %{{.+}} fastmath<nnan> : vector<16xf32> into f32
+// CHECK: arith.select %{{.+}}, %cst{{.*}}, %{{.+}} : f32
 // CHECK: arith.cmpf oeq, %{{.+}}, %cst{{.*}} : f32
 // CHECK-COUNT-4: math.exp %{{.+}} : vector<16xf32>
 // CHECK: vector.reduction <add>, %{{.+}} fastmath<reassoc> : vector<16xf32> into f32
 // CHECK: scf.forall.in_parallel
 // CHECK: tensor.parallel_insert_slice %{{.+}} into %[[Y]]
-// CHECK: tensor.parallel_insert_slice %{{.+}} into %[[T]][0, %[[P]], 0] [%{{.+}}, 1, 2] [1, 1, 1]
+// CHECK: tensor.parallel_insert_slice %[[TERMS]] into %[[T]][0, %[[P]], 0] [%{{.+}}, 1, 2] [1, 1, 1]
 // CHECK-NOT: tfm.logsumexp_blocks
 // CHECK-NOT: linalg.generic
 // CHECK: return

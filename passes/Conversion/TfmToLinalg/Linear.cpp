@@ -256,11 +256,16 @@ static Value viewTensor(OpBuilder &b, Location loc, Value view) {
 }
 
 /// x [M, K] rounded to bf16 (see bf16Activations): bf16(x) where
-/// `dotPairs`, else f32(bf16(x)); an odd K gets a zero column.
-static Value roundedToBf16(OpBuilder &b, Location loc, Value x, bool dotPairs) {
+/// `dotPairs`, else f32(bf16(x)); an odd K gets a zero column. Written into
+/// `into` where given (K even: [M, K] of the result's element type).
+static Value roundedToBf16(OpBuilder &b, Location loc, Value x, bool dotPairs,
+                           Value into = Value()) {
   RankedTensorType xType = tensorTypeOf(x);
-  x = elementwise(
-      b, loc, dotPairs ? xType.clone(b.getBF16Type()) : xType, ValueRange{x},
+  if (!into)
+    into = emptyTensor(b, loc, sizesOf(b, loc, x),
+                       dotPairs ? b.getBF16Type() : xType.getElementType());
+  x = elementwiseInto(
+      b, loc, into, ValueRange{x},
       [&](OpBuilder &nb, Location nl, ValueRange args) {
         Value narrow =
             nb.create<arith::TruncFOp>(nl, nb.getBF16Type(), args[0]);
@@ -317,7 +322,16 @@ static Value bf16Activations(OpBuilder &b, Location loc, Value x,
         ArrayRef<OpFoldResult>{row, b.getIndexAttr(0)},
         ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(k)},
         unitStrides(b, 2));
-    Value rounded = roundedToBf16(b, loc, slice, dotPairs);
+    // With K even the row is rounded where it goes; an odd K's zero
+    // column makes a padded row, copied there.
+    Value into;
+    if (k == k2)
+      into = b.create<tensor::ExtractSliceOp>(
+          loc, RankedTensorType::get({1, k}, elt), body->getArgument(1),
+          ArrayRef<OpFoldResult>{row, b.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(k)},
+          unitStrides(b, 2));
+    Value rounded = roundedToBf16(b, loc, slice, dotPairs, into);
     b.setInsertionPointToStart(forall.getTerminator().getBody());
     b.create<tensor::ParallelInsertSliceOp>(
         loc, rounded, body->getArgument(1),

@@ -116,7 +116,7 @@ public:
 private:
   // The loop nest.
   void buildPanel(scf::ForallOp forall);
-  Value panelTerms(Value tile);
+  Value panelTerms(Value tile, Value terms);
   Value panelTiles(Value tile);
   Value splitOnRows(int64_t bound, function_ref<Value()> below,
                     function_ref<Value()> above);
@@ -307,42 +307,63 @@ void PanelKernelBuilder::buildPanel(scf::ForallOp forall) {
         loc, b.create<arith::AddIOp>(loc, p, indexConstant(b, loc, 1)),
         lastPanel);
   tile = panelTiles(tile);
-  Value terms = blockTerms ? panelTerms(tile) : Value();
+  // The panel's terms are written where they go, as its tile is.
+  SmallVector<OpFoldResult> termsOffsets = {b.getIndexAttr(0), p,
+                                            b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> termsSizes = {m, b.getIndexAttr(1),
+                                          b.getIndexAttr(2)};
+  Value terms;
+  if (blockTerms)
+    terms = panelTerms(tile, b.create<tensor::ExtractSliceOp>(
+                                 loc, body->getArgument(2), termsOffsets,
+                                 termsSizes, unitStrides(b, 3)));
 
   b.setInsertionPointToStart(forall.getTerminator().getBody());
   b.create<tensor::ParallelInsertSliceOp>(loc, tile, sharedY, tileOffsets,
                                           tileSizes, unitStrides(b, 2));
   if (terms)
-    b.create<tensor::ParallelInsertSliceOp>(
-        loc, terms, body->getArgument(2),
-        ArrayRef<OpFoldResult>{b.getIndexAttr(0), p, b.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{m, b.getIndexAttr(1), b.getIndexAttr(2)},
-        unitStrides(b, 3));
+    b.create<tensor::ParallelInsertSliceOp>(loc, terms, body->getArgument(2),
+                                            termsOffsets, termsSizes,
+                                            unitStrides(b, 3));
 }
 
 /// The log-sum-exp terms of the panel's finished tile [M, P], while it is
 /// in L1 (tfm.logsumexp_blocks with blocks of P): per row,
 ///   m = max_j y[row, j], s = sum_j exp(y[row, j] - m)
-/// the max NaN-propagating (a NaN in the row makes m NaN, which the search
-/// refuses) and shifted by 0 where the row is all -inf (exp(-inf) = 0).
-/// Lane-wise over the P/L vectors, then across the lanes; [M, 1, 2].
-Value PanelKernelBuilder::panelTerms(Value tile) {
-  Value terms0 =
-      emptyTensor(b, loc, {m, b.getIndexAttr(1), b.getIndexAttr(2)}, elt);
+/// shifted by 0 where the row is all -inf (exp(-inf) = 0), and m = NaN
+/// where the row holds a NaN (the search then refuses it). Lane-wise over
+/// the P/L vectors, then across the lanes; into `terms`, the panel's
+/// [M, 1, 2] slice of the result. The maxima are compares and selects (one
+/// vmaxps each) and the NaN a separate unordered compare: IEEE maximum,
+/// which carries NaNs itself, expands to several instructions a vector,
+/// and the terms of a many-row step cost more than the search they save.
+Value PanelKernelBuilder::panelTerms(Value tile, Value terms) {
   Value zero = indexConstant(b, loc, 0), one = indexConstant(b, loc, 1);
   auto rows = b.create<scf::ForOp>(
-      loc, zero, m, one, ValueRange{terms0},
+      loc, zero, m, one, ValueRange{terms},
       [&](OpBuilder &, Location, Value row, ValueRange iter) {
         SmallVector<Value> ys;
         for (int64_t c = 0; c < width; c += lanes)
           ys.push_back(b.create<vector::TransferReadOp>(
               loc, vecType, tile, ValueRange{row, indexConstant(b, loc, c)},
               fzero, ArrayRef<bool>{true}));
-        Value lanesMax = ys[0];
+        Value lanesMax = ys[0], nanLanes;
         for (Value y : ArrayRef(ys).drop_front())
-          lanesMax = b.create<arith::MaximumFOp>(loc, lanesMax, y);
+          lanesMax = greaterOf(b, loc, y, lanesMax);
+        for (size_t i = 0; i + 1 < ys.size(); i += 2) {
+          Value pair = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UNO,
+                                               ys[i], ys[i + 1]);
+          nanLanes =
+              nanLanes ? b.create<arith::OrIOp>(loc, nanLanes, pair) : pair;
+        }
+        Value anyNaN = b.create<vector::ReductionOp>(
+            loc, vector::CombiningKind::OR, nanLanes);
+        // No NaN reaches a lane max that is kept: where one is, m is NaN.
         Value max = b.create<vector::ReductionOp>(
-            loc, vector::CombiningKind::MAXIMUMF, lanesMax);
+            loc, vector::CombiningKind::MAXNUMF, lanesMax, Value(),
+            arith::FastMathFlags::nnan);
+        max = b.create<arith::SelectOp>(loc, anyNaN,
+                                        floatConstant(b, loc, elt, NAN), max);
         Value allNegInf =
             b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, max,
                                     floatConstant(b, loc, elt, -INFINITY));
