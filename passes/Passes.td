@@ -234,17 +234,15 @@ def TfmMarkEntryPointsPass : Pass<"tfm-mark-entry-points", "::mlir::ModuleOp"> {
 
 def TfmInlineAllocaScopesPass
     : Pass<"tfm-inline-alloca-scopes", "::mlir::ModuleOp"> {
-  let summary = "Inline memref.alloca_scope bodies, saving the stack if needed";
+  let summary = "Inline memref.alloca_scope bodies that allocate nothing";
   let description = [{
     convert-scf-to-openmp wraps each parallel body in a
     `memref.alloca_scope`, which must stay one block, so scf-to-cf inside it
-    fails verification. Its operations are inlined in its place; where the
-    body allocates on the stack (tfm-stack-temporaries' buffers), between an
-    `llvm.intr.stacksave` and an `llvm.intr.stackrestore`, which give the
-    space back as the scope did.
+    fails verification. Bodies that allocate nothing on the stack (ours:
+    temporaries are on the heap, vector transfers unrolled) need no scope:
+    their operations are inlined in its place.
   }];
-  let dependentDialects = ["::mlir::memref::MemRefDialect",
-                           "::mlir::LLVM::LLVMDialect"];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
 def TfmResolveTensorDimsPass
@@ -298,25 +296,6 @@ def TfmFreeAfterLastUsePass : Pass<"tfm-free-after-last-use"> {
     allocator can then reuse the memory, still in cache, for the ops that
     follow, and the peak memory of a function is what is live at once.
   }];
-  let dependentDialects = ["::mlir::memref::MemRefDialect"];
-}
-
-def TfmStackTemporariesPass : Pass<"tfm-stack-temporaries"> {
-  let summary = "Put a parallel iteration's small scratch buffers on the stack";
-  let description = [{
-    After buffer deallocation: a `memref.alloc` of a static shape of at
-    most `max-bytes`, in the body of an `scf.parallel` with no loop between
-    them, that only the iteration uses (no alias of it is used outside the
-    loop's body) and that the iteration frees becomes a `memref.alloca`, and
-    its deallocs go. convert-scf-to-openmp scopes each iteration's stack
-    (`memref.alloca_scope`), which tfm-inline-alloca-scopes keeps as a stack
-    save and restore: the attention kernel's scratch (running maxima and
-    sums, score tiles) then costs no malloc and free per row and head.
-  }];
-  let options = [
-    Option<"maxBytes", "max-bytes", "int64_t", "65536",
-           "the largest buffer put on the stack">
-  ];
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 

@@ -117,9 +117,6 @@ void tfm::buildLoweringPipeline(OpPassManager &pm, StringRef backend,
   bufferization::BufferDeallocationPipelineOptions deallocation;
   bufferization::buildBufferDeallocationPipeline(pm, deallocation);
   pm.addPass(createTfmFreeAfterLastUsePass());
-  // Parallel iterations' small scratch on the stack, not malloc'ed per
-  // iteration.
-  pm.addNestedPass<func::FuncOp>(createTfmStackTemporariesPass());
 
   // One function per distinct loop nest: what follows, and LLVM, see each
   // layer's kernels once.

@@ -31,31 +31,26 @@ struct TfmMarkEntryPointsPass
   }
 };
 
-/// Each scope's body is inlined in its place (see the pass's description
-/// for why); one that allocates on the stack between a save and a restore.
+/// A scope whose body allocates nothing on the stack is inlined in its
+/// place (see the pass's description for why).
 struct TfmInlineAllocaScopesPass
     : public tfm::impl::TfmInlineAllocaScopesPassBase<
           TfmInlineAllocaScopesPass> {
   void runOnOperation() override {
     SmallVector<memref::AllocaScopeOp> scopes;
-    getOperation().walk(
-        [&](memref::AllocaScopeOp scope) { scopes.push_back(scope); });
-    IRRewriter rewriter(&getContext());
-    for (memref::AllocaScopeOp scope : scopes) {
+    getOperation().walk([&](memref::AllocaScopeOp scope) {
       bool allocates =
           scope.getBodyRegion()
               .walk([](memref::AllocaOp) { return WalkResult::interrupt(); })
               .wasInterrupted();
+      if (!allocates)
+        scopes.push_back(scope);
+    });
+    IRRewriter rewriter(&getContext());
+    for (memref::AllocaScopeOp scope : scopes) {
       Block *body = &scope.getBodyRegion().front();
       auto yield = cast<memref::AllocaScopeReturnOp>(body->getTerminator());
       SmallVector<Value> results(yield.getResults());
-      if (allocates) {
-        rewriter.setInsertionPoint(scope);
-        Value saved = rewriter.create<LLVM::StackSaveOp>(
-            scope.getLoc(), LLVM::LLVMPointerType::get(&getContext()));
-        rewriter.setInsertionPoint(yield);
-        rewriter.create<LLVM::StackRestoreOp>(scope.getLoc(), saved);
-      }
       rewriter.eraseOp(yield);
       rewriter.inlineBlockBefore(body, scope);
       rewriter.replaceOp(scope, results);
