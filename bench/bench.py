@@ -334,7 +334,8 @@ def end_to_end(args, notes):
     # sentences both ran, count the translations identical to the reference's.
     for name, engine in results["engines"].items():
         for case, r in engine["cases"].items():
-            r["tokens_per_sentence"] = r["tokens"] / engine["sentences"]
+            r["tokens_per_sentence"] = (r["tokens"] / engine["sentences"]
+                                        if engine["sentences"] else 0.0)
             if name == "reference":
                 continue
             ours, ref = outputs[(name, case)], outputs[("reference", case)]
