@@ -44,19 +44,14 @@
 
 // Lowered with bf16 panels, K in pairs: the view is [1, 8, 128] (8 pairs
 // of k, each of 64 features x 2). Without AVX512-BF16, x is rounded to
-// bf16 and back once (in parallel over rows where there are many); each
-// read of 32 bf16 (16 features, two k each) is widened by a mask (k odd)
-// and a shift (k even), and the odd k's FMA comes first, as in vdpbf16ps.
+// bf16 and back once; each read of 32 bf16 (16 features, two k each) is
+// widened by a mask (k odd) and a shift (k even), and the odd k's FMA
+// comes first, as in vdpbf16ps.
 // LOWER-BF16-LABEL: func.func @logits(
 // LOWER-BF16: memref.view %{{.+}} : memref<?xi8> to memref<1x8x128xbf16>
-// LOWER-BF16: %[[X:.+]] = scf.if
-// LOWER-BF16: scf.forall
+// LOWER-BF16: %[[X:.+]] = linalg.generic
 // LOWER-BF16: %[[NARROW:.+]] = arith.truncf %{{.+}} : f32 to bf16
 // LOWER-BF16: arith.extf %[[NARROW]] : bf16 to f32
-// LOWER-BF16: } else {
-// LOWER-BF16: linalg.generic
-// LOWER-BF16: %[[NARROW2:.+]] = arith.truncf %{{.+}} : f32 to bf16
-// LOWER-BF16: arith.extf %[[NARROW2]] : bf16 to f32
 // LOWER-BF16: scf.forall
 // LOWER-BF16: scf.for %[[Q:.+]] = %{{.+}} to %c8{{.*}} step %c1
 // LOWER-BF16: %[[PAIR:.+]] = vector.transfer_read %{{.+}}[%{{.+}}, %[[Q]], %{{.+}}], %{{.+}} {in_bounds = [true]} : tensor<1x8x128xbf16>, vector<32xbf16>
@@ -86,11 +81,7 @@
 // takes vdpbf16ps of it with the 32 bf16 of the panel row.
 // LOWER-DOT-LABEL: func.func @logits(
 // LOWER-DOT: memref.view %{{.+}} : memref<?xi8> to memref<1x8x128xbf16>
-// LOWER-DOT: %[[X:.+]] = scf.if %{{.+}} -> (tensor<?x16xbf16>)
-// LOWER-DOT: arith.truncf %{{.+}} : f32 to bf16
-// LOWER-DOT-NEXT: linalg.yield %{{.+}} : bf16
-// LOWER-DOT-NEXT: } -> tensor<1x16xbf16>
-// LOWER-DOT: } else {
+// LOWER-DOT: %[[X:.+]] = linalg.generic
 // LOWER-DOT: arith.truncf %{{.+}} : f32 to bf16
 // LOWER-DOT-NEXT: linalg.yield %{{.+}} : bf16
 // LOWER-DOT-NEXT: } -> tensor<?x16xbf16>

@@ -107,12 +107,6 @@ Value elementwise(OpBuilder &b, Location loc, RankedTensorType type,
                   ValueRange inputs, BodyFn body) {
   Value init = emptyTensor(b, loc, broadcastSizes(b, loc, type, inputs),
                            type.getElementType());
-  return elementwiseInto(b, loc, init, inputs, body);
-}
-
-Value elementwiseInto(OpBuilder &b, Location loc, Value init, ValueRange inputs,
-                      BodyFn body) {
-  RankedTensorType type = tensorTypeOf(init);
   SmallVector<AffineMap> maps;
   for (Value in : inputs)
     maps.push_back(broadcastMap(tensorTypeOf(in), type));

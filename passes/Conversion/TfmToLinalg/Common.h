@@ -75,11 +75,6 @@ AffineMap broadcastMap(RankedTensorType input, RankedTensorType result);
 Value elementwise(OpBuilder &b, Location loc, RankedTensorType type,
                   ValueRange inputs, BodyFn body);
 
-/// The same written into `init` (a destination of the result's type, such
-/// as a slice of a parallel loop's shared output, written in place).
-Value elementwiseInto(OpBuilder &b, Location loc, Value init, ValueRange inputs,
-                      BodyFn body);
-
 /// Reduces `input` over its last axis: result[..] = combine over j of
 /// map(input[.., j]), starting from `init`.
 Value reduceLastAxis(OpBuilder &b, Location loc, Value input, double init,

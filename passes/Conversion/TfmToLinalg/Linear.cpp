@@ -255,17 +255,17 @@ static Value viewTensor(OpBuilder &b, Location loc, Value view) {
       view, /*restrict=*/true, /*writable=*/false);
 }
 
-/// x [M, K] rounded to bf16 (see bf16Activations): bf16(x) where
-/// `dotPairs`, else f32(bf16(x)); an odd K gets a zero column. Written into
-/// `into` where given (K even: [M, K] of the result's element type).
-static Value roundedToBf16(OpBuilder &b, Location loc, Value x, bool dotPairs,
-                           Value into = Value()) {
+/// bf16 weights multiply bf16 activations, as AVX512-BF16's dot product
+/// and oneDNN's bf16 matmul do: x rounded to nearest even, then every
+/// product is exact in f32 and only the sums round. The dot product
+/// (`dotPairs`) reads x' = bf16(x) in pairs; without it, the kernel reads
+/// x' = f32(bf16(x)). An odd K gets a zero column, as the panels a zero
+/// row: x' [M, K2] with K2 = K rounded up to even.
+static Value bf16Activations(OpBuilder &b, Location loc, Value x,
+                             bool dotPairs) {
   RankedTensorType xType = tensorTypeOf(x);
-  if (!into)
-    into = emptyTensor(b, loc, sizesOf(b, loc, x),
-                       dotPairs ? b.getBF16Type() : xType.getElementType());
-  x = elementwiseInto(
-      b, loc, into, ValueRange{x},
+  x = elementwise(
+      b, loc, dotPairs ? xType.clone(b.getBF16Type()) : xType, ValueRange{x},
       [&](OpBuilder &nb, Location nl, ValueRange args) {
         Value narrow =
             nb.create<arith::TruncFOp>(nl, nb.getBF16Type(), args[0]);
@@ -284,72 +284,6 @@ static Value roundedToBf16(OpBuilder &b, Location loc, Value x, bool dotPairs,
       x, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
       ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(1)},
       floatConstant(b, loc, xElt, 0.0));
-}
-
-/// bf16 weights multiply bf16 activations, as AVX512-BF16's dot product
-/// and oneDNN's bf16 matmul do: x rounded to nearest even, then every
-/// product is exact in f32 and only the sums round. The dot product
-/// (`dotPairs`) reads x' = bf16(x) in pairs; without it, the kernel reads
-/// x' = f32(bf16(x)). An odd K gets a zero column, as the panels a zero
-/// row: x' [M, K2] with K2 = K rounded up to even. Many rows are rounded
-/// in parallel, a row per iteration (an encoder's batch, whose serial loop
-/// left the other thread idle); few in one loop:
-///   scf.if (M·K > kSerialInputElements)
-///     scf.forall over rows { x'[row] = roundedToBf16(x[row]) }
-///   else x' = roundedToBf16(x)
-static Value bf16Activations(OpBuilder &b, Location loc, Value x,
-                             bool dotPairs) {
-  RankedTensorType xType = tensorTypeOf(x);
-  int64_t k = xType.getDimSize(1), k2 = llvm::alignTo(k, 2);
-  OpFoldResult rows = dimOf(b, loc, x, 0);
-  Value m = getValueOrCreateConstantIndexOp(b, loc, rows);
-  Type elt = dotPairs ? b.getBF16Type() : xType.getElementType();
-  Value many = b.create<arith::CmpIOp>(
-      loc, arith::CmpIPredicate::ugt,
-      b.create<arith::MulIOp>(loc, m, indexConstant(b, loc, k)),
-      indexConstant(b, loc, kSerialInputElements));
-  auto parallelRows = [&]() -> Value {
-    auto forall = b.create<scf::ForallOp>(
-        loc, ArrayRef<OpFoldResult>{rows},
-        ValueRange{emptyTensor(b, loc, {rows, b.getIndexAttr(k2)}, elt)},
-        std::nullopt);
-    OpBuilder::InsertionGuard guard(b);
-    Block *body = forall.getBody();
-    b.setInsertionPointToStart(body);
-    Value row = body->getArgument(0);
-    Value slice = b.create<tensor::ExtractSliceOp>(
-        loc, RankedTensorType::get({1, k}, xType.getElementType()), x,
-        ArrayRef<OpFoldResult>{row, b.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(k)},
-        unitStrides(b, 2));
-    // With K even the row is rounded where it goes; an odd K's zero
-    // column makes a padded row, copied there.
-    Value into;
-    if (k == k2)
-      into = b.create<tensor::ExtractSliceOp>(
-          loc, RankedTensorType::get({1, k}, elt), body->getArgument(1),
-          ArrayRef<OpFoldResult>{row, b.getIndexAttr(0)},
-          ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(k)},
-          unitStrides(b, 2));
-    Value rounded = roundedToBf16(b, loc, slice, dotPairs, into);
-    b.setInsertionPointToStart(forall.getTerminator().getBody());
-    b.create<tensor::ParallelInsertSliceOp>(
-        loc, rounded, body->getArgument(1),
-        ArrayRef<OpFoldResult>{row, b.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(k2)},
-        unitStrides(b, 2));
-    return forall.getResult(0);
-  };
-  return b
-      .create<scf::IfOp>(
-          loc, many,
-          [&](OpBuilder &, Location) {
-            b.create<scf::YieldOp>(loc, parallelRows());
-          },
-          [&](OpBuilder &, Location) {
-            b.create<scf::YieldOp>(loc, roundedToBf16(b, loc, x, dotPairs));
-          })
-      .getResult(0);
 }
 
 /// act(x·Wᵀ + b) + r for x [M, K] and a weight stored in panels in the
