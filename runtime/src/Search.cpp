@@ -136,9 +136,12 @@ private:
   float worstLogit = -std::numeric_limits<float>::infinity();
 };
 
-/// The banned tokens and the penalized ones together: the scan skips both.
+/// The banned tokens and the penalized ones together, sorted: the scan
+/// skips both.
 std::vector<int32_t> skippedTokens(const std::vector<int32_t> &banned,
                                    const std::vector<int32_t> &penalized) {
+  if (penalized.empty())
+    return banned;
   std::vector<int32_t> skipped;
   std::set_union(banned.begin(), banned.end(), penalized.begin(),
                  penalized.end(), std::back_inserter(skipped));
@@ -187,11 +190,7 @@ bestExtensions(const float *row, int64_t vocab, float score, int64_t base,
                size_t want, const std::vector<int32_t> &bannedTokens,
                int32_t forced, const std::vector<int32_t> &penalized,
                float penalty) {
-  std::vector<int32_t> skipped;
-  if (!penalized.empty())
-    skipped = skippedTokens(bannedTokens, penalized);
-  const std::vector<int32_t> &banned =
-      penalized.empty() ? bannedTokens : skipped;
+  std::vector<int32_t> banned = skippedTokens(bannedTokens, penalized);
   KeptTokens kept(want);
   SoftmaxTerms terms{-std::numeric_limits<float>::infinity(), 0.0};
   for (int64_t c0 = 0; c0 < vocab; c0 += kChunk) {
@@ -256,11 +255,7 @@ bestExtensions(const BlockedLogits &row, int64_t vocab, float score,
     return b < whole ? row.terms[2 * b] : last.max;
   };
 
-  std::vector<int32_t> skipped;
-  if (!penalized.empty())
-    skipped = skippedTokens(bannedTokens, penalized);
-  const std::vector<int32_t> &banned =
-      penalized.empty() ? bannedTokens : skipped;
+  std::vector<int32_t> banned = skippedTokens(bannedTokens, penalized);
   KeptTokens kept(want);
   if (forced < 0 && std::isfinite(max)) {
     std::vector<int64_t> highest(blocks);

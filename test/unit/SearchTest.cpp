@@ -48,29 +48,40 @@ static std::vector<Candidate> plainBest(const std::vector<float> &row,
   return best;
 }
 
+/// A row of normal logits (sd 4) with, past 20 tokens, a masked token and
+/// ties at the top.
+static std::vector<float> testRow(std::mt19937 &rng, int64_t vocab) {
+  std::normal_distribution<float> logit(0.0f, 4.0f);
+  std::vector<float> row(vocab);
+  for (float &x : row)
+    x = logit(rng);
+  if (vocab > 20) {
+    row[5] = -kInf;
+    row[vocab - 1] = row[vocab / 2] = 12.5f;
+  }
+  return row;
+}
+
+/// Every other trial bans token 0 and the largest logit (sorted, unique).
+static std::vector<int32_t> testBans(const std::vector<float> &row, int trial) {
+  std::vector<int32_t> banned;
+  if (trial % 2 && row.size() > 3) {
+    banned = {0,
+              int32_t(std::max_element(row.begin(), row.end()) - row.begin())};
+    std::sort(banned.begin(), banned.end());
+    banned.erase(std::unique(banned.begin(), banned.end()), banned.end());
+  }
+  return banned;
+}
+
 TEST(Search, RowScanKeepsTheBestTokensWithTheirLogProbabilities) {
   std::mt19937 rng(7);
-  std::normal_distribution<float> logit(0.0f, 4.0f);
   // Vocabularies around the scan's blocks (16) and chunks (2048).
   for (int64_t vocab : {1, 3, 16, 17, 2047, 2048, 2049, 4111, 32000})
     for (size_t want : {1, 2, 8})
       for (int trial = 0; trial < 4; ++trial) {
-        std::vector<float> row(vocab);
-        for (float &x : row)
-          x = logit(rng);
-        // Masked tokens, ties and a banned list with the largest logit.
-        if (vocab > 20) {
-          row[5] = -kInf;
-          row[vocab - 1] = row[vocab / 2] = 12.5f;
-        }
-        std::vector<int32_t> banned;
-        if (trial % 2 && vocab > 3) {
-          banned = {0, int32_t(std::max_element(row.begin(), row.end()) -
-                               row.begin())};
-          std::sort(banned.begin(), banned.end());
-          banned.erase(std::unique(banned.begin(), banned.end()),
-                       banned.end());
-        }
+        std::vector<float> row = testRow(rng, vocab);
+        std::vector<int32_t> banned = testBans(row, trial);
         float score = -1.5f * float(trial);
         int64_t base = trial * vocab;
         std::optional<std::vector<Candidate>> got =
@@ -113,26 +124,13 @@ struct PaddedRow {
 
 TEST(Search, BlockTermsGiveThePlainScansExtensions) {
   std::mt19937 rng(11);
-  std::normal_distribution<float> logit(0.0f, 4.0f);
   const int64_t width = 64;
   // Vocabularies around a block, a partial last block, and a whole row.
   for (int64_t vocab : {1, 63, 64, 65, 200, 2049, 32000})
     for (size_t want : {1, 2, 8})
       for (int trial = 0; trial < 4; ++trial) {
-        std::vector<float> row(vocab);
-        for (float &x : row)
-          x = logit(rng);
-        if (vocab > 20) { // ties, -inf, and the largest logit banned
-          row[5] = -kInf;
-          row[vocab - 1] = row[vocab / 2] = 12.5f;
-        }
-        std::vector<int32_t> banned;
-        if (trial % 2 && vocab > 3) {
-          banned = {0, int32_t(std::max_element(row.begin(), row.end()) -
-                               row.begin())};
-          std::sort(banned.begin(), banned.end());
-          banned.erase(std::unique(banned.begin(), banned.end()), banned.end());
-        }
+        std::vector<float> row = testRow(rng, vocab);
+        std::vector<int32_t> banned = testBans(row, trial);
         PaddedRow padded(row, width);
         std::optional<std::vector<Candidate>> got = bestExtensions(
             padded.blocked(width), vocab, -1.0f, 0, want, banned, -1);

@@ -18,12 +18,6 @@ namespace mlir {
 namespace tfm {
 namespace lowering {
 
-/// Elements of a linear's input x (rows times K) up to which its rounding
-/// to bf16 or its quantization runs on one thread (a decoder step's few
-/// rows); more (an encoder's batch) go in parallel over rows: 32 rows of
-/// 512 take about as long as forking and joining.
-constexpr int64_t kSerialInputElements = 32 * 512;
-
 /// y = act(x + b) + r, the epilogue of a linear, on scalars or vectors; a
 /// null `bias` or `residual` is left out.
 Value linearEpilogue(OpBuilder &b, Location loc, Value y, Value bias,

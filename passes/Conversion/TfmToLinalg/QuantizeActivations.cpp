@@ -14,6 +14,10 @@ using namespace mlir::tfm::lowering;
 
 namespace {
 
+/// Elements of x (rows times K) up to which its quantization runs on one
+/// thread: 32 rows of 512 take about as long as forking and joining.
+constexpr int64_t kQuantizeSerialElements = 32 * 512;
+
 /// One row's quantization: its bytes u (in the tensor they were written
 /// into), zero point z (f32) and scale s_x.
 struct QuantizedRow {
@@ -21,7 +25,7 @@ struct QuantizedRow {
 };
 
 /// Builds quantizeActivations for x [M, K] on vectors of `lanes`:
-///   scf.if (M·K > kSerialInputElements)       build
+///   scf.if (M·K > kQuantizeSerialElements)       build
 ///     scf.forall over rows { quantizeRow }       parallelRows
 ///   else scf.for over rows { quantizeRow }       serialRows
 /// and per row: rowRange (lo, hi), then rowBytes (u) with the scale and zero
@@ -84,7 +88,7 @@ std::tuple<Value, Value, Value> ActivationQuantizer::build() {
   Value many = b.create<arith::CmpIOp>(
       loc, arith::CmpIPredicate::ugt,
       b.create<arith::MulIOp>(loc, m, indexConstant(b, loc, k)),
-      indexConstant(b, loc, kSerialInputElements));
+      indexConstant(b, loc, kQuantizeSerialElements));
   auto choice = b.create<scf::IfOp>(
       loc, many,
       [&](OpBuilder &, Location) {
