@@ -175,11 +175,6 @@ def step_weight_bytes(model, precision="fp32"):
     return (2 if precision == "bf16" else 4) * matrices + 4 * biases
 
 
-def read_bandwidth(build, threads, env):
-    """The machine's read bandwidth now (GB/s), as tfm-bench measures it."""
-    return read_bandwidths(build, threads, env, [])[0]
-
-
 def machine_probe(build, threads, env, sizes=()):
     """tfm-bench's probes of the machine now (its JSON): read bandwidths, and
     what a fork and join of the threads costs."""

@@ -478,7 +478,7 @@ void Translator::scanRows(int64_t step, std::vector<char> &nonFinite) {
     // log-probabilities of the tokens that can be chosen in beam search.
     // The blocks' terms hold for the logits as decode_step wrote them: not
     // once the penalty changes some.
-    bool blocksHold = opts.fused_search && !scoring;
+    bool blocksHold = opts.fused_search;
     if (beam == 1 || sampling) {
       blocksHold = blocksHold && penalized.empty();
       for (int32_t t : penalized)
