@@ -463,10 +463,10 @@ void ModelImporter::buildDecodeStep(ModuleOp module) {
   Type kv = tensor({kDyn, heads, kDyn, headDim});
   Type logits = tensor({kDyn, kDyn, kDyn});
 
-  // (tokens, step, source_lengths, per layer: cross K, cross V, cache K,
-  // cache V) -> (logits, their blocks' log-sum-exp terms, per layer: cache
-  // K, cache V)
-  SmallVector<Type> inputs = {ids, builder.getIndexType(), lengths};
+  // (tokens, step, source_lengths, cache_rows, per layer: cross K, cross V,
+  // cache K, cache V) -> (logits, their blocks' log-sum-exp terms, per
+  // layer: cache K, cache V)
+  SmallVector<Type> inputs = {ids, builder.getIndexType(), lengths, ids};
   SmallVector<Type> results = {logits, tensor({kDyn, kDyn, kDyn, 2})};
   for (int64_t i = 0; i < config.decoderLayers; ++i) {
     inputs.append(4, kv);
@@ -485,14 +485,17 @@ void ModelImporter::buildDecodeStep(ModuleOp module) {
   name(0, "tokens");
   name(1, "step");
   name(2, "source_lengths");
+  name(3, "cache_rows");
   for (int64_t i = 0; i < config.decoderLayers; ++i) {
-    name(3 + 4 * i, llvm::formatv("cross_key.{0}", i));
-    name(4 + 4 * i, llvm::formatv("cross_value.{0}", i));
-    name(5 + 4 * i, llvm::formatv("cache_key.{0}", i));
-    name(6 + 4 * i, llvm::formatv("cache_value.{0}", i));
+    name(4 + 4 * i, llvm::formatv("cross_key.{0}", i));
+    name(5 + 4 * i, llvm::formatv("cross_value.{0}", i));
+    name(6 + 4 * i, llvm::formatv("cache_key.{0}", i));
+    name(7 + 4 * i, llvm::formatv("cache_value.{0}", i));
   }
+  // Position p of row r's history is in row cacheRows[r, p] of the caches:
+  // a beam reads its parent's keys where they were written.
   Value tokens = func.getArgument(0), step = func.getArgument(1),
-        srcLengths = func.getArgument(2);
+        srcLengths = func.getArgument(2), cacheRows = func.getArgument(3);
 
   setLoc("model.decoder");
   // The new tokens sit at positions [step, step + T) of the target sequence;
@@ -513,10 +516,10 @@ void ModelImporter::buildDecodeStep(ModuleOp module) {
   SmallVector<Value> caches;
   for (int64_t i = 0; i < config.decoderLayers; ++i) {
     std::string p = llvm::formatv("model.decoder.layers.{0}", i);
-    Value crossK = func.getArgument(3 + 4 * i);
-    Value crossV = func.getArgument(4 + 4 * i);
-    Value cacheK = func.getArgument(5 + 4 * i);
-    Value cacheV = func.getArgument(6 + 4 * i);
+    Value crossK = func.getArgument(4 + 4 * i);
+    Value crossV = func.getArgument(5 + 4 * i);
+    Value cacheK = func.getArgument(6 + 4 * i);
+    Value cacheV = func.getArgument(7 + 4 * i);
 
     setLoc(p + ".self_attn");
     x = residual(x, p + ".self_attn_layer_norm", [&](Value h) {
@@ -529,6 +532,8 @@ void ModelImporter::buildDecodeStep(ModuleOp module) {
       caches.push_back(newV);
       Value keys = builder.create<SliceOp>(loc, kv, newK, zero, seen, 2);
       Value values = builder.create<SliceOp>(loc, kv, newV, zero, seen, 2);
+      keys = builder.create<CacheRowsOp>(loc, keys, cacheRows, 2);
+      values = builder.create<CacheRowsOp>(loc, values, cacheRows, 2);
       Value o =
           attention(q, keys, values, heads, Value(), /*causal=*/true, bias);
       return linear(o, p + ".self_attn.out_proj", d, inner);

@@ -57,6 +57,21 @@ static Value peelScale(Value v, double &factor) {
   return {};
 }
 
+/// If K and V are read through the same tfm.cache_rows along their
+/// positions' axis, returns its rows and replaces K and V by what it reads:
+/// the attention then reads each key in its row (key_rows), no gather.
+static Value peelCacheRows(Value &key, Value &value, int64_t rank) {
+  auto keyRows = key.getDefiningOp<CacheRowsOp>();
+  auto valueRows = value.getDefiningOp<CacheRowsOp>();
+  if (!keyRows || !valueRows || keyRows.getRows() != valueRows.getRows() ||
+      keyRows.getAxis() != uint64_t(rank - 2) ||
+      valueRows.getAxis() != uint64_t(rank - 2))
+    return {};
+  key = keyRows.getInput();
+  value = valueRows.getInput();
+  return keyRows.getRows();
+}
+
 /// What the walk from the softmax back to Q·Kᵀ found.
 struct AttentionParts {
   Value query, key;
@@ -103,9 +118,11 @@ struct FuseAttentionPattern : public OpRewritePattern<MatmulOp> {
       mask = rewriter.create<SelectOp>(loc, parts.keepCondition, constant(0.0),
                                        constant(-INFINITY));
     }
+    Value key = parts.key, value = probsTimesV.getRhs();
+    Value keyRows = peelCacheRows(key, value, rank);
     rewriter.replaceOpWithNewOp<AttentionOp>(
-        probsTimesV, probsTimesV.getType(), parts.query, parts.key,
-        probsTimesV.getRhs(), parts.keyLengths, mask,
+        probsTimesV, probsTimesV.getType(), parts.query, key, value,
+        parts.keyLengths, keyRows, mask,
         parts.causal ? rewriter.getUnitAttr() : UnitAttr(),
         rewriter.getF64FloatAttr(parts.scale));
     return success();

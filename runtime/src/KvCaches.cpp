@@ -1,15 +1,15 @@
 //===- KvCaches.cpp - The decoder's keys and values, and their moves ------===//
 //
 // A row of a self-attention cache is `heads` runs of `capacity` positions;
-// after `length` steps each run's first `length` positions are in use, and
-// only those move.
+// after `length` steps each run's first `length` positions are in use.
+// Beams change their histories in the table of rows; keys and values move
+// only when finished sentences leave, and then only those in use.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/src/KvCaches.h"
 
-#include "runtime/src/Search.h"
-
+#include <algorithm>
 #include <cstring>
 
 using namespace tfm_runtime;
@@ -26,6 +26,9 @@ void KvCaches::allocateSelf(int64_t layers, int64_t rows, int64_t positions) {
   self.clear();
   for (int64_t l = 0; l < 2 * layers; ++l)
     self.push_back(std::make_unique<Buffer>(rows * heads * capacity * headDim));
+  historyRows.resize(rows * capacity);
+  for (int64_t r = 0; r < rows; ++r)
+    std::fill_n(&historyRows[r * capacity], capacity, int32_t(r));
 }
 
 /// Copies the first `chunk` floats of each head of one cache row: head h
@@ -38,39 +41,32 @@ void KvCaches::copyHeads(float *to, int64_t toStride, const float *from,
 }
 
 void KvCaches::reorder(const std::vector<int64_t> &parents, int64_t length) {
-  CacheMoves moves = cacheMoves(parents);
-  const std::vector<int64_t> &staged = moves.staged;
-  if (moves.copies.empty())
-    return;
-  // Per row and head, positions [0, length) are contiguous.
-  int64_t chunk = length * headDim, headStride = capacity * headDim;
-  int64_t rowChunk = heads * chunk;
-  // The caches in parallel, each thread with its staging area.
-#pragma omp parallel
-  {
-    std::unique_ptr<float[]> stage(new float[staged.size() * rowChunk]);
-#pragma omp for schedule(static)
-    for (size_t c = 0; c < self.size(); ++c) {
-      float *base = self[c]->data;
-      for (size_t i = 0; i < staged.size(); ++i)
-        copyHeads(&stage[i * rowChunk], chunk,
-                  base + staged[i] * heads * headStride, headStride, chunk);
-      for (const RowCopy &copy : moves.copies)
-        if (copy.staged)
-          copyHeads(base + copy.to * heads * headStride, headStride,
-                    &stage[copy.from * rowChunk], chunk, chunk);
-        else
-          copyHeads(base + copy.to * heads * headStride, headStride,
-                    base + copy.from * heads * headStride, headStride, chunk);
-    }
-  }
+  // The parents' histories as they were, then each row takes its parent's.
+  // Positions from `length` on stay the row's own: the next step writes
+  // position `length` of row r into row r.
+  int64_t rows = int64_t(parents.size());
+  std::vector<int32_t> before(rows * length);
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy_n(&historyRows[r * capacity], length, &before[r * length]);
+  for (int64_t r = 0; r < rows; ++r)
+    if (parents[r] != r)
+      std::copy_n(&before[parents[r] * length], length,
+                  &historyRows[r * capacity]);
 }
 
 void KvCaches::compact(const std::vector<int64_t> &keptRows,
                        const std::vector<int64_t> &keptSentences,
                        int64_t length) {
   // Row i is written after rows < i and read from row kept[i] >= i, so no
-  // row is overwritten before it is read.
+  // row is overwritten before it is read. A history names rows of its own
+  // sentence, which move by the same shift.
+  for (size_t i = 0; i < keptRows.size(); ++i) {
+    int32_t shift = int32_t(keptRows[i] - int64_t(i));
+    const int32_t *from = &historyRows[keptRows[i] * capacity];
+    int32_t *to = &historyRows[i * capacity];
+    for (int64_t p = 0; p < capacity; ++p)
+      to[p] = from[p] - shift;
+  }
   int64_t chunk = length * headDim, headStride = capacity * headDim;
   int64_t crossRow = heads * sourceLength * headDim;
   size_t buffers = self.size() + cross.size();

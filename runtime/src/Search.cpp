@@ -380,45 +380,4 @@ std::optional<float> logProbability(const float *row, int64_t vocab,
   return row[token] - terms.max - logSum;
 }
 
-// A row is overwritten only after the rows that take its cache have copied
-// it: rows nobody reads first, then their parents as their readers are
-// done. Rows that take each other's places in a cycle (a rare permutation
-// of the beams) are copied aside first, one row per cycle, and read from
-// there. Staging every overwritten parent, as simpler orders must, copies
-// a third more rows in typical steps of beam 4.
-CacheMoves cacheMoves(const std::vector<int64_t> &parents) {
-  int64_t rows = int64_t(parents.size());
-  std::vector<int64_t> readers(rows, 0), ready;
-  for (int64_t r = 0; r < rows; ++r)
-    if (parents[r] != r)
-      ++readers[parents[r]];
-  for (int64_t r = 0; r < rows; ++r)
-    if (parents[r] != r && readers[r] == 0)
-      ready.push_back(r);
-  CacheMoves moves;
-  std::vector<int64_t> stageSlot(rows, -1);
-  std::vector<bool> written(rows, false);
-  auto drain = [&]() {
-    while (!ready.empty()) {
-      int64_t r = ready.back(), p = parents[r];
-      ready.pop_back();
-      written[r] = true;
-      // A parent written before its reader was staged (a cycle's).
-      moves.copies.push_back(written[p] ? RowCopy{r, stageSlot[p], true}
-                                        : RowCopy{r, p, false});
-      if (--readers[p] == 0 && parents[p] != p && !written[p])
-        ready.push_back(p);
-    }
-  };
-  drain();
-  for (int64_t r = 0; r < rows; ++r)
-    if (parents[r] != r && !written[r]) { // on a cycle: break it at r
-      stageSlot[r] = int64_t(moves.staged.size());
-      moves.staged.push_back(r);
-      ready.push_back(r);
-      drain();
-    }
-  return moves;
-}
-
 } // namespace tfm_runtime

@@ -143,21 +143,6 @@ samplingDistribution(const float *row, int64_t vocab,
 /// exceeds `u` (the last one if rounding leaves u beyond the sum).
 int32_t drawToken(const std::vector<TokenProbability> &distribution, double u);
 
-/// One row move: row `to` takes row `from`, or staging slot `from`.
-struct RowCopy {
-  int64_t to, from;
-  bool staged;
-};
-
-/// How rows move so that row r holds what row parents[r] held: first
-/// `staged` (rows copied aside, slot i holding row staged[i]), then
-/// `copies` in order. Rows that keep their own are not touched.
-struct CacheMoves {
-  std::vector<int64_t> staged;
-  std::vector<RowCopy> copies;
-};
-CacheMoves cacheMoves(const std::vector<int64_t> &parents);
-
 } // namespace tfm_runtime
 
 #endif // TFM_RUNTIME_SEARCH_H

@@ -383,6 +383,7 @@ void Translator::decodeStep(int64_t step) {
   args.scalar(step);
   int64_t sentences = rows / beam;
   args.memref(liveLengths.data(), {sentences});
+  args.memref(kv.cacheRows(), {rows, capacity});
   for (int64_t l = 0; l < cfg.decoder_layers; ++l) {
     args.memref(kv.crossData(2 * l), {sentences, heads, srcLen, headDim});
     args.memref(kv.crossData(2 * l + 1), {sentences, heads, srcLen, headDim});

@@ -23,6 +23,24 @@ func.func @attention(%q: tensor<2x4x?x16xf32>, %k: tensor<2x4x?x16xf32>, %v: ten
 
 // -----
 
+// Key rows: keys and values gathered through them first.
+// CHECK-LABEL: func @attention_key_rows
+// CHECK-SAME: (%[[Q:[a-z0-9]+]]: {{.+}}, %[[K:[a-z0-9]+]]: {{.+}}, %[[V:[a-z0-9]+]]: {{.+}}, %[[R:[a-z0-9]+]]: {{.+}})
+// CHECK-NEXT: %[[GK:.+]] = tfm.cache_rows %[[K]][%[[R]]] axis 2
+// CHECK-NEXT: %[[GV:.+]] = tfm.cache_rows %[[V]][%[[R]]] axis 2
+// CHECK-NEXT: %[[S:.+]] = tfm.matmul %[[Q]], %[[GK]] {transpose_rhs = true}
+// CHECK: tfm.matmul %{{.+}}, %[[GV]]
+// REFUSE-LABEL: func @attention_key_rows
+// REFUSE-NEXT: %[[O:.+]] = tfm.attention %{{.+}}, %{{.+}}, %{{.+}} key_rows(%{{.+}} : tensor<?x?xi32>) causal scale 2.500000e-01
+// REFUSE-NEXT: return %[[O]]
+func.func @attention_key_rows(%q: tensor<?x4x1x16xf32>, %k: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x16xf32>, %rows: tensor<?x?xi32>) -> tensor<?x4x1x16xf32> {
+  %o = tfm.attention %q, %k, %v key_rows(%rows : tensor<?x?xi32>) causal scale 0.25
+      : tensor<?x4x1x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32> -> tensor<?x4x1x16xf32>
+  return %o : tensor<?x4x1x16xf32>
+}
+
+// -----
+
 // A result type that knows more than the operands is kept with a cast.
 // CHECK-LABEL: func @attention_static_result
 // CHECK: %[[O:.+]] = tfm.matmul {{.+}} -> tensor<?x4x?x16xf32>

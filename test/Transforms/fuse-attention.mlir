@@ -303,3 +303,43 @@ func.func @unbatched(%q: tensor<?x16xf32>, %k: tensor<?x16xf32>, %v: tensor<?x16
   %o = tfm.matmul %p, %v : tensor<?x?xf32>, tensor<?x16xf32> -> tensor<?x16xf32>
   return %o : tensor<?x16xf32>
 }
+
+// -----
+
+// The decoder's self-attention over each beam's history: keys and values
+// read through the same rows become the attention's key rows, read in
+// place; the gathers go.
+// CHECK-LABEL: func @history
+// CHECK-SAME: (%[[Q:[a-z0-9]+]]: {{.+}}, %[[CK:[a-z0-9]+]]: {{.+}}, %[[CV:[a-z0-9]+]]: {{.+}}, %[[R:[a-z0-9]+]]: tensor<?x?xi32>)
+// CHECK-NOT: tfm.cache_rows
+// CHECK: tfm.attention %[[Q]], %[[CK]], %[[CV]] key_rows(%[[R]] : tensor<?x?xi32>) causal scale 2.500000e-01
+// CHECK-NOT: tfm.cache_rows
+func.func @history(%q: tensor<?x4x1x16xf32>, %ck: tensor<?x4x?x16xf32>, %cv: tensor<?x4x?x16xf32>, %rows: tensor<?x?xi32>) -> tensor<?x4x1x16xf32> {
+  %k = tfm.cache_rows %ck[%rows] axis 2 : tensor<?x4x?x16xf32>, tensor<?x?xi32> -> tensor<?x4x?x16xf32>
+  %v = tfm.cache_rows %cv[%rows] axis 2 : tensor<?x4x?x16xf32>, tensor<?x?xi32> -> tensor<?x4x?x16xf32>
+  %s = tfm.matmul %q, %k {transpose_rhs = true} : tensor<?x4x1x16xf32>, tensor<?x4x?x16xf32> -> tensor<?x4x1x?xf32>
+  %s1 = tfm.scale %s by 0.25 : tensor<?x4x1x?xf32>
+  %s2 = tfm.causal_mask %s1 : tensor<?x4x1x?xf32>
+  %p = tfm.softmax %s2 axis 3 : tensor<?x4x1x?xf32>
+  %o = tfm.matmul %p, %v : tensor<?x4x1x?xf32>, tensor<?x4x?x16xf32> -> tensor<?x4x1x16xf32>
+  return %o : tensor<?x4x1x16xf32>
+}
+
+// -----
+
+// Negative twin: keys and values through different rows: the gathers stay
+// and the attention reads what they made.
+// CHECK-LABEL: func @history_rows_differ
+// CHECK: %[[K:.+]] = tfm.cache_rows
+// CHECK: %[[V:.+]] = tfm.cache_rows
+// CHECK: tfm.attention %{{.+}}, %[[K]], %[[V]] causal scale
+func.func @history_rows_differ(%q: tensor<?x4x1x16xf32>, %ck: tensor<?x4x?x16xf32>, %cv: tensor<?x4x?x16xf32>, %rk: tensor<?x?xi32>, %rv: tensor<?x?xi32>) -> tensor<?x4x1x16xf32> {
+  %k = tfm.cache_rows %ck[%rk] axis 2 : tensor<?x4x?x16xf32>, tensor<?x?xi32> -> tensor<?x4x?x16xf32>
+  %v = tfm.cache_rows %cv[%rv] axis 2 : tensor<?x4x?x16xf32>, tensor<?x?xi32> -> tensor<?x4x?x16xf32>
+  %s = tfm.matmul %q, %k {transpose_rhs = true} : tensor<?x4x1x16xf32>, tensor<?x4x?x16xf32> -> tensor<?x4x1x?xf32>
+  %s1 = tfm.scale %s by 0.25 : tensor<?x4x1x?xf32>
+  %s2 = tfm.causal_mask %s1 : tensor<?x4x1x?xf32>
+  %p = tfm.softmax %s2 axis 3 : tensor<?x4x1x?xf32>
+  %o = tfm.matmul %p, %v : tensor<?x4x1x?xf32>, tensor<?x4x?x16xf32> -> tensor<?x4x1x16xf32>
+  return %o : tensor<?x4x1x16xf32>
+}

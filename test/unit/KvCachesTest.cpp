@@ -1,9 +1,10 @@
 //===- KvCachesTest.cpp - Cache rows follow the beams -----------*- C++ -*-===//
 //
-// The runtime's key/value cache moves on real buffers against where each
-// value must end up: after a reorder row r holds what row parents[r] held,
-// after a compaction the kept rows and sentences have moved up, and the
-// positions past `length` are never touched.
+// The runtime's key/value caches on real buffers against what each row
+// must read: after a reorder row r's history is row parents[r]'s and no
+// value moved; after a compaction the kept rows, their histories and the
+// kept sentences have moved up, and the positions past `length` are never
+// touched.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +13,7 @@
 #include "gtest/gtest.h"
 
 #include <cstdint>
+#include <random>
 #include <vector>
 
 using tfm_runtime::KvCaches;
@@ -62,7 +64,23 @@ public:
   int64_t rows, sentences;
 };
 
-TEST(KvCaches, ReorderMovesEachRowsFirstPositionsFromItsParent) {
+/// What a row's attention reads at `position`: the value of buffer b, head
+/// h, lane l in the cache row that its history names.
+float readThroughHistory(const Caches &c, int64_t b, int64_t row, int64_t head,
+                         int64_t position, int64_t lane) {
+  int64_t from = c.kv.cacheRows()[row * kCapacity + position];
+  return c.kv.selfData(
+      b)[((from * kHeads + head) * kCapacity + position) * kHeadDim + lane];
+}
+
+TEST(KvCaches, EachRowsHistoryIsItsOwnAtFirst) {
+  Caches c(4, 2);
+  for (int64_t r = 0; r < 4; ++r)
+    for (int64_t p = 0; p < kCapacity; ++p)
+      ASSERT_EQ(readThroughHistory(c, 1, r, 2, p, 3), tag(1, r, 2, p, 3));
+}
+
+TEST(KvCaches, ReorderGivesEachRowItsParentsHistoryWithoutMovingValues) {
   // Two sentences of beam 4: a swap (rows 0, 1), a row taken twice (0 by
   // rows 1 and 2; 4 by rows 5 and 6), rows that keep their own (3) and a
   // chain (7 <- 5 <- 4, 4 <- 6).
@@ -70,32 +88,73 @@ TEST(KvCaches, ReorderMovesEachRowsFirstPositionsFromItsParent) {
   Caches c(8, 2);
   const int64_t length = 4;
   c.kv.reorder(parents, length);
-  for (int64_t b = 0; b < 2 * kLayers; ++b) {
+  for (int64_t b = 0; b < 2 * kLayers; ++b)
     Caches::forEach(
         8, kCapacity,
         [&](int64_t r, int64_t h, int64_t p, int64_t l, int64_t at) {
+          ASSERT_EQ(c.kv.selfData(b)[at], tag(b, r, h, p, l));
           int64_t from = p < length ? parents[r] : r;
-          ASSERT_EQ(c.kv.selfData(b)[at], tag(b, from, h, p, l))
+          ASSERT_EQ(readThroughHistory(c, b, r, h, p, l), tag(b, from, h, p, l))
               << "buffer " << b << " row " << r << " head " << h << " position "
               << p << " lane " << l;
         });
-    Caches::forEach(
-        2, kSourceLength,
-        [&](int64_t s, int64_t h, int64_t p, int64_t l, int64_t at) {
-          ASSERT_EQ(c.kv.crossData(b)[at], tag(b, s, h, p, l));
-        });
-  }
 }
 
-TEST(KvCaches, ReorderWithoutMovesTouchesNothing) {
-  Caches c(4, 2);
-  c.kv.reorder({0, 1, 2, 3}, kCapacity);
-  for (int64_t b = 0; b < 2 * kLayers; ++b)
-    Caches::forEach(
-        4, kCapacity,
-        [&](int64_t r, int64_t h, int64_t p, int64_t l, int64_t at) {
-          ASSERT_EQ(c.kv.selfData(b)[at], tag(b, r, h, p, l));
-        });
+/// Steps of a beam search against histories kept as lists: each step every
+/// row writes its position, picks a parent in its sentence (at random),
+/// and now and then a sentence finishes and leaves the batch. Every row
+/// reads, through its history, exactly what its list says it wrote.
+TEST(KvCaches, HistoriesFollowTheBeamsAcrossStepsAndCompactions) {
+  const int64_t beam = 3, sentences = 4;
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 20; ++trial) {
+    Caches c(sentences * beam, sentences);
+    int64_t live = sentences;
+    // expected[r][p]: the token (a number unique to its step and row) that
+    // row r's hypothesis holds at position p.
+    std::vector<std::vector<float>> expected(sentences * beam);
+    for (int64_t step = 0; step < kCapacity && live > 0; ++step) {
+      int64_t rows = live * beam;
+      for (int64_t r = 0; r < rows; ++r) {
+        float token = float(1000 + step * 100 + r);
+        expected[r].push_back(token);
+        for (int64_t b = 0; b < 2 * kLayers; ++b)
+          for (int64_t h = 0; h < kHeads; ++h)
+            c.kv.selfData(b)[((r * kHeads + h) * kCapacity + step) * kHeadDim +
+                             h % kHeadDim] = token + float(b * 10 + h);
+      }
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t p = 0; p <= step; ++p)
+          for (int64_t b = 0; b < 2 * kLayers; ++b)
+            for (int64_t h = 0; h < kHeads; ++h)
+              ASSERT_EQ(readThroughHistory(c, b, r, h, p, h % kHeadDim),
+                        expected[r][p] + float(b * 10 + h))
+                  << "trial " << trial << " step " << step << " row " << r
+                  << " position " << p;
+      std::vector<int64_t> parents(rows);
+      for (int64_t r = 0; r < rows; ++r)
+        parents[r] = r / beam * beam +
+                     std::uniform_int_distribution<int64_t>(0, beam - 1)(rng);
+      std::vector<std::vector<float>> before = expected;
+      for (int64_t r = 0; r < rows; ++r)
+        expected[r] = before[parents[r]];
+      c.kv.reorder(parents, step + 1);
+      if (live > 1 && rng() % 2) { // a sentence is done
+        int64_t done = int64_t(rng() % uint64_t(live));
+        std::vector<int64_t> keptRows, keptSentences;
+        for (int64_t s = 0; s < live; ++s)
+          if (s != done) {
+            keptSentences.push_back(s);
+            for (int64_t j = 0; j < beam; ++j)
+              keptRows.push_back(s * beam + j);
+          }
+        c.kv.compact(keptRows, keptSentences, step + 1);
+        for (size_t i = 0; i < keptRows.size(); ++i)
+          expected[i] = expected[keptRows[i]];
+        --live;
+      }
+    }
+  }
 }
 
 TEST(KvCaches, CompactMovesTheKeptRowsAndSentencesUp) {
@@ -110,6 +169,9 @@ TEST(KvCaches, CompactMovesTheKeptRowsAndSentencesUp) {
         [&](int64_t r, int64_t h, int64_t p, int64_t l, int64_t at) {
           int64_t from = p < length ? keptRows[r] : r;
           ASSERT_EQ(c.kv.selfData(b)[at], tag(b, from, h, p, l))
+              << "buffer " << b << " row " << r << " head " << h << " position "
+              << p << " lane " << l;
+          ASSERT_EQ(readThroughHistory(c, b, r, h, p, l), tag(b, from, h, p, l))
               << "buffer " << b << " row " << r << " head " << h << " position "
               << p << " lane " << l;
         });

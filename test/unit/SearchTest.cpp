@@ -16,11 +16,8 @@
 #include <random>
 
 using tfm_runtime::bestExtensions;
-using tfm_runtime::cacheMoves;
-using tfm_runtime::CacheMoves;
 using tfm_runtime::Candidate;
 using tfm_runtime::repeatedNgramBans;
-using tfm_runtime::RowCopy;
 
 static const float kInf = std::numeric_limits<float>::infinity();
 
@@ -236,51 +233,6 @@ TEST(Search, RepeatedNgramBansAreHuggingFacesNoRepeatNGram) {
   EXPECT_EQ(repeatedNgramBans({0, 0}, 3), (V{}));
   EXPECT_EQ(repeatedNgramBans({0, 0, 0}, 3), (V{0}));
   EXPECT_EQ(repeatedNgramBans({0, 7, 7}, 0), (V{}));
-}
-
-/// Row contents after the moves, each row holding its own number before.
-static std::vector<int64_t> applyMoves(const CacheMoves &moves, int64_t rows) {
-  std::vector<int64_t> data(rows), stage;
-  std::iota(data.begin(), data.end(), 0);
-  for (int64_t r : moves.staged)
-    stage.push_back(data[r]);
-  for (const RowCopy &copy : moves.copies)
-    data[copy.to] = copy.staged ? stage[copy.from] : data[copy.from];
-  return data;
-}
-
-TEST(Search, CacheMovesGiveEveryRowItsParent) {
-  std::mt19937 rng(11);
-  for (int64_t rows : {1, 2, 4, 8, 12, 32})
-    for (int trial = 0; trial < 200; ++trial) {
-      std::vector<int64_t> parents(rows);
-      if (trial % 3 == 0) { // a permutation: cycles only
-        std::iota(parents.begin(), parents.end(), 0);
-        std::shuffle(parents.begin(), parents.end(), rng);
-      } else {
-        for (int64_t &p : parents)
-          p = std::uniform_int_distribution<int64_t>(0, rows - 1)(rng);
-      }
-      CacheMoves moves = cacheMoves(parents);
-      EXPECT_EQ(applyMoves(moves, rows), parents);
-      // Each moved row is written once; nothing else is.
-      int64_t moved = 0;
-      for (int64_t r = 0; r < rows; ++r)
-        moved += parents[r] != r;
-      EXPECT_EQ(int64_t(moves.copies.size()), moved);
-    }
-}
-
-TEST(Search, CacheMovesStageOnlyToBreakCycles) {
-  // Beam 4: beam 0 has two children, beam 3 dies; no cycle, nothing staged.
-  CacheMoves chain = cacheMoves({0, 0, 1, 2});
-  EXPECT_TRUE(chain.staged.empty());
-  EXPECT_EQ(applyMoves(chain, 4), (std::vector<int64_t>{0, 0, 1, 2}));
-  // Two beams swap places: one of them is staged.
-  CacheMoves swap = cacheMoves({1, 0, 2, 2});
-  EXPECT_EQ(swap.staged.size(), 1u);
-  EXPECT_EQ(applyMoves(swap, 4), (std::vector<int64_t>{1, 0, 2, 2}));
-  EXPECT_TRUE(cacheMoves({0, 1, 2, 3}).copies.empty());
 }
 
 //===----------------------------------------------------------------------===//

@@ -43,8 +43,15 @@ static Value applyActivation(OpBuilder &b, Location loc, Activation act,
 
 FailureOr<SmallVector<Value>> AttentionOp::decomposeOperation(OpBuilder &b) {
   Location loc = getLoc();
+  // Keys and values read from the rows that hold them.
+  Value key = getKey(), value = getValue();
+  if (Value rows = getKeyRows()) {
+    int64_t positions = getType().getRank() - 2;
+    key = b.create<CacheRowsOp>(loc, key, rows, positions);
+    value = b.create<CacheRowsOp>(loc, value, rows, positions);
+  }
   // S = scale · Q·Kᵀ + M;  P = softmax(S) over keys;  O = P·V
-  Value scores = b.create<MatmulOp>(loc, getQuery(), getKey(),
+  Value scores = b.create<MatmulOp>(loc, getQuery(), key,
                                     /*transposeLhs=*/false,
                                     /*transposeRhs=*/true);
   if (getScale().convertToDouble() != 1.0)
@@ -57,7 +64,7 @@ FailureOr<SmallVector<Value>> AttentionOp::decomposeOperation(OpBuilder &b) {
     scores = b.create<CausalMaskOp>(loc, scores);
   int64_t keyAxis = cast<RankedTensorType>(scores.getType()).getRank() - 1;
   Value probs = b.create<SoftmaxOp>(loc, scores, keyAxis);
-  Value out = b.create<MatmulOp>(loc, probs, getValue(), false, false);
+  Value out = b.create<MatmulOp>(loc, probs, value, false, false);
   return SmallVector<Value>{withType(b, loc, out, getType())};
 }
 

@@ -709,6 +709,38 @@ LogicalResult SliceOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// CacheRowsOp
+//===----------------------------------------------------------------------===//
+
+/// `rows` ([B, P]) names a row of `input` for each of its first dimension's
+/// B rows and each of the `positions` positions read.
+static LogicalResult verifyHistoryRows(Operation *op, StringRef what,
+                                       RankedTensorType rows, int64_t batch,
+                                       int64_t positions) {
+  if (failed(
+          verifyShape(op, what, rows, {batch, kDynamic}, "[batch, positions]")))
+    return failure();
+  int64_t columns = rows.getDimSize(1);
+  if (columns != kDynamic && positions != kDynamic && columns < positions)
+    return op->emitOpError()
+           << "expected " << what << " for each of the " << positions
+           << " positions read, found " << columns;
+  return success();
+}
+
+LogicalResult CacheRowsOp::verify() {
+  RankedTensorType input = getInput().getType();
+  int64_t axis = getAxis();
+  if (failed(verifyAxis(*this, axis, input.getRank())))
+    return failure();
+  if (axis == 0)
+    return emitOpError() << "expected the positions' axis after the rows' "
+                            "(axis 0), found axis 0";
+  return verifyHistoryRows(*this, "rows", getRows().getType(),
+                           input.getDimSize(0), input.getDimSize(axis));
+}
+
+//===----------------------------------------------------------------------===//
 // AttentionOp
 //===----------------------------------------------------------------------===//
 
@@ -743,6 +775,10 @@ LogicalResult AttentionOp::verify() {
   if (getKeyLengths() &&
       failed(verifyShape(*this, "key lengths", getKeyLengths().getType(),
                          {q.getDimSize(0)}, "one per batch row")))
+    return failure();
+  if (getKeyRows() &&
+      failed(verifyHistoryRows(*this, "key rows", getKeyRows().getType(),
+                               q.getDimSize(0), k.getDimSize(rank - 2))))
     return failure();
   if (Value mask = getMask()) {
     // The mask may broadcast up to the scores, never change their shape.

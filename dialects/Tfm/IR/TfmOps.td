@@ -608,6 +608,33 @@ def Tfm_SliceOp : Tfm_Op<"slice"> {
   let hasVerifier = 1;
 }
 
+def Tfm_CacheRowsOp : Tfm_Op<"cache_rows",
+    [AllTypesMatch<["input", "result"]>]> {
+  let summary = "each row's positions read from the rows that hold them";
+  let description = [{
+    `result[b, ..., p, ...] = input[rows[b, p], ..., p, ...]`, `p` along
+    `axis` and `b` along the first axis. A beam's history is its parent's up
+    to the last step: rather than copying the parent's cache rows at every
+    reorder, the runtime passes for each row and position the row of the
+    cache that wrote it (`rows` is `[B, P]`, `P` at least the positions
+    read). Fused into `tfm.attention` (its `key_rows`), the cache is read in
+    place; alone it lowers to a gather.
+
+    ```mlir
+    %k = tfm.cache_rows %keys[%rows] axis 2
+        : tensor<?x8x?x64xf32>, tensor<?x?xi32> -> tensor<?x8x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$input, 2DTensorOf<[I32]>:$rows,
+                       I64Attr:$axis);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `[` $rows `]` `axis` $axis attr-dict
+    `:` type($input) `,` type($rows) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Fused ops
 //===----------------------------------------------------------------------===//
@@ -629,6 +656,10 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
       without changing their shape (0 to keep, -inf or a large negative to
       hide).
 
+    With `key_rows` (`[B, P]`, `P >= Sk`), key and value `j` of batch row `b`
+    are those of row `key_rows[b, j]` of K and V (`tfm.cache_rows`): the
+    decoder's self-attention reads each beam's history where it was written.
+
     ```mlir
     %o = tfm.attention %q, %k, %v lengths(%len : tensor<?xi32>) scale 1.250000e-01
         : tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>, tensor<?x8x?x64xf32>
@@ -638,12 +669,14 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
   let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$key,
                        Tfm_FloatTensor:$value,
                        Optional<Tfm_LengthTensor>:$key_lengths,
+                       Optional<2DTensorOf<[I32]>>:$key_rows,
                        Optional<Tfm_FloatTensor>:$mask,
                        UnitAttr:$causal, F64Attr:$scale);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value
     (`lengths` `(` $key_lengths^ `:` type($key_lengths) `)`)?
+    (`key_rows` `(` $key_rows^ `:` type($key_rows) `)`)?
     (`mask` `(` $mask^ `:` type($mask) `)`)?
     (`causal` $causal^)? `scale` $scale attr-dict
     `:` type($query) `,` type($key) `,` type($value) `->` type($result)

@@ -74,6 +74,9 @@ struct QueryBlock {
   /// A finite bias of the scores ([.., Sq, Sk], its leading dimensions
   /// 1 or the queries'), or null.
   Value bias = {};
+  /// [B, P]: the row of K and V that holds key j of batch row b
+  /// (tfm.cache_rows), or null for row b itself.
+  Value keyRows = {};
 };
 
 /// What both vector kernels build on: the block, its sizes, vectors of L =
@@ -175,6 +178,9 @@ private:
 
   /// {lead.., pos}: the row at position pos of Q, K or V.
   SmallVector<Value> at(Value pos) const;
+  /// The row of K and V that holds key `key`: at(key), its batch index
+  /// read from the key rows if there are.
+  SmallVector<Value> keyAt(OpBuilder &kb, Location kl, Value key) const;
   Value readAt(OpBuilder &rb, Location rl, Value t, ValueRange rowIndex,
                int64_t c, int64_t width) const;
   Value writeAt(OpBuilder &rb, Location rl, Value value, Value t,
@@ -191,12 +197,13 @@ private:
                                 Value query, Value end, ValueRange state);
   Value scoreGroup(OpBuilder &kb, Location kl, Value k0, int64_t g, Value query,
                    Value lastKey, Value endVec, ArrayRef<Value> qv,
-                   SmallVectorImpl<Value> &keys, SmallVectorImpl<Value> &seen);
+                   SmallVectorImpl<SmallVector<Value>> &keys,
+                   SmallVectorImpl<Value> &seen);
   Value biasAt(OpBuilder &kb, Location kl, Value query, Value key) const;
   SoftmaxStep onlineSoftmax(OpBuilder &kb, Location kl, ArrayRef<Value> s,
                             ArrayRef<Value> seen, Value m, Value l);
   SmallVector<Value> accumulateValues(OpBuilder &kb, Location kl,
-                                      ArrayRef<Value> keys,
+                                      ArrayRef<SmallVector<Value>> keys,
                                       const SoftmaxStep &step, ValueRange out);
   Value normalize(Value tile, Value sums);
 
@@ -207,6 +214,17 @@ private:
 SmallVector<Value> OneQueryKernel::at(Value pos) const {
   SmallVector<Value> indices(block.lead);
   indices.push_back(pos);
+  return indices;
+}
+
+SmallVector<Value> OneQueryKernel::keyAt(OpBuilder &kb, Location kl,
+                                         Value key) const {
+  SmallVector<Value> indices = at(key);
+  if (block.keyRows)
+    indices[0] = kb.create<arith::IndexCastOp>(
+        kl, kb.getIndexType(),
+        kb.create<tensor::ExtractOp>(kl, block.keyRows,
+                                     ValueRange{block.lead[0], key}));
   return indices;
 }
 
@@ -303,9 +321,10 @@ SmallVector<Value> OneQueryKernel::visitBlock(OpBuilder &kb, Location kl,
   SmallVector<Value> qv;
   for (int64_t c = 0; c < chunks; ++c)
     qv.push_back(readAt(kb, kl, block.q, at(query), c, d));
-  // keys[j] = the row read for key j; seen[g] = the lanes of group g that
-  // the query sees.
-  SmallVector<Value> keys, s, seen;
+  // keys[j] = the indices of the rows of K and V read for key j; seen[g] =
+  // the lanes of group g that the query sees.
+  SmallVector<SmallVector<Value>> keys;
+  SmallVector<Value> s, seen;
   for (int64_t g = 0; g < groups; ++g)
     s.push_back(
         scoreGroup(kb, kl, k0, g, query, lastKey, endVec, qv, keys, seen));
@@ -319,12 +338,13 @@ SmallVector<Value> OneQueryKernel::visitBlock(OpBuilder &kb, Location kl,
 ///   s[j] = scale · q·K[k0 + g·L + j]ᵀ (+ bias[.., query, k0 + g·L + j]),
 ///          -inf where k0 + g·L + j >= end
 /// (dot products of D in vectors, summed across lanes by transposeSum).
-/// Appends the rows read (keys clamped to the last one) to `keys`, and
+/// Appends the indices of the rows read (keys clamped to the last one) to
+/// `keys`, and
 /// the mask of keys seen to `seen`.
 Value OneQueryKernel::scoreGroup(OpBuilder &kb, Location kl, Value k0,
                                  int64_t g, Value query, Value lastKey,
                                  Value endVec, ArrayRef<Value> qv,
-                                 SmallVectorImpl<Value> &keys,
+                                 SmallVectorImpl<SmallVector<Value>> &keys,
                                  SmallVectorImpl<Value> &seen) {
   SmallVector<Value> dots;
   for (int64_t j = 0; j < lanes; ++j) {
@@ -332,10 +352,10 @@ Value OneQueryKernel::scoreGroup(OpBuilder &kb, Location kl, Value k0,
         kl,
         kb.create<arith::AddIOp>(kl, k0, indexConstant(kb, kl, g * lanes + j)),
         lastKey);
-    keys.push_back(key);
+    keys.push_back(keyAt(kb, kl, key));
     Value acc;
     for (int64_t c = 0; c < chunks; ++c) {
-      Value kc = readAt(kb, kl, block.k, at(key), c, d);
+      Value kc = readAt(kb, kl, block.k, keys.back(), c, d);
       acc = acc ? kb.create<vector::FMAOp>(kl, qv[c], kc, acc).getResult()
                 : kb.create<arith::MulFOp>(kl, qv[c], kc).getResult();
     }
@@ -406,10 +426,10 @@ OneQueryKernel::onlineSoftmax(OpBuilder &kb, Location kl, ArrayRef<Value> s,
 }
 
 /// O' = O·c + Σ_j p[j]·V[k0 + j], O the Dv/L vectors `out`.
-SmallVector<Value> OneQueryKernel::accumulateValues(OpBuilder &kb, Location kl,
-                                                    ArrayRef<Value> keys,
-                                                    const SoftmaxStep &step,
-                                                    ValueRange out) {
+SmallVector<Value>
+OneQueryKernel::accumulateValues(OpBuilder &kb, Location kl,
+                                 ArrayRef<SmallVector<Value>> keys,
+                                 const SoftmaxStep &step, ValueRange out) {
   SmallVector<Value> next;
   for (int64_t c = 0; c < outChunks; ++c)
     next.push_back(kb.create<arith::MulFOp>(kl, out[c], step.corr));
@@ -419,7 +439,7 @@ SmallVector<Value> OneQueryKernel::accumulateValues(OpBuilder &kb, Location kl,
           kl, vecType, kb.create<vector::ExtractOp>(kl, step.p[g], j));
       for (int64_t c = 0; c < outChunks; ++c)
         next[c] = kb.create<vector::FMAOp>(
-            kl, pj, readAt(kb, kl, block.v, at(keys[g * lanes + j]), c, dv),
+            kl, pj, readAt(kb, kl, block.v, keys[g * lanes + j], c, dv),
             next[c]);
     }
   return next;
@@ -1071,7 +1091,7 @@ struct AttentionTiling {
 class AttentionKernelBuilder {
 public:
   AttentionKernelBuilder(OpBuilder &b, AttentionOp op, Value query, Value key,
-                         Value value, Value lengths, Value bias,
+                         Value value, Value lengths, Value keyRows, Value bias,
                          AttentionTiling tiling);
 
   /// The attention, of the op's shape up to static sizes.
@@ -1100,7 +1120,7 @@ private:
   int64_t rank;
   /// The operands as the op has them, and with the leading dimensions
   /// collapsed ([N, S, D]).
-  Value query, key, value, q, k, v, lengths, bias;
+  Value query, key, value, q, k, v, lengths, keyRows, bias;
   bool causal;
   double scale;
   AttentionTiling tiling;
@@ -1113,12 +1133,13 @@ private:
 AttentionKernelBuilder::AttentionKernelBuilder(OpBuilder &b, AttentionOp op,
                                                Value query, Value key,
                                                Value value, Value lengths,
-                                               Value bias,
+                                               Value keyRows, Value bias,
                                                AttentionTiling tiling)
     : b(b), op(op), loc(op.getLoc()), type(op.getType()),
       elt(type.getElementType()), rank(type.getRank()), query(query), key(key),
-      value(value), lengths(lengths), bias(bias), causal(op.getCausal()),
-      scale(op.getScale().convertToDouble()), tiling(tiling) {
+      value(value), lengths(lengths), keyRows(keyRows), bias(bias),
+      causal(op.getCausal()), scale(op.getScale().convertToDouble()),
+      tiling(tiling) {
   q = collapseLeading(b, loc, query, 2);
   k = collapseLeading(b, loc, key, 2);
   v = collapseLeading(b, loc, value, 2);
@@ -1196,15 +1217,18 @@ Value AttentionKernelBuilder::vectorBlock(Value output, Value row,
   Value init = rowTile(b, loc, output, row, q0, qs, dv);
   QueryBlock block = {query,  key,   value, SmallVector<Value>(lead),
                       q0,     qs,    kEnd,  shift,
-                      causal, scale, init,  bias};
+                      causal, scale, init,  bias,
+                      keyRows};
   auto oneQueryAtATime = [&](OpBuilder &ob, Location ol) {
     return OneQueryKernel(ob, ol, block, tiling.lanes).build();
   };
-  // The tiled kernel's queries lie along the lanes, across the bias's rows:
-  // a bias takes the one-query kernel at any block size.
+  // The tiled kernel's queries lie along the lanes, across the bias's rows,
+  // and reads K in tiles of one row: a bias or key rows take the one-query
+  // kernel at any block size.
   int64_t staticQueries = type.getDimSize(rank - 2);
-  if (bias || (!ShapedType::isDynamic(staticQueries) &&
-               staticQueries < kTiledMinQueries))
+  if (bias || keyRows ||
+      (!ShapedType::isDynamic(staticQueries) &&
+       staticQueries < kTiledMinQueries))
     return oneQueryAtATime(b, loc);
   Value many = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::uge, qs,
                                        indexConstant(b, loc, kTiledMinQueries));
@@ -1317,8 +1341,8 @@ Value AttentionKernelBuilder::expandResult(Value flat) {
 }
 
 /// tfm.attention as AttentionKernelBuilder's loop nest, with a finite bias
-/// in the vector kernel; with another mask, or a bias and no vectors,
-/// decomposed.
+/// and key rows in the vector kernel; with another mask, or a bias or key
+/// rows and no vectors, decomposed.
 struct AttentionLowering : public OpConversionPattern<AttentionOp> {
   AttentionLowering(MLIRContext *ctx, AttentionTiling tiling)
       : OpConversionPattern(ctx), tiling(tiling) {}
@@ -1326,10 +1350,12 @@ struct AttentionLowering : public OpConversionPattern<AttentionOp> {
   LogicalResult
   matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    bool biasInKernel = tiling.lanes > 1 && hasVectorAttentionKernel(op);
-    if (op.getMask() && !biasInKernel) {
-      // An arbitrary additive mask has no loop-index form: spell the block
-      // out and let the primitive patterns lower it.
+    bool vectorKernel = tiling.lanes > 1 && hasVectorAttentionKernel(op);
+    if ((op.getMask() || op.getKeyRows()) && !vectorKernel) {
+      // An arbitrary additive mask has no loop-index form, and the linalg
+      // tiles read K and V in blocks of rows: spell the block out (gathering
+      // keys and values through their rows) and let the primitive patterns
+      // lower it.
       FailureOr<SmallVector<Value>> values =
           cast<linalg::AggregatedOpInterface>(op.getOperation())
               .decomposeOperation(rewriter);
@@ -1340,7 +1366,8 @@ struct AttentionLowering : public OpConversionPattern<AttentionOp> {
     }
     AttentionKernelBuilder builder(
         rewriter, op, adaptor.getQuery(), adaptor.getKey(), adaptor.getValue(),
-        adaptor.getKeyLengths(), adaptor.getMask(), tiling);
+        adaptor.getKeyLengths(), adaptor.getKeyRows(), adaptor.getMask(),
+        tiling);
     rewriter.replaceOpWithNewOp<tensor::CastOp>(op, op.getType(),
                                                 builder.build());
     return success();

@@ -473,13 +473,46 @@ struct SliceLowering : public OpConversionPattern<SliceOp> {
   }
 };
 
+/// result[b, .., p, ..] = input[rows[b, p], .., p, ..]: a gather, for the
+/// cache_rows that attention did not take in (its key_rows read in place).
+struct CacheRowsLowering : public OpConversionPattern<CacheRowsOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(CacheRowsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput(), rows = adaptor.getRows();
+    RankedTensorType type = op.getType();
+    int64_t rank = type.getRank(), axis = op.getAxis();
+    Value init = emptyTensor(rewriter, loc, sizesOf(rewriter, loc, input),
+                             type.getElementType());
+    rewriter.replaceOpWithNewOp<linalg::GenericOp>(
+        op, TypeRange{type}, ValueRange{}, ValueRange{init},
+        ArrayRef<AffineMap>{rewriter.getMultiDimIdentityMap(rank)},
+        parallel(rank), [&](OpBuilder &b, Location l, ValueRange) {
+          SmallVector<Value> at;
+          for (int64_t dim = 0; dim < rank; ++dim)
+            at.push_back(b.create<linalg::IndexOp>(l, dim));
+          at[0] = b.create<arith::IndexCastOp>(
+              l, b.getIndexType(),
+              b.create<tensor::ExtractOp>(l, rows,
+                                          ValueRange{at[0], at[axis]}));
+          b.create<linalg::YieldOp>(
+              l, b.create<tensor::ExtractOp>(l, input, at).getResult());
+        });
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::tfm::lowering::populateDataMovementLoweringPatterns(
     RewritePatternSet &patterns, int64_t vectorWidth) {
   patterns.add<WeightLowering, CallerRowsLowering, EmbeddingLowering,
                PositionEncodingLowering, RelativePositionBiasLowering,
-               CacheUpdateLowering, SliceLowering>(patterns.getContext());
+               CacheUpdateLowering, SliceLowering, CacheRowsLowering>(
+      patterns.getContext());
   patterns.add<SplitHeadsLowering, MergeHeadsLowering>(patterns.getContext(),
                                                        vectorWidth);
 }

@@ -435,6 +435,39 @@ func.func @slice_too_long(%x: tensor<?x4x8x16xf32>, %o: index, %n: index) {
 
 // -----
 
+func.func @cache_rows_along_rows(%x: tensor<?x4x?x16xf32>, %r: tensor<?x?xi32>) {
+  // expected-error @+1 {{expected the positions' axis after the rows' (axis 0), found axis 0}}
+  %0 = tfm.cache_rows %x[%r] axis 0 : tensor<?x4x?x16xf32>, tensor<?x?xi32> -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @cache_rows_other_batch(%x: tensor<4x4x?x16xf32>, %r: tensor<2x?xi32>) {
+  // expected-error @+1 {{expected rows of shape [4, ?] ([batch, positions]), found [2, ?]}}
+  %0 = tfm.cache_rows %x[%r] axis 2 : tensor<4x4x?x16xf32>, tensor<2x?xi32> -> tensor<4x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @cache_rows_too_few(%x: tensor<?x4x8x16xf32>, %r: tensor<?x7xi32>) {
+  // expected-error @+1 {{expected rows for each of the 8 positions read, found 7}}
+  %0 = tfm.cache_rows %x[%r] axis 2 : tensor<?x4x8x16xf32>, tensor<?x7xi32> -> tensor<?x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_key_rows_too_few(%q: tensor<?x4x1x16xf32>, %k: tensor<?x4x8x16xf32>, %r: tensor<?x4xi32>) {
+  // expected-error @+1 {{expected key rows for each of the 8 positions read, found 4}}
+  %0 = tfm.attention %q, %k, %k key_rows(%r : tensor<?x4xi32>) scale 1.0
+      : tensor<?x4x1x16xf32>, tensor<?x4x8x16xf32>, tensor<?x4x8x16xf32> -> tensor<?x4x1x16xf32>
+  return
+}
+
+// -----
+
 func.func @slice_off_axis(%x: tensor<?x4x?x16xf32>, %o: index, %n: index) {
   // expected-error @+1 {{expected result of shape [?, 4, ?, 16] (the input's shape off the axis), found [?, 4, ?, 8]}}
   %0 = tfm.slice %x[%o, %n] axis 2 : tensor<?x4x?x16xf32> -> tensor<?x4x?x8xf32>

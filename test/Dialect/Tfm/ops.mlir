@@ -94,6 +94,17 @@ func.func @heads_and_cache(%x: tensor<?x1x64xf32>, %cache: tensor<?x4x?x16xf32>,
   return %m, %k : tensor<?x1x64xf32>, tensor<?x4x?x16xf32>
 }
 
+// CHECK-LABEL: func @history
+func.func @history(%q: tensor<?x4x1x16xf32>, %cache: tensor<?x4x?x16xf32>, %rows: tensor<?x?xi32>)
+    -> (tensor<?x4x?x16xf32>, tensor<?x4x1x16xf32>) {
+  // CHECK: tfm.cache_rows %{{.+}}[%{{.+}}] axis 2 : tensor<?x4x?x16xf32>, tensor<?x?xi32> -> tensor<?x4x?x16xf32>
+  %k = tfm.cache_rows %cache[%rows] axis 2 : tensor<?x4x?x16xf32>, tensor<?x?xi32> -> tensor<?x4x?x16xf32>
+  // CHECK: tfm.attention %{{.+}}, %{{.+}}, %{{.+}} key_rows(%{{.+}} : tensor<?x?xi32>) causal scale 2.500000e-01
+  %o = tfm.attention %q, %cache, %cache key_rows(%rows : tensor<?x?xi32>) causal scale 0.25
+      : tensor<?x4x1x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32> -> tensor<?x4x1x16xf32>
+  return %k, %o : tensor<?x4x?x16xf32>, tensor<?x4x1x16xf32>
+}
+
 // CHECK-LABEL: func @fused
 func.func @fused(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x16xf32>,
                  %len: tensor<?xi32>, %x: tensor<?x?x64xf32>, %r: tensor<?x?x64xf32>,

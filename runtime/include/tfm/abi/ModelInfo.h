@@ -26,8 +26,9 @@ namespace tfm_runtime {
 /// decoder's head width. 10: decode_step's output projection over the
 /// rows its caller chooses (output_panels, output_bias); the checkpoint's
 /// repetition guards. 11: decode_step's log-sum-exp terms of each block of
-/// kLogitBlock logits.
-constexpr uint64_t kAbiVersion = 11;
+/// kLogitBlock logits. 12: decode_step's cache_rows, the cache row of each
+/// row's positions (beams read their parents' keys in place).
+constexpr uint64_t kAbiVersion = 12;
 
 /// Logits per block of decode_step's logit_blocks (tfm.logsumexp_blocks):
 /// the output panels' width with AVX-512, whose kernel makes both.
@@ -222,6 +223,7 @@ extern const char tfm_model_backends[];
 ///   encode(weights, source_ids[B,S], source_lengths[B],
 ///          out encoder_output[B,S,D], out cross K/V[B,H,S,Dh] per layer)
 ///   decode_step(weights, tokens[R,T], step, source_lengths[B],
+///               cache_rows[R,*] (i32),
 ///               per layer: cross K, cross V [B,H,S,Dh],
 ///               cache K, cache V [R,H,*,Dh],
 ///               output_panels[bytes], output_bias[bytes] (if the
@@ -229,7 +231,10 @@ extern const char tfm_model_backends[];
 ///               out logit_blocks[R,T,ceil(C/kLogitBlock),2])
 /// where the R = B·G rows of a step are the G beams of each of B
 /// sentences, one sentence after the other: a sentence's beams share its
-/// cross-attention keys and values. output_panels holds the output
+/// cross-attention keys and values. Position p of row r's self-attention
+/// history is in row cache_rows[r, p] of the caches (the step writes
+/// position `step` of row r in row r, so cache_rows[r, step] = r).
+/// output_panels holds the output
 /// projection's rows that the caller chose, C/P whole panels as the
 /// weights file stores them (selectOutputRows; all of the file's for the
 /// full vocabulary), output_bias the bias of each of the C columns (f32),
