@@ -49,7 +49,7 @@
 // comes first, as in vdpbf16ps.
 // LOWER-BF16-LABEL: func.func @logits(
 // LOWER-BF16: memref.view %{{.+}} : memref<?xi8> to memref<1x8x128xbf16>
-// LOWER-BF16: %[[X:.+]] = linalg.generic
+// LOWER-BF16: %[[X:.+]] = scf.if
 // LOWER-BF16: %[[NARROW:.+]] = arith.truncf %{{.+}} : f32 to bf16
 // LOWER-BF16: arith.extf %[[NARROW]] : bf16 to f32
 // LOWER-BF16: scf.forall
@@ -76,12 +76,17 @@
 // LOWER-BF16: memref.view %{{.+}} : memref<?xi8> to memref<50x16xf32>
 // LOWER-BF16: memref.view %{{.+}} : memref<?xi8> to memref<1x8x128xbf16>
 
-// With AVX512-BF16 (bf16-dot), x is rounded to bf16 [M, 16] and stays so;
+// With AVX512-BF16 (bf16-dot), x is rounded to bf16 [M, 16] (a row at a
+// time in parallel where there are many rows, else in one loop) and stays so;
 // the kernel broadcasts each pair x[m, 2q : 2q + 2] as one 32-bit word and
 // takes vdpbf16ps of it with the 32 bf16 of the panel row.
 // LOWER-DOT-LABEL: func.func @logits(
 // LOWER-DOT: memref.view %{{.+}} : memref<?xi8> to memref<1x8x128xbf16>
-// LOWER-DOT: %[[X:.+]] = linalg.generic
+// LOWER-DOT: %[[X:.+]] = scf.if
+// LOWER-DOT: arith.truncf %{{.+}} : f32 to bf16
+// LOWER-DOT-NEXT: linalg.yield %{{.+}} : bf16
+// LOWER-DOT-NEXT: } -> tensor<1x16xbf16>
+// LOWER-DOT: } else {
 // LOWER-DOT: arith.truncf %{{.+}} : f32 to bf16
 // LOWER-DOT-NEXT: linalg.yield %{{.+}} : bf16
 // LOWER-DOT-NEXT: } -> tensor<?x16xbf16>

@@ -255,43 +255,13 @@ static Value viewTensor(OpBuilder &b, Location loc, Value view) {
       view, /*restrict=*/true, /*writable=*/false);
 }
 
-/// bf16 weights multiply bf16 activations, as AVX512-BF16's dot product
-/// and oneDNN's bf16 matmul do: x rounded to nearest even, then every
-/// product is exact in f32 and only the sums round. The dot product
-/// (`dotPairs`) reads x' = bf16(x) in pairs; without it, the kernel reads
-/// x' = f32(bf16(x)). An odd K gets a zero column, as the panels a zero
-/// row: x' [M, K2] with K2 = K rounded up to even.
-static Value bf16Activations(OpBuilder &b, Location loc, Value x,
-                             bool dotPairs) {
-  RankedTensorType xType = tensorTypeOf(x);
-  x = elementwise(
-      b, loc, dotPairs ? xType.clone(b.getBF16Type()) : xType, ValueRange{x},
-      [&](OpBuilder &nb, Location nl, ValueRange args) {
-        Value narrow =
-            nb.create<arith::TruncFOp>(nl, nb.getBF16Type(), args[0]);
-        if (dotPairs)
-          return narrow;
-        return nb.create<arith::ExtFOp>(nl, args[0].getType(), narrow)
-            .getResult();
-      });
-  if (xType.getDimSize(1) % 2 == 0)
-    return x;
-  Type xElt = tensorTypeOf(x).getElementType();
-  return b.create<tensor::PadOp>(
-      loc,
-      RankedTensorType::get({xType.getDimSize(0), xType.getDimSize(1) + 1},
-                            xElt),
-      x, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
-      ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(1)},
-      floatConstant(b, loc, xElt, 0.0));
-}
-
 /// act(x·Wᵀ + b) + r for x [M, K] and a weight stored in panels in the
 /// weights file (`packed`, N features): f32 panels times x; bf16 ones times
-/// x rounded to bf16 (bf16Activations); int8 ones times x quantized
-/// (quantizeActivations), integer products summed exactly and scaled back
-/// in the epilogue. The dot products where the target has them (and
-/// vectors of 16).
+/// x rounded to bf16 (roundActivationsToBf16: as AVX512-BF16's dot product
+/// and oneDNN's bf16 matmul, every product exact in f32 and only the sums
+/// rounded); int8 ones times x quantized (quantizeActivations), integer
+/// products summed exactly and scaled back in the epilogue. The dot products
+/// where the target has them (and vectors of 16).
 static Value linearOfPackedWeight(OpBuilder &b, Location loc, Value x,
                                   const PanelViews &views, int64_t n,
                                   Value bias, Activation act, Value residual,
@@ -311,7 +281,7 @@ static Value linearOfPackedWeight(OpBuilder &b, Location loc, Value x,
   bool dotPairs = false;
   if (stored.isBF16()) {
     dotPairs = bf16Dot && lanes == 16;
-    x = bf16Activations(b, loc, x, dotPairs);
+    x = roundActivationsToBf16(b, loc, x, dotPairs);
   }
   return panelLinear(b, loc, x, viewTensor(b, loc, view), view, n, bias, act,
                      residual, dotPairs, {}, blockTerms);

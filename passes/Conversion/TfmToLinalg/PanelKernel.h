@@ -91,6 +91,15 @@ Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
 std::tuple<Value, Value, Value> quantizeActivations(OpBuilder &b, Location loc,
                                                     Value x, int64_t lanes);
 
+/// The bf16 form of a linear's input x [M, K]: x rounded to nearest even,
+/// bf16 [M, K2] where `dotPairs` (the kernel's dot product reads it in
+/// pairs), else f32(bf16(x)) [M, K2]; K2 = K rounded up to even, the odd
+/// K's extra column 0 (as the panels' extra row). Over rows in parallel
+/// where there are many (an encoder's batch), else in one loop (a decoder
+/// step's few rows take less time than threads to fork and join).
+Value roundActivationsToBf16(OpBuilder &b, Location loc, Value x,
+                             bool dotPairs);
+
 } // namespace lowering
 } // namespace tfm
 } // namespace mlir

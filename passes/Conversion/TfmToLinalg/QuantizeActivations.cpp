@@ -1,8 +1,9 @@
-//===- QuantizeActivations.cpp - int8 input of the panel kernel -*- C++ -*-===//
+//===- QuantizeActivations.cpp - int8 and bf16 inputs of the panel kernel ===//
 //
 // ActivationQuantizer builds the int8 form of a linear's input (the math is
 // at quantizeActivations in PanelKernel.h): per row, its range, its zero
 // point and scale, and its bytes; over rows in parallel or in one loop.
+// roundActivationsToBf16 rounds a bf16 linear's input the same two ways.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,9 +15,18 @@ using namespace mlir::tfm::lowering;
 
 namespace {
 
-/// Elements of x (rows times K) up to which its quantization runs on one
-/// thread: 32 rows of 512 take about as long as forking and joining.
-constexpr int64_t kQuantizeSerialElements = 32 * 512;
+/// Elements of x (rows times K) up to which its quantization or rounding
+/// runs on one thread: 32 rows of 512 take about as long as forking and
+/// joining.
+constexpr int64_t kSerialInputElements = 32 * 512;
+
+/// Whether x [M, K] is large enough to be narrowed in parallel over rows.
+static Value manyElements(OpBuilder &b, Location loc, Value m, int64_t k) {
+  return b.create<arith::CmpIOp>(
+      loc, arith::CmpIPredicate::ugt,
+      b.create<arith::MulIOp>(loc, m, indexConstant(b, loc, k)),
+      indexConstant(b, loc, kSerialInputElements));
+}
 
 /// One row's quantization: its bytes u (in the tensor they were written
 /// into), zero point z (f32) and scale s_x.
@@ -25,7 +35,7 @@ struct QuantizedRow {
 };
 
 /// Builds quantizeActivations for x [M, K] on vectors of `lanes`:
-///   scf.if (M·K > kQuantizeSerialElements)       build
+///   scf.if (M·K > kSerialInputElements)          build
 ///     scf.forall over rows { quantizeRow }       parallelRows
 ///   else scf.for over rows { quantizeRow }       serialRows
 /// and per row: rowRange (lo, hi), then rowBytes (u) with the scale and zero
@@ -85,10 +95,7 @@ std::tuple<Value, Value, Value> ActivationQuantizer::build() {
   zeros0 = emptyTensor(b, loc, {m}, f32);
   scales0 = emptyTensor(b, loc, {m}, f32);
   fzero = constant(f32, 0);
-  Value many = b.create<arith::CmpIOp>(
-      loc, arith::CmpIPredicate::ugt,
-      b.create<arith::MulIOp>(loc, m, indexConstant(b, loc, k)),
-      indexConstant(b, loc, kQuantizeSerialElements));
+  Value many = manyElements(b, loc, m, k);
   auto choice = b.create<scf::IfOp>(
       loc, many,
       [&](OpBuilder &, Location) {
@@ -256,4 +263,84 @@ std::tuple<Value, Value, Value>
 mlir::tfm::lowering::quantizeActivations(OpBuilder &b, Location loc, Value x,
                                          int64_t lanes) {
   return ActivationQuantizer(b, loc, x, lanes).build();
+}
+
+/// dest[rows, 0 : K] = round(x[rows, 0 : K]) for the rows `rows` (a row
+/// index, or all of them) at `row0`: bf16(x) into a bf16 dest, else
+/// f32(bf16(x)). Returns the slice written, for the caller to insert.
+static Value roundRows(OpBuilder &b, Location loc, Value x, Value dest,
+                       OpFoldResult row0, OpFoldResult rows) {
+  int64_t k = tensorTypeOf(x).getDimSize(1);
+  SmallVector<OpFoldResult> offsets = {row0, b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes = {rows, b.getIndexAttr(k)};
+  Value from = b.create<tensor::ExtractSliceOp>(loc, x, offsets, sizes,
+                                                unitStrides(b, 2));
+  Value into = b.create<tensor::ExtractSliceOp>(loc, dest, offsets, sizes,
+                                                unitStrides(b, 2));
+  Type f32 = tensorTypeOf(x).getElementType();
+  return b
+      .create<linalg::GenericOp>(
+          loc, TypeRange{into.getType()}, ValueRange{from}, ValueRange{into},
+          SmallVector<AffineMap>(2, b.getMultiDimIdentityMap(2)), parallel(2),
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            Value narrow =
+                nb.create<arith::TruncFOp>(nl, nb.getBF16Type(), args[0]);
+            if (args[1].getType() == f32)
+              narrow = nb.create<arith::ExtFOp>(nl, f32, narrow);
+            nb.create<linalg::YieldOp>(nl, narrow);
+          })
+      .getResult(0);
+}
+
+/// Both branches write the rounded rows into the one `dest` (its padding
+/// column zeroed first): the result keeps dest's plain layout, which every
+/// bf16 kernel then reads (branches yielding tensors of their own made it
+/// a dynamic strided one, and those kernels slower).
+Value mlir::tfm::lowering::roundActivationsToBf16(OpBuilder &b, Location loc,
+                                                  Value x, bool dotPairs) {
+  RankedTensorType xType = tensorTypeOf(x);
+  int64_t k = xType.getDimSize(1), k2 = llvm::alignTo(k, 2);
+  Type elt = dotPairs ? b.getBF16Type() : xType.getElementType();
+  Value m = getValueOrCreateConstantIndexOp(b, loc, dimOf(b, loc, x, 0));
+  SmallVector<OpFoldResult> zero = {b.getIndexAttr(0), b.getIndexAttr(0)};
+  Value dest = emptyTensor(b, loc, {m, b.getIndexAttr(k2)}, elt);
+  if (k2 != k) {
+    SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), b.getIndexAttr(k)};
+    SmallVector<OpFoldResult> sizes = {m, b.getIndexAttr(1)};
+    Value column = b.create<tensor::ExtractSliceOp>(loc, dest, offsets, sizes,
+                                                    unitStrides(b, 2));
+    column =
+        b.create<linalg::FillOp>(loc, floatConstant(b, loc, elt, 0.0), column)
+            .getResult(0);
+    dest = b.create<tensor::InsertSliceOp>(loc, column, dest, offsets, sizes,
+                                           unitStrides(b, 2));
+  }
+  SmallVector<OpFoldResult> written = {m, b.getIndexAttr(k)};
+  auto parallelRows = [&](OpBuilder &pb, Location pl) {
+    auto forall = pb.create<scf::ForallOp>(pl, ArrayRef<OpFoldResult>{m},
+                                           ValueRange{dest}, std::nullopt);
+    OpBuilder::InsertionGuard guard(pb);
+    Block *body = forall.getBody();
+    pb.setInsertionPointToStart(body);
+    Value row = body->getArgument(0), shared = body->getArgument(1);
+    Value rounded = roundRows(pb, pl, x, shared, row, pb.getIndexAttr(1));
+    pb.setInsertionPointToStart(forall.getTerminator().getBody());
+    pb.create<tensor::ParallelInsertSliceOp>(
+        pl, rounded, shared, ArrayRef<OpFoldResult>{row, pb.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{pb.getIndexAttr(1), pb.getIndexAttr(k)},
+        unitStrides(pb, 2));
+    pb.setInsertionPointAfter(forall);
+    pb.create<scf::YieldOp>(pl, forall.getResult(0));
+  };
+  auto serialRows = [&](OpBuilder &sb, Location sl) {
+    Value rounded = roundRows(sb, sl, x, dest, sb.getIndexAttr(0), m);
+    sb.create<scf::YieldOp>(
+        sl, sb.create<tensor::InsertSliceOp>(sl, rounded, dest, zero, written,
+                                             unitStrides(sb, 2))
+                .getResult());
+  };
+  return b
+      .create<scf::IfOp>(loc, manyElements(b, loc, m, k), parallelRows,
+                         serialRows)
+      .getResult(0);
 }
