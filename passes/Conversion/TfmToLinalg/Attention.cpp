@@ -339,8 +339,7 @@ SmallVector<Value> OneQueryKernel::visitBlock(OpBuilder &kb, Location kl,
 ///          -inf where k0 + g·L + j >= end
 /// (dot products of D in vectors, summed across lanes by transposeSum).
 /// Appends the indices of the rows read (keys clamped to the last one) to
-/// `keys`, and
-/// the mask of keys seen to `seen`.
+/// `keys`, and the mask of keys seen to `seen`.
 Value OneQueryKernel::scoreGroup(OpBuilder &kb, Location kl, Value k0,
                                  int64_t g, Value query, Value lastKey,
                                  Value endVec, ArrayRef<Value> qv,
@@ -1223,8 +1222,8 @@ Value AttentionKernelBuilder::vectorBlock(Value output, Value row,
     return OneQueryKernel(ob, ol, block, tiling.lanes).build();
   };
   // The tiled kernel's queries lie along the lanes, across the bias's rows,
-  // and reads K in tiles of one row: a bias or key rows take the one-query
-  // kernel at any block size.
+  // and it reads its tiles of keys from one batch row of K: a bias or key
+  // rows take the one-query kernel at any block size.
   int64_t staticQueries = type.getDimSize(rank - 2);
   if (bias || keyRows ||
       (!ShapedType::isDynamic(staticQueries) &&
