@@ -186,6 +186,11 @@ def machine_probe(build, threads, env, sizes=()):
                                      text=True).stdout)
 
 
+def mean_bandwidth(probe):
+    """The mean of a machine probe's read bandwidths (GB/s)."""
+    return sum(probe["read_bandwidth_gbs"]) / len(probe["read_bandwidth_gbs"])
+
+
 def read_bandwidths(build, threads, env, sizes):
     """The read bandwidth now (GB/s) of the memory (tfm-bench's 1 GiB) and
     of arrays of `sizes` bytes read again and again (a dict by size): those
@@ -273,9 +278,11 @@ def end_to_end(args, notes):
     detected, core = micro.openblas_core()
     results["openblas_core"] = {"detected": detected, "used": core}
     # The memory bound of batch-1 decoding: each target token reads the
-    # decoder's weights once, at the read bandwidth measured before and
-    # after the cases.
+    # decoder's weights once, at the read bandwidth measured just before and
+    # after the case (this host's swings by half within minutes), and over
+    # the run at that measured before, between and after the cases.
     probes = [machine_probe(args.build, args.threads, env)]
+    case_bandwidths = {}
     # Case by case, run by run, every engine in turn: a slow spell of the
     # machine falls on all of them.
     outputs, timings = {}, {}
@@ -290,15 +297,17 @@ def end_to_end(args, notes):
             seconds = statistics.median(r[1] for r in timings[(name, case)])
             tokens = sum(len(t) for t in outputs[(name, case)])
             print(f"{name:14s} {case:10s} {tokens / seconds:9.1f} tokens/s", file=sys.stderr)
-    probes.append(machine_probe(args.build, args.threads, env))
-    bandwidths = [sum(p["read_bandwidth_gbs"]) / len(p["read_bandwidth_gbs"]) for p in probes]
+        probes.append(machine_probe(args.build, args.threads, env))
+        case_bandwidths[case] = [mean_bandwidth(p) for p in probes[-2:]]
+    bandwidths = [mean_bandwidth(p) for p in probes]
     # A fork and join of the threads (an empty parallel loop), and the
-    # barrier of a loop in a region that stays open, before and after.
+    # barrier of a loop in a region that stays open, at every probe.
     results["fork_join_us"] = [p.get("fork_join_us") for p in probes]
     results["in_region_barrier_us"] = [p.get("in_region_barrier_us") for p in probes]
     step_bytes = step_weight_bytes(model)
     bandwidth = sum(bandwidths) / len(bandwidths)
     results["read_bandwidth_gbs"] = bandwidths
+    results["case_read_bandwidth_gbs"] = case_bandwidths
     results["step_weight_bytes"] = step_bytes
     results["memory_bound_tokens_per_second"] = bandwidth * 1e9 / step_bytes
     # Per precision: bytes a batch-1 step reads and the bound they set.
@@ -342,10 +351,14 @@ def end_to_end(args, notes):
             r["ratio_to_reference"] = (r["tokens_per_second"] / reference_rate
                                        if reference_rate else None)
             if case.endswith("-b1"):
-                bound = results["memory_bound"][engine.get("precision", "fp32")]
-                r["of_memory_bound"] = r["tokens_per_second"] / bound["tokens_per_second"]
-                # The weights a step streams, per second (the roofline).
-                r["weights_gbs"] = r["tokens_per_second"] * bound["step_weight_bytes"] / 1e9
+                step_bytes = results["memory_bound"][engine.get("precision", "fp32")][
+                    "step_weight_bytes"]
+                # The weights a step streams, per second (the roofline),
+                # against the bandwidth measured around this case.
+                weights_gbs = r["tokens_per_second"] * step_bytes / 1e9
+                case_gbs = case_bandwidths[case]
+                r["of_memory_bound"] = weights_gbs / (sum(case_gbs) / len(case_gbs))
+                r["weights_gbs"] = weights_gbs
             if (name, case) in parts:
                 r["parts"] = parts[(name, case)]
     return results
@@ -378,10 +391,17 @@ def e2e_table(results):
                f"threads, median of {results['runs']} run(s); load time reported by each engine, "
                f"not in tokens/s. Memory bound of batch-1 decoding: "
                f"{results['step_weight_bytes'] / 1e6:.1f} MB of weights per target token at the "
-               f"read bandwidth measured before and after the cases ("
+               f"read bandwidth measured before, between and after the cases ("
                + ", ".join(f"{b:.1f}" for b in results["read_bandwidth_gbs"])
                + f" GB/s, {results['threads']} threads) = "
                f"{results['memory_bound_tokens_per_second']:.0f} tokens/s.")
+    case_gbs = {c: b for c, b in results.get("case_read_bandwidth_gbs", {}).items()
+                if c.endswith("-b1")}
+    if case_gbs:
+        summary += (" Each batch-1 case's \"of memory bound\" is against the bandwidth "
+                    "measured just before and after it ("
+                    + "; ".join(f"{c}: " + ", ".join(f"{b:.1f}" for b in gbs)
+                                for c, gbs in case_gbs.items()) + " GB/s).")
     for p, bound in results.get("memory_bound", {}).items():
         if p != "fp32":
             summary += (f" In {p}: {bound['step_weight_bytes'] / 1e6:.1f} MB per token, "
@@ -391,7 +411,7 @@ def e2e_table(results):
     if forks and barriers:
         summary += (f" A fork and join of the threads (an empty parallel loop) took "
                     + ", ".join(f"{f:.2f}" for f in forks)
-                    + " us before and after the cases; a loop's barrier inside an open "
+                    + " us before, between and after the cases; a loop's barrier inside an open "
                     "parallel region " + ", ".join(f"{b:.2f}" for b in barriers) + " us.")
     if any(p != "fp32" for p in results.get("precisions", [])):
         summary += (" Engines of another precision than fp32 are compared with the fp32 "
@@ -415,7 +435,7 @@ def parts_table(results):
     hypotheses, moving caches); the parallel regions a decoder step began
     (forks and joins of the threads) and what they cost of a step at the
     fork and join measured in the run (tfm-bench's empty parallel loop,
-    mean of before and after the cases)."""
+    mean of its probes before, between and after the cases)."""
     fork = [f for f in results.get("fork_join_us", []) if f]
     fork_us = sum(fork) / len(fork) if fork else None
     rows = ["| case | engine | steps | rows decoded | encode (s) | decode (s) | search (s) | "
