@@ -187,8 +187,10 @@ def machine_probe(build, threads, env, sizes=()):
 
 
 def mean_bandwidth(probe):
-    """The mean of a machine probe's read bandwidths (GB/s)."""
-    return sum(probe["read_bandwidth_gbs"]) / len(probe["read_bandwidth_gbs"])
+    """The mean of a machine probe's read bandwidths (GB/s), or None if it
+    measured none."""
+    gbs = probe.get("read_bandwidth_gbs") or []
+    return sum(gbs) / len(gbs) if gbs else None
 
 
 def read_bandwidths(build, threads, env, sizes):
@@ -299,7 +301,7 @@ def end_to_end(args, notes):
             print(f"{name:14s} {case:10s} {tokens / seconds:9.1f} tokens/s", file=sys.stderr)
         probes.append(machine_probe(args.build, args.threads, env))
         case_bandwidths[case] = [mean_bandwidth(p) for p in probes[-2:]]
-    bandwidths = [mean_bandwidth(p) for p in probes]
+    bandwidths = [b for b in map(mean_bandwidth, probes) if b is not None]
     # A fork and join of the threads (an empty parallel loop), and the
     # barrier of a loop in a region that stays open, at every probe.
     results["fork_join_us"] = [p.get("fork_join_us") for p in probes]
@@ -356,8 +358,9 @@ def end_to_end(args, notes):
                 # The weights a step streams, per second (the roofline),
                 # against the bandwidth measured around this case.
                 weights_gbs = r["tokens_per_second"] * step_bytes / 1e9
-                case_gbs = case_bandwidths[case]
-                r["of_memory_bound"] = weights_gbs / (sum(case_gbs) / len(case_gbs))
+                case_gbs = [b for b in case_bandwidths[case] if b is not None]
+                if case_gbs:
+                    r["of_memory_bound"] = weights_gbs / (sum(case_gbs) / len(case_gbs))
                 r["weights_gbs"] = weights_gbs
             if (name, case) in parts:
                 r["parts"] = parts[(name, case)]
@@ -429,8 +432,8 @@ def parts_table(results):
     """Markdown: where each tfmc translator's time went, per case (its own
     --timing of the median run): the encoder, the decoder steps, the search
     over their logits (of it, the scans of each row's logits: log-softmax
-    and best tokens) and the cache moves (beam reorders, finished rows
-    leaving the batch); a step's mean time, the row scans' share of it, and
+    and best tokens) and the cache moves (the beams' tables of cache rows,
+    finished rows leaving the batch); a step's mean time, the row scans' share of it, and
     the share of what search adds around the model (choosing beams, keeping
     hypotheses, moving caches); the parallel regions a decoder step began
     (forks and joins of the threads) and what they cost of a step at the

@@ -10,6 +10,7 @@
 #include "runtime/src/KvCaches.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 
 using namespace tfm_runtime;
@@ -26,9 +27,9 @@ void KvCaches::allocateSelf(int64_t layers, int64_t rows, int64_t positions) {
   self.clear();
   for (int64_t l = 0; l < 2 * layers; ++l)
     self.push_back(std::make_unique<Buffer>(rows * heads * capacity * headDim));
-  historyRows.resize(rows * capacity);
+  cacheRowTable.resize(rows * capacity);
   for (int64_t r = 0; r < rows; ++r)
-    std::fill_n(&historyRows[r * capacity], capacity, int32_t(r));
+    std::fill_n(&cacheRowTable[r * capacity], capacity, int32_t(r));
 }
 
 /// Copies the first `chunk` floats of each head of one cache row: head h
@@ -45,13 +46,18 @@ void KvCaches::reorder(const std::vector<int64_t> &parents, int64_t length) {
   // Positions from `length` on stay the row's own: the next step writes
   // position `length` of row r into row r.
   int64_t rows = int64_t(parents.size());
+  bool moved = false;
+  for (int64_t r = 0; r < rows; ++r)
+    moved |= parents[r] != r;
+  if (!moved)
+    return;
   std::vector<int32_t> before(rows * length);
   for (int64_t r = 0; r < rows; ++r)
-    std::copy_n(&historyRows[r * capacity], length, &before[r * length]);
+    std::copy_n(&cacheRowTable[r * capacity], length, &before[r * length]);
   for (int64_t r = 0; r < rows; ++r)
     if (parents[r] != r)
       std::copy_n(&before[parents[r] * length], length,
-                  &historyRows[r * capacity]);
+                  &cacheRowTable[r * capacity]);
 }
 
 void KvCaches::compact(const std::vector<int64_t> &keptRows,
@@ -62,10 +68,13 @@ void KvCaches::compact(const std::vector<int64_t> &keptRows,
   // sentence, which move by the same shift.
   for (size_t i = 0; i < keptRows.size(); ++i) {
     int32_t shift = int32_t(keptRows[i] - int64_t(i));
-    const int32_t *from = &historyRows[keptRows[i] * capacity];
-    int32_t *to = &historyRows[i * capacity];
-    for (int64_t p = 0; p < capacity; ++p)
+    const int32_t *from = &cacheRowTable[keptRows[i] * capacity];
+    int32_t *to = &cacheRowTable[i * capacity];
+    for (int64_t p = 0; p < capacity; ++p) {
       to[p] = from[p] - shift;
+      assert(to[p] >= 0 && to[p] < int32_t(keptRows.size()) &&
+             "a history names only rows of its own sentence");
+    }
   }
   int64_t chunk = length * headDim, headStride = capacity * headDim;
   int64_t crossRow = heads * sourceLength * headDim;

@@ -41,7 +41,7 @@ public:
   float *selfData(int64_t i) const { return self[i]->data; }
   /// [rows, capacity] (decode_step's cache_rows): position p of row r's
   /// history is in row cacheRows()[r * capacity + p] of the caches.
-  const int32_t *cacheRows() const { return historyRows.data(); }
+  const int32_t *cacheRows() const { return cacheRowTable.data(); }
 
   /// Row r's history becomes row parents[r]'s first `length` positions
   /// (parents within the row's sentence); the caches do not move.
@@ -61,7 +61,7 @@ private:
   int64_t heads, headDim;
   int64_t sourceLength = 0, capacity = 0;
   std::vector<std::unique_ptr<Buffer>> cross, self;
-  std::vector<int32_t> historyRows;
+  std::vector<int32_t> cacheRowTable;
 };
 
 } // namespace tfm_runtime

@@ -1,4 +1,4 @@
-//===- Search.cpp - A step of beam search: row scans and cache moves ------===//
+//===- Search.cpp - A step of beam search: the rows' best extensions ------===//
 //
 // Built for any x86-64 and with copies of the row scan for AVX2 and
 // AVX-512, chosen when the program loads.

@@ -1,10 +1,9 @@
-//===- Search.h - A search step: row scans and cache moves ------*- C++ -*-===//
+//===- Search.h - A search step: the rows' best extensions ------*- C++ -*-===//
 //
 // The parts of a search step that do not touch the model: the best
-// extensions of a hypothesis from its row of logits, and the order in which
-// the key/value cache rows move when the beams take their parents' places.
-// Apart from the translator, so that unit tests check them against plain
-// implementations.
+// extensions of a hypothesis from its row of logits (or its blocks' terms),
+// the bans and penalties that shape them, and sampling. Apart from the
+// translator, so that unit tests check them against plain implementations.
 //
 //===----------------------------------------------------------------------===//
 

@@ -7,9 +7,11 @@
 // any count take the one-query kernel (the tiled one reads K in tiles).
 // CHECK-LABEL: func.func @key_rows
 // CHECK-NOT: linalg.generic
-// CHECK: scf.forall
+// CHECK: scf.forall (%[[ROW:.+]], %{{.+}}) in
+// the batch row of the flattened (batch, head) row: row / 4 heads
+// CHECK: %[[B:.+]] = arith.divui %[[ROW]], %c4
 // CHECK: scf.for
-// CHECK: %[[R:.+]] = tensor.extract %{{.+}}[%{{.+}}, %[[J:.+]]] : tensor<?x?xi32>
+// CHECK: %[[R:.+]] = tensor.extract %{{.+}}[%[[B]], %[[J:.+]]] : tensor<?x?xi32>
 // CHECK: %[[RI:.+]] = arith.index_cast %[[R]] : i32 to index
 // CHECK: vector.transfer_read %{{.+}}[%[[RI]], %{{.+}}, %[[J]], %c0]
 // CHECK-NOT: linalg.generic

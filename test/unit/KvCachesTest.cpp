@@ -98,6 +98,12 @@ TEST(KvCaches, ReorderGivesEachRowItsParentsHistoryWithoutMovingValues) {
               << "buffer " << b << " row " << r << " head " << h << " position "
               << p << " lane " << l;
         });
+  for (int64_t b = 0; b < 2 * kLayers; ++b)
+    Caches::forEach(
+        2, kSourceLength,
+        [&](int64_t s, int64_t h, int64_t p, int64_t l, int64_t at) {
+          ASSERT_EQ(c.kv.crossData(b)[at], tag(b, s, h, p, l));
+        });
 }
 
 /// Steps of a beam search against histories kept as lists: each step every

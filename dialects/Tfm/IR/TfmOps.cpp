@@ -714,9 +714,9 @@ LogicalResult SliceOp::verify() {
 
 /// `rows` ([B, P]) names a row of `input` for each of its first dimension's
 /// B rows and each of the `positions` positions read.
-static LogicalResult verifyHistoryRows(Operation *op, StringRef what,
-                                       RankedTensorType rows, int64_t batch,
-                                       int64_t positions) {
+static LogicalResult verifyCacheRows(Operation *op, StringRef what,
+                                     RankedTensorType rows, int64_t batch,
+                                     int64_t positions) {
   if (failed(
           verifyShape(op, what, rows, {batch, kDynamic}, "[batch, positions]")))
     return failure();
@@ -736,8 +736,8 @@ LogicalResult CacheRowsOp::verify() {
   if (axis == 0)
     return emitOpError() << "expected the positions' axis after the rows' "
                             "(axis 0), found axis 0";
-  return verifyHistoryRows(*this, "rows", getRows().getType(),
-                           input.getDimSize(0), input.getDimSize(axis));
+  return verifyCacheRows(*this, "rows", getRows().getType(),
+                         input.getDimSize(0), input.getDimSize(axis));
 }
 
 //===----------------------------------------------------------------------===//
@@ -777,8 +777,8 @@ LogicalResult AttentionOp::verify() {
                          {q.getDimSize(0)}, "one per batch row")))
     return failure();
   if (getKeyRows() &&
-      failed(verifyHistoryRows(*this, "key rows", getKeyRows().getType(),
-                               q.getDimSize(0), k.getDimSize(rank - 2))))
+      failed(verifyCacheRows(*this, "key rows", getKeyRows().getType(),
+                             q.getDimSize(0), k.getDimSize(rank - 2))))
     return failure();
   if (Value mask = getMask()) {
     // The mask may broadcast up to the scores, never change their shape.

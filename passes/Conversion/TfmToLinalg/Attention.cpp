@@ -610,6 +610,7 @@ TiledKernel::TiledKernel(OpBuilder &b, Location loc, const QueryBlock &block,
       tileVectors(kScoreTileVectors), tileQueries(tileVectors * lanes) {
   assert(tileKeys % kSoftmaxUnroll == 0 &&
          "score tiles hold whole groups of 4");
+  assert(!block.keyRows && "tiles read their keys from one batch row of K");
   q = rowOf(block.q);
   k = rowOf(block.k);
   v = rowOf(block.v);

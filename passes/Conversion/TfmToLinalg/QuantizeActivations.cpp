@@ -265,11 +265,11 @@ mlir::tfm::lowering::quantizeActivations(OpBuilder &b, Location loc, Value x,
   return ActivationQuantizer(b, loc, x, lanes).build();
 }
 
-/// dest[rows, 0 : K] = round(x[rows, 0 : K]) for the rows `rows` (a row
-/// index, or all of them) at `row0`: bf16(x) into a bf16 dest, else
-/// f32(bf16(x)). Returns the slice written, for the caller to insert.
+/// dest[row0 : row0 + rows, 0 : K] = round(x[row0 : row0 + rows, 0 : K]):
+/// bf16(x), or f32(bf16(x)) where `widen`. Returns the slice written, for
+/// the caller to insert.
 static Value roundRows(OpBuilder &b, Location loc, Value x, Value dest,
-                       OpFoldResult row0, OpFoldResult rows) {
+                       OpFoldResult row0, OpFoldResult rows, bool widen) {
   int64_t k = tensorTypeOf(x).getDimSize(1);
   SmallVector<OpFoldResult> offsets = {row0, b.getIndexAttr(0)};
   SmallVector<OpFoldResult> sizes = {rows, b.getIndexAttr(k)};
@@ -285,7 +285,7 @@ static Value roundRows(OpBuilder &b, Location loc, Value x, Value dest,
           [&](OpBuilder &nb, Location nl, ValueRange args) {
             Value narrow =
                 nb.create<arith::TruncFOp>(nl, nb.getBF16Type(), args[0]);
-            if (args[1].getType() == f32)
+            if (widen)
               narrow = nb.create<arith::ExtFOp>(nl, f32, narrow);
             nb.create<linalg::YieldOp>(nl, narrow);
           })
@@ -323,7 +323,8 @@ Value mlir::tfm::lowering::roundActivationsToBf16(OpBuilder &b, Location loc,
     Block *body = forall.getBody();
     pb.setInsertionPointToStart(body);
     Value row = body->getArgument(0), shared = body->getArgument(1);
-    Value rounded = roundRows(pb, pl, x, shared, row, pb.getIndexAttr(1));
+    Value rounded =
+        roundRows(pb, pl, x, shared, row, pb.getIndexAttr(1), !dotPairs);
     pb.setInsertionPointToStart(forall.getTerminator().getBody());
     pb.create<tensor::ParallelInsertSliceOp>(
         pl, rounded, shared, ArrayRef<OpFoldResult>{row, pb.getIndexAttr(0)},
@@ -333,7 +334,8 @@ Value mlir::tfm::lowering::roundActivationsToBf16(OpBuilder &b, Location loc,
     pb.create<scf::YieldOp>(pl, forall.getResult(0));
   };
   auto serialRows = [&](OpBuilder &sb, Location sl) {
-    Value rounded = roundRows(sb, sl, x, dest, sb.getIndexAttr(0), m);
+    Value rounded =
+        roundRows(sb, sl, x, dest, sb.getIndexAttr(0), m, !dotPairs);
     sb.create<scf::YieldOp>(
         sl, sb.create<tensor::InsertSliceOp>(sl, rounded, dest, zero, written,
                                              unitStrides(sb, 2))

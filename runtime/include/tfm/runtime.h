@@ -204,10 +204,10 @@ const float *tfm_results_first_logits(const tfm_results *results,
                                       int32_t index);
 /* Where tfm_translate's time went, in seconds (a monotonic clock): the
  * encoder (with the cross-attention keys/values per row), the decoder
- * steps, the search over their logits, and moving cache rows (beam
- * reorders, finished sentences leaving the batch). `scan` is the part of
- * `search` that scans each row's logits (log-softmax and best tokens); the
- * rest chooses the beams and keeps the hypotheses. `steps` decoder steps
+ * steps, the search over their logits, and the caches' moves (the beams'
+ * tables of cache rows, finished sentences leaving the batch). `scan` is the
+ * part of `search` that scans each row's logits (log-softmax and best tokens);
+ * the rest chooses the beams and keeps the hypotheses. `steps` decoder steps
  * ran over `row_steps` rows in all: a finished sentence's rows leave the
  * batch, so later steps run fewer. */
 typedef struct tfm_translate_timing {

@@ -459,6 +459,15 @@ func.func @cache_rows_too_few(%x: tensor<?x4x8x16xf32>, %r: tensor<?x7xi32>) {
 
 // -----
 
+func.func @attention_key_rows_other_batch(%q: tensor<2x4x1x16xf32>, %k: tensor<2x4x8x16xf32>, %r: tensor<3x8xi32>) {
+  // expected-error @+1 {{expected key rows of shape [2, ?] ([batch, positions]), found [3, 8]}}
+  %0 = tfm.attention %q, %k, %k key_rows(%r : tensor<3x8xi32>) scale 1.0
+      : tensor<2x4x1x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x1x16xf32>
+  return
+}
+
+// -----
+
 func.func @attention_key_rows_too_few(%q: tensor<?x4x1x16xf32>, %k: tensor<?x4x8x16xf32>, %r: tensor<?x4xi32>) {
   // expected-error @+1 {{expected key rows for each of the 8 positions read, found 4}}
   %0 = tfm.attention %q, %k, %k key_rows(%r : tensor<?x4xi32>) scale 1.0

@@ -232,8 +232,9 @@ extern const char tfm_model_backends[];
 /// where the R = B·G rows of a step are the G beams of each of B
 /// sentences, one sentence after the other: a sentence's beams share its
 /// cross-attention keys and values. Position p of row r's self-attention
-/// history is in row cache_rows[r, p] of the caches (the step writes
-/// position `step` of row r in row r, so cache_rows[r, step] = r).
+/// history is in row cache_rows[r, p] of the caches; the step writes its
+/// positions from `step` on into row r, so cache_rows[r, p] = r for every
+/// p >= step.
 /// output_panels holds the output
 /// projection's rows that the caller chose, C/P whole panels as the
 /// weights file stores them (selectOutputRows; all of the file's for the
