@@ -63,6 +63,12 @@ def TfmFuseSiblingLinearsPass : Pass<"tfm-fuse-sibling-linears"> {
     the stacked weights (`tfm.weight` with `parts`), and each old result a
     `tfm.slice` of its features. The products are the same, in fewer and
     wider kernels. Linears with and without a bias are not mixed.
+
+    First, a gated feed-forward's halves, `tfm.mul` of an activated
+    `tfm.fused_linear` (no residual) and a `tfm.linear` of the same input
+    and shapes (T5's `wi_0` and `wi_1`), each used only there, become one
+    `tfm.fused_linear gated` over the two weights stacked, where each half
+    has a multiple of 64 features (whole panels on every target).
   }];
   let dependentDialects = ["::mlir::tfm::TfmDialect",
                            "::mlir::arith::ArithDialect"];

@@ -10,6 +10,10 @@
 // input read and, at int8, quantized once; more panels to share among the
 // threads.
 //
+// A gated feed-forward's halves, act(x·W0ᵀ + b0) · (x·W1ᵀ + b1) (T5's
+// wi_0 and wi_1), become one tfm.fused_linear gated over [W0; W1], whose
+// kernel computes both halves' tiles and the product between them.
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/PassStatistics.h"
@@ -57,12 +61,85 @@ bool isStackable(LinearOp linear) {
   return !bias || bias.getDefiningOp<WeightOp>();
 }
 
+/// Features of a gated linear's half: whole panels of every target's
+/// width (4 vectors of 16 lanes at most), so that the second half starts
+/// at a panel.
+constexpr int64_t kGatedFeatureMultiple = 64;
+
+/// The stacked weights where the first of `weights` was (an imported graph
+/// declares its weights first), so that tfm-decompose gives the graph back
+/// as it was; else before `user`.
+void setInsertionPointForStack(OpBuilder &b, ArrayRef<WeightOp> weights,
+                               Operation *user) {
+  Operation *first = user;
+  for (WeightOp w : weights)
+    if (w->getBlock() == user->getBlock() && w->isBeforeInBlock(first))
+      first = w;
+  b.setInsertionPoint(first);
+}
+
+/// mul(act(x·W0ᵀ + b0), x·W1ᵀ + b1) -> fused_linear gated act over
+/// [W0; W1]: the activated half a fused linear without a residual, the
+/// other a linear, each used only here, both stackable, alike in shape.
+bool fuseGatedHalves(MulOp mul) {
+  Value lhs = mul.getLhs(), rhs = mul.getRhs();
+  if (!lhs.getDefiningOp<FusedLinearOp>())
+    std::swap(lhs, rhs);
+  auto activated = lhs.getDefiningOp<FusedLinearOp>();
+  auto plain = rhs.getDefiningOp<LinearOp>();
+  if (!activated || !plain || activated.getGated() || activated.getResidual() ||
+      activated.getActivation() == Activation::none ||
+      !activated->hasOneUse() || !plain->hasOneUse() ||
+      activated.getInput() != plain.getInput() ||
+      activated->getBlock() != mul->getBlock() ||
+      plain->getBlock() != mul->getBlock() || !isStackable(plain) ||
+      !activated.getBias() != !plain.getBias() ||
+      activated.getType() != plain.getType() ||
+      activated.getType() != mul.getType())
+    return false;
+  auto w0 = activated.getWeight().getDefiningOp<WeightOp>();
+  auto w1 = plain.getWeight().getDefiningOp<WeightOp>();
+  Value bias0 = activated.getBias();
+  if (!w0 || w0.getType() != w1.getType() ||
+      (bias0 && !bias0.getDefiningOp<WeightOp>()) ||
+      w0.getType().getDimSize(0) % kGatedFeatureMultiple != 0)
+    return false;
+  SmallVector<WeightOp> weights = {w0, w1}, biases;
+  if (bias0)
+    biases = {bias0.getDefiningOp<WeightOp>(),
+              plain.getBias().getDefiningOp<WeightOp>()};
+  OpBuilder b(mul);
+  Location loc = b.getFusedLoc({activated.getLoc(), plain.getLoc()});
+  setInsertionPointForStack(
+      b, llvm::to_vector(llvm::concat<WeightOp>(weights, biases)), activated);
+  Value weight = stack(b, loc, weights);
+  Value bias = biases.empty() ? Value() : stack(b, loc, biases);
+  b.setInsertionPoint(mul);
+  auto gated = b.create<FusedLinearOp>(
+      loc, mul.getType(), activated.getActivation(), activated.getInput(),
+      weight, bias, /*residual=*/Value(), /*gated=*/true);
+  mul.replaceAllUsesWith(gated.getResult());
+  mul.erase();
+  activated.erase();
+  plain.erase();
+  for (WeightOp w : llvm::concat<WeightOp>(weights, biases))
+    if (w->use_empty())
+      w.erase();
+  return true;
+}
+
 struct TfmFuseSiblingLinearsPass
     : public tfm::impl::TfmFuseSiblingLinearsPassBase<
           TfmFuseSiblingLinearsPass> {
   using Base::Base;
 
   void runOnOperation() override {
+    SmallVector<MulOp> products;
+    getOperation()->walk([&](MulOp mul) { products.push_back(mul); });
+    int64_t gatedPairs = llvm::count_if(products, fuseGatedHalves);
+    recordPassStatistic(getName(), "gated-pairs-stacked",
+                        "Gated feed-forward halves made one gated linear",
+                        gatedPairs);
     // Stackable linears by input, bias (1) or not (0), and element type, in
     // order.
     using Key = std::tuple<Value, unsigned, Type>;
@@ -95,14 +172,8 @@ struct TfmFuseSiblingLinearsPass
         if (Value bias = l.getBias())
           biases.push_back(bias.getDefiningOp<WeightOp>());
       }
-      // The stacked weights where the first of theirs was (an imported
-      // graph declares its weights first), so that tfm-decompose gives the
-      // graph back as it was; else before the linear.
-      Operation *firstWeight = first;
-      for (WeightOp w : llvm::concat<WeightOp>(weights, biases))
-        if (w->getBlock() == block && w->isBeforeInBlock(firstWeight))
-          firstWeight = w;
-      b.setInsertionPoint(firstWeight);
+      setInsertionPointForStack(
+          b, llvm::to_vector(llvm::concat<WeightOp>(weights, biases)), first);
       Value weight = stack(b, loc, weights);
       Value bias = biases.empty() ? Value() : stack(b, loc, biases);
       b.setInsertionPoint(first);

@@ -86,19 +86,29 @@ struct TfmSelectBackendPass
     // our vector kernels cannot take (matmul, scale, masks, softmax,
     // matmul), and the pieces are chosen below. The fused ones run our code
     // whatever the backend.
-    SmallVector<AttentionOp> attentions;
-    module.walk([&](AttentionOp op) { attentions.push_back(op); });
+    // A gated linear (both halves in one kernel) is ours too; the onednn
+    // backend spells it out so that oneDNN runs the stacked product.
+    SmallVector<Operation *> fusedOps;
+    module.walk([&](Operation *op) {
+      if (isa<AttentionOp>(op))
+        fusedOps.push_back(op);
+      if (auto linear = dyn_cast<FusedLinearOp>(op);
+          linear && linear.getGated())
+        fusedOps.push_back(op);
+    });
     IRRewriter rewriter(&getContext());
-    for (AttentionOp op : attentions) {
-      if (backend != "auto" || autoBackend(op) != "onednn") {
+    for (Operation *op : fusedOps) {
+      bool spelledOut = isa<AttentionOp>(op)
+                            ? backend == "auto" && autoBackend(op) == "onednn"
+                            : backend == "onednn";
+      if (!spelledOut) {
         record(op, "llvm");
         continue;
       }
       record(op, "decomposed, onednn");
       rewriter.setInsertionPoint(op);
       FailureOr<SmallVector<Value>> values =
-          cast<linalg::AggregatedOpInterface>(op.getOperation())
-              .decomposeOperation(rewriter);
+          cast<linalg::AggregatedOpInterface>(op).decomposeOperation(rewriter);
       if (failed(values)) {
         op->emitOpError("cannot be decomposed");
         return signalPassFailure();

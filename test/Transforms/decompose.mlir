@@ -112,3 +112,26 @@ func.func @fused_linear(%x: tensor<?x64xf32>, %w: tensor<128x64xf32>, %b: tensor
   %y = tfm.fused_linear silu %x, %w bias(%b : tensor<128xf32>) residual(%r : tensor<?x128xf32>) : tensor<?x64xf32>, tensor<128x64xf32> -> tensor<?x128xf32>
   return %y : tensor<?x128xf32>
 }
+
+// -----
+
+// Gated: the halves' linears over their own weights, the activation of the
+// first, the product; fusion stacks them back.
+// CHECK-LABEL: func @gated_linear
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: {{.+}})
+// CHECK-NEXT: %[[W0:.+]] = tfm.weight "wi_0" : tensor<64x16xf32>
+// CHECK-NEXT: %[[W1:.+]] = tfm.weight "wi_1" : tensor<64x16xf32>
+// CHECK: %[[H0:.+]] = tfm.linear %[[X]], %[[W0]]
+// CHECK-NEXT: %[[A:.+]] = tfm.gelu_tanh %[[H0]]
+// CHECK-NEXT: %[[H1:.+]] = tfm.linear %[[X]], %[[W1]]
+// CHECK-NEXT: %[[G:.+]] = tfm.mul %[[A]], %[[H1]]
+// CHECK-NEXT: return %[[G]]
+// REFUSE-LABEL: func @gated_linear
+// REFUSE-NEXT: %[[W:.+]] = tfm.weight "wi_0+wi_1" parts ["wi_0", "wi_1"] : tensor<128x16xf32>
+// REFUSE-NEXT: %[[Y:.+]] = tfm.fused_linear gelu_tanh gated %{{.+}}, %[[W]] : tensor<?x16xf32>, tensor<128x16xf32> -> tensor<?x64xf32>
+// REFUSE-NEXT: return %[[Y]]
+func.func @gated_linear(%x: tensor<?x16xf32>) -> tensor<?x64xf32> {
+  %w = tfm.weight "wi_0+wi_1" parts ["wi_0", "wi_1"] : tensor<128x16xf32>
+  %y = tfm.fused_linear gelu_tanh gated %x, %w : tensor<?x16xf32>, tensor<128x16xf32> -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}

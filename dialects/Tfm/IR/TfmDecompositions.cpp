@@ -101,7 +101,22 @@ FailureOr<SmallVector<Value>> FusedLinearOp::decomposeOperation(OpBuilder &b) {
   Location loc = getLoc();
   // residual + act(x·Wᵀ + b), the paper's x + Sublayer(x)
   Value y = b.create<LinearOp>(loc, getInput(), getWeight(), getBias());
-  y = applyActivation(b, loc, getActivation(), y);
+  if (getGated()) {
+    // act(h[.., :F]) · h[.., F:], the halves as the stacking's slices
+    int64_t axis = getType().getRank() - 1;
+    int64_t features = getType().getDimSize(axis);
+    Value f = b.create<arith::ConstantIndexOp>(loc, features);
+    Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
+    auto half = [&](Value offset) {
+      return b.create<SliceOp>(loc, getType(), y, offset, f,
+                               b.getI64IntegerAttr(axis));
+    };
+    Value first = half(zero), second = half(f);
+    y = b.create<MulOp>(loc, applyActivation(b, loc, getActivation(), first),
+                        second);
+  } else {
+    y = applyActivation(b, loc, getActivation(), y);
+  }
   if (getResidual())
     y = b.create<AddOp>(loc, getResidual(), y);
   return SmallVector<Value>{withType(b, loc, y, getType())};

@@ -494,9 +494,27 @@ LogicalResult LinearOp::verify() {
 LogicalResult FusedLinearOp::verify() {
   FailureOr<SmallVector<int64_t>> shape =
       verifyLinearShapes(*this, getInput(), getWeight(), getBias());
+  // Gated: h = x·Wᵀ + b has the two halves' 2F features, the result F.
+  if (succeeded(shape) && getGated()) {
+    int64_t rows = shape->back();
+    if (rows == kDynamic || rows % 2 != 0) {
+      InFlightDiagnostic error = emitOpError()
+                                 << "gated: expected a weight of 2F rows (the "
+                                    "two halves stacked), found ";
+      if (rows == kDynamic)
+        error << "a dynamic count";
+      else
+        error << rows;
+      return error;
+    }
+    shape->back() = rows / 2;
+  }
   if (failed(shape) ||
       failed(verifyShape(*this, "result", getType(), *shape,
-                         "the input's shape with out_features last")))
+                         getGated() ? "the input's shape with half of "
+                                      "out_features last"
+                                    : "the input's shape with out_features "
+                                      "last")))
     return failure();
   if (getResidual())
     return verifyShape(*this, "residual", getResidual().getType(), *shape,

@@ -729,21 +729,30 @@ def Tfm_FusedLinearOp : Tfm_Op<"fused_linear",
   let description = [{
     `result[..., n] = act(sum_k input[..., k] * weight[n, k] + bias[n]) + residual[..., n]`,
     where the bias and the residual are optional and `act` is `none`, `relu`,
-    `gelu` or `silu`. One kernel computes the product and applies the
-    epilogue while the tile is in registers.
+    `gelu`, `silu` or `gelu_tanh`. One kernel computes the product and
+    applies the epilogue while the tile is in registers.
+
+    With `gated` (a gated feed-forward's two input projections, T5's `wi_0`
+    and `wi_1`, stacked by `tfm-fuse-sibling-linears`), the weight stacks
+    the two as `[W0; W1]`, `[2F, K]`, the bias likewise, and the result has
+    F features: `result[..., n] = act(h[..., n]) * h[..., F + n] +
+    residual[..., n]` with `h = input·weightᵀ + bias`.
 
     ```mlir
     %h = tfm.fused_linear relu %x, %w1 bias(%b1 : tensor<2048xf32>)
         : tensor<?x?x512xf32>, tensor<2048x512xf32> -> tensor<?x?x2048xf32>
+    %g = tfm.fused_linear gelu_tanh gated %x, %w01
+        : tensor<?x?x768xf32>, tensor<4096x768xf32> -> tensor<?x?x2048xf32>
     ```
   }];
   let arguments = (ins Tfm_Activation:$activation, Tfm_FloatTensor:$input,
                        Tfm_FloatTensor:$weight,
                        Optional<Tfm_FloatTensor>:$bias,
-                       Optional<Tfm_FloatTensor>:$residual);
+                       Optional<Tfm_FloatTensor>:$residual,
+                       UnitAttr:$gated);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
-    $activation $input `,` $weight
+    $activation (`gated` $gated^)? $input `,` $weight
     (`bias` `(` $bias^ `:` type($bias) `)`)?
     (`residual` `(` $residual^ `:` type($residual) `)`)?
     attr-dict `:` type($input) `,` type($weight) `->` type($result)

@@ -266,7 +266,7 @@ static Value linearOfPackedWeight(OpBuilder &b, Location loc, Value x,
                                   const PanelViews &views, int64_t n,
                                   Value bias, Activation act, Value residual,
                                   int64_t lanes, bool bf16Dot, bool int8Dot,
-                                  Value *blockTerms) {
+                                  Value *blockTerms, bool gated = false) {
   Value view = views.panels;
   Type stored = cast<MemRefType>(view.getType()).getElementType();
   if (stored.isInteger(8)) {
@@ -276,7 +276,7 @@ static Value linearOfPackedWeight(OpBuilder &b, Location loc, Value x,
                        Int8Operands{xZeros, xScales,
                                     viewTensor(b, loc, views.scales),
                                     viewTensor(b, loc, views.sums)},
-                       blockTerms);
+                       blockTerms, gated);
   }
   bool dotPairs = false;
   if (stored.isBF16()) {
@@ -284,7 +284,7 @@ static Value linearOfPackedWeight(OpBuilder &b, Location loc, Value x,
     x = roundActivationsToBf16(b, loc, x, dotPairs);
   }
   return panelLinear(b, loc, x, viewTensor(b, loc, view), view, n, bias, act,
-                     residual, dotPairs, {}, blockTerms);
+                     residual, dotPairs, {}, blockTerms, gated);
 }
 
 /// The weight in panels in the weights file that a linear reads, itself
@@ -357,6 +357,72 @@ static Value lowerLinear(OpBuilder &b, Location loc, RankedTensorType type,
   return cast(expandLeading(b, loc, y, type, input), type);
 }
 
+/// y[:, n] = act(h[:, n]) · h[:, F + n] + r[:, n] over h [M, 2F], a pass of
+/// its own: the gate of a gated linear whose halves are not whole panels.
+static Value gateHalves(OpBuilder &b, Location loc, Value h, int64_t features,
+                        Activation act, Value residual) {
+  Value rows = getValueOrCreateConstantIndexOp(b, loc, dimOf(b, loc, h, 0));
+  auto half = [&](int64_t offset) {
+    return b.create<tensor::ExtractSliceOp>(
+        loc, h,
+        ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(offset)},
+        ArrayRef<OpFoldResult>{rows, b.getIndexAttr(features)},
+        unitStrides(b, 2));
+  };
+  SmallVector<Value> inputs = {half(0), half(features)};
+  if (residual)
+    inputs.push_back(residual);
+  return elementwise(
+      b, loc, tensorTypeOf(inputs[0]), inputs,
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value gated = nb.create<arith::MulFOp>(
+            nl, linearEpilogue(nb, nl, args[0], Value(), act, Value()),
+            args[1]);
+        return residual ? nb.create<arith::AddFOp>(nl, gated, args[2]) : gated;
+      });
+}
+
+/// act(h[:, :F]) · h[:, F:] + r with h = x·Wᵀ + b, W [2F, K] the two
+/// halves stacked (tfm.fused_linear gated): in the panel kernel, both
+/// halves' panels in one loop and the gate on their tiles, where each half
+/// is whole panels of P = 4 vectors (in the weights file, or packed here
+/// from a static weight); else h whole, then gateHalves.
+static Value lowerGatedLinear(OpBuilder &b, Location loc, RankedTensorType type,
+                              Value input, Value weight, Value bias,
+                              Activation act, Value residual, int64_t lanes,
+                              bool bf16Dot, bool int8Dot) {
+  Value x = collapseLeading(b, loc, input, 1);
+  Value flatResidual =
+      residual ? collapseLeading(b, loc, residual, 1) : Value();
+  RankedTensorType weightType = tensorTypeOf(weight);
+  int64_t n = weightType.getDimSize(0), features = n / 2;
+  auto packed = weight.getDefiningOp<WeightOp>();
+  if (packed && !packed->hasAttr(kPanelWidthAttr))
+    packed = {};
+  int64_t width =
+      packed ? packed->getAttrOfType<IntegerAttr>(kPanelWidthAttr).getInt()
+             : 4 * lanes;
+  Value y;
+  if (features % width == 0 && packed) {
+    y = linearOfPackedWeight(b, loc, x, panelsOf(b, packed), n, bias, act,
+                             flatResidual, lanes, bf16Dot, int8Dot,
+                             /*blockTerms=*/nullptr, /*gated=*/true);
+  } else if (features % width == 0 && weightType.hasStaticShape()) {
+    y = panelLinear(b, loc, x, packPanels(b, loc, weight, width), Value(), n,
+                    bias, act, flatResidual, /*dot=*/false, {}, nullptr,
+                    /*gated=*/true);
+  } else {
+    auto hType = RankedTensorType::get({tensorTypeOf(x).getDimSize(0), n},
+                                       type.getElementType());
+    Value h = lowerLinear(b, loc, hType, x, weight, bias, Activation::none,
+                          Value(), lanes, bf16Dot, int8Dot);
+    y = gateHalves(b, loc, h, features, act, flatResidual);
+  }
+  Value result = expandLeading(b, loc, y, type, input);
+  return result.getType() == type ? result
+                                  : b.create<tensor::CastOp>(loc, type, result);
+}
+
 /// Linears and fused linears; `lanes`: floats per vector of the target, so
 /// weights packed here get panels of 4 vectors; `bf16Dot`, `int8Dot`:
 /// whether it has AVX512-BF16's and AVX512-VNNI's dot products.
@@ -395,6 +461,14 @@ struct FusedLinearLowering : public LinearLoweringBase<FusedLinearOp> {
   LogicalResult
   matchAndRewrite(FusedLinearOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    if (op.getGated()) {
+      rewriter.replaceOp(
+          op, lowerGatedLinear(rewriter, op.getLoc(), op.getType(),
+                               adaptor.getInput(), adaptor.getWeight(),
+                               adaptor.getBias(), op.getActivation(),
+                               adaptor.getResidual(), lanes, bf16Dot, int8Dot));
+      return success();
+    }
     LogSumExpBlocksOp terms = termsOfPanels(op);
     Value termsValue;
     rewriter.replaceOp(op, lowerLinear(rewriter, op.getLoc(), op.getType(),

@@ -48,6 +48,17 @@ constexpr llvm::StringLiteral kInt8QuadDot = "llvm.x86.avx512.vpdpbusd.512";
 // (AVX2) or 16 KiB (AVX-512), in L1.
 // (A row of bf16 pairs holds as many bytes as one of f32.)
 constexpr int64_t kBlock = 64, kFewRows = 8, kPrefetchRows = 64;
+
+/// Panels of each half per iteration of the gated forall: up to 4 (a
+/// thread then streams 4 panels of one half, then 4 of the other, rather
+/// than switching halves at every panel).
+static int64_t gatedGroup(int64_t halfPanels) {
+  for (int64_t group : {4, 2})
+    if (halfPanels % group == 0)
+      return group;
+  return 1;
+}
+
 // Rows of a panel per K block when there are more: 32 KiB (AVX-512) or
 // 16 KiB (AVX2), which every row tile then re-reads from L1 rather than
 // L2 (blocks of 256 lost). The measurements behind these sizes, the tile
@@ -107,7 +118,7 @@ public:
   PanelKernelBuilder(OpBuilder &b, Location loc, Value x, Value panels,
                      Value panelsMemref, int64_t n, Value bias, Activation act,
                      Value residual, bool dot, const Int8Operands &int8Operands,
-                     bool blockTerms);
+                     bool blockTerms, bool gated);
 
   /// y[M, N], all panels; with blockTerms, also each panel's log-sum-exp
   /// terms [M, Np, 2].
@@ -116,6 +127,10 @@ public:
 private:
   // The loop nest.
   void buildPanel(scf::ForallOp forall);
+  void buildGatedPanels(scf::ForallOp forall, int64_t group);
+  Value groupPanels(Value t, Value p0, Value after, int64_t group);
+  void choosePanel(Value panel, Value next);
+  Value gate(Value first, Value second, Value column0, int64_t columns);
   Value panelTerms(Value tile, Value terms);
   Value panelTiles(Value tile);
   Value splitOnRows(int64_t bound, function_ref<Value()> below,
@@ -179,6 +194,11 @@ private:
   bool dot;
   Int8Operands int8Operands;
   bool blockTerms;
+  // Gated: the halves' tiles take no activation and no residual; the gate
+  // (gateAct(first) · second + gateResidual) does.
+  bool gated;
+  Activation gateAct = Activation::none;
+  Value gateResidual;
   // Of the panels' layout.
   Type stored;
   bool int8, pairK;
@@ -202,10 +222,14 @@ PanelKernelBuilder::PanelKernelBuilder(OpBuilder &b, Location loc, Value x,
                                        int64_t n, Value bias, Activation act,
                                        Value residual, bool dot,
                                        const Int8Operands &int8Operands,
-                                       bool blockTerms)
+                                       bool blockTerms, bool gated)
     : b(b), loc(loc), x(x), panels(panels), panelsMemref(panelsMemref), n(n),
       bias(bias), act(act), residual(residual), dot(dot),
-      int8Operands(int8Operands), blockTerms(blockTerms) {
+      int8Operands(int8Operands), blockTerms(blockTerms), gated(gated) {
+  if (gated) {
+    std::swap(gateAct, this->act);
+    std::swap(gateResidual, this->residual);
+  }
   RankedTensorType panelType = tensorTypeOf(panels);
   stored = panelType.getElementType();
   int8 = stored.isInteger(8);
@@ -265,7 +289,14 @@ std::pair<Value, Value> PanelKernelBuilder::build() {
   lastPanel = b.create<arith::SubIOp>(
       loc, getValueOrCreateConstantIndexOp(b, loc, panelCount),
       indexConstant(b, loc, 1));
-  OpFoldResult columns = b.getIndexAttr(numPanels * width);
+  int64_t group = 1;
+  if (gated) {
+    assert(whole && numPanels % 2 == 0 && !blockTerms &&
+           "gated: two halves of whole panels");
+    group = gatedGroup(numPanels / 2);
+    panelCount = b.getIndexAttr(numPanels / 2 / group);
+  }
+  OpFoldResult columns = b.getIndexAttr(numPanels * width / (gated ? 2 : 1));
   if (numPanels == ShapedType::kDynamic)
     columns = b.create<arith::MulIOp>(
                    loc, getValueOrCreateConstantIndexOp(b, loc, panelCount),
@@ -278,7 +309,10 @@ std::pair<Value, Value> PanelKernelBuilder::build() {
 
   auto forall = b.create<scf::ForallOp>(loc, ArrayRef<OpFoldResult>{panelCount},
                                         outs, std::nullopt);
-  buildPanel(forall);
+  if (gated)
+    buildGatedPanels(forall, group);
+  else
+    buildPanel(forall);
   Value y = forall.getResult(0);
   if (!whole)
     y = b.create<tensor::ExtractSliceOp>(
@@ -325,6 +359,117 @@ void PanelKernelBuilder::buildPanel(scf::ForallOp forall) {
     b.create<tensor::ParallelInsertSliceOp>(loc, terms, body->getArgument(2),
                                             termsOffsets, termsSizes,
                                             unitStrides(b, 3));
+}
+
+/// p = `panel`, its first column n0 = p·P, and the panel its prefetches
+/// read ahead into.
+void PanelKernelBuilder::choosePanel(Value panel, Value next) {
+  p = panel;
+  n0 = b.create<arith::MulIOp>(loc, p, indexConstant(b, loc, width));
+  if (panelsMemref)
+    nextPanel = next;
+}
+
+/// The body of the gated forall, j in [0, Np/2/G) for groups of G panels:
+/// panels jG .. jG + G − 1 of the first half into the result's columns
+/// (h0), the same panels of the second half into a tile of their own (h1),
+/// each prefetching the panel after it (after the groups: the other half's
+/// first, then the next group's), then
+///   y[:, jG·P : (j + 1)G·P] = gate(h0, h1)
+/// while both are in cache: the halves share x (read and, at int8,
+/// quantized once) and one fork of the threads.
+void PanelKernelBuilder::buildGatedPanels(scf::ForallOp forall, int64_t group) {
+  OpBuilder::InsertionGuard guard(b);
+  Block *body = forall.getBody();
+  b.setInsertionPointToStart(body);
+  Value j = body->getArgument(0), sharedY = body->getArgument(1);
+  int64_t half = numPanels / 2;
+  Value first = b.create<arith::MulIOp>(loc, j, indexConstant(b, loc, group));
+  Value column0 =
+      b.create<arith::MulIOp>(loc, first, indexConstant(b, loc, width));
+  SmallVector<OpFoldResult> groupOffsets = {b.getIndexAttr(0), column0};
+  SmallVector<OpFoldResult> groupSizes = {m, b.getIndexAttr(group * width)};
+  Value h0 = b.create<tensor::ExtractSliceOp>(loc, sharedY, groupOffsets,
+                                              groupSizes, unitStrides(b, 2));
+  Value h1 = emptyTensor(b, loc, groupSizes, elt);
+  Value secondFirst =
+      b.create<arith::AddIOp>(loc, first, indexConstant(b, loc, half));
+  Value nextGroup = b.create<arith::MinUIOp>(
+      loc, b.create<arith::AddIOp>(loc, first, indexConstant(b, loc, group)),
+      indexConstant(b, loc, half - 1));
+  h0 = groupPanels(h0, first, secondFirst, group);
+  h1 = groupPanels(h1, secondFirst, nextGroup, group);
+  Value tile = gate(h0, h1, column0, group * width);
+  b.setInsertionPointToStart(forall.getTerminator().getBody());
+  b.create<tensor::ParallelInsertSliceOp>(loc, tile, sharedY, groupOffsets,
+                                          groupSizes, unitStrides(b, 2));
+}
+
+/// t[:, g·P : (g + 1)·P] = the panel kernel on panel p0 + g, for g in
+/// [0, G) in a loop (one copy of the kernel's code); each prefetches the
+/// panel after it, the last `after`.
+Value PanelKernelBuilder::groupPanels(Value t, Value p0, Value after,
+                                      int64_t group) {
+  Value zero = indexConstant(b, loc, 0), one = indexConstant(b, loc, 1);
+  Value last = indexConstant(b, loc, group - 1);
+  auto panels = b.create<scf::ForOp>(
+      loc, zero, indexConstant(b, loc, group), one, ValueRange{t},
+      [&](OpBuilder &, Location, Value g, ValueRange iter) {
+        Value panel = b.create<arith::AddIOp>(loc, p0, g);
+        Value isLast =
+            b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, g, last);
+        choosePanel(panel, b.create<arith::SelectOp>(
+                               loc, isLast, after,
+                               b.create<arith::AddIOp>(loc, panel, one)));
+        SmallVector<OpFoldResult> offsets = {
+            b.getIndexAttr(0),
+            b.create<arith::MulIOp>(loc, g, indexConstant(b, loc, width))
+                .getResult()};
+        SmallVector<OpFoldResult> sizes = {m, b.getIndexAttr(width)};
+        Value tile = b.create<tensor::ExtractSliceOp>(loc, iter[0], offsets,
+                                                      sizes, unitStrides(b, 2));
+        b.create<scf::YieldOp>(loc, b.create<tensor::InsertSliceOp>(
+                                         loc, panelTiles(tile), iter[0],
+                                         offsets, sizes, unitStrides(b, 2))
+                                        .getResult());
+      });
+  return panels.getResult(0);
+}
+
+/// first[r, c] = act(first[r, c]) · second[r, c] + residual[r, column0 + c]
+/// over the tiles [M, columns], a row at a time in vectors.
+Value PanelKernelBuilder::gate(Value first, Value second, Value column0,
+                               int64_t columns) {
+  Value zero = indexConstant(b, loc, 0), one = indexConstant(b, loc, 1);
+  auto rows = b.create<scf::ForOp>(
+      loc, zero, m, one, ValueRange{first},
+      [&](OpBuilder &, Location, Value row, ValueRange iter) {
+        Value t = iter[0];
+        for (int64_t c = 0; c < columns; c += lanes) {
+          Value column = indexConstant(b, loc, c);
+          auto read = [&](Value from) {
+            return b.create<vector::TransferReadOp>(
+                loc, vecType, from, ValueRange{row, column}, fzero,
+                ArrayRef<bool>{true});
+          };
+          Value y = b.create<arith::MulFOp>(
+              loc, linearEpilogue(b, loc, read(t), Value(), gateAct, Value()),
+              read(second));
+          if (gateResidual)
+            y = b.create<arith::AddFOp>(
+                loc, y,
+                b.create<vector::TransferReadOp>(
+                    loc, vecType, gateResidual,
+                    ValueRange{row,
+                               b.create<arith::AddIOp>(loc, column0, column)},
+                    fzero, ArrayRef<bool>{true}));
+          t = b.create<vector::TransferWriteOp>(
+                   loc, y, t, ValueRange{row, column}, ArrayRef<bool>{true})
+                  .getResult();
+        }
+        b.create<scf::YieldOp>(loc, t);
+      });
+  return rows.getResult(0);
 }
 
 /// The log-sum-exp terms of the panel's finished tile [M, P], while it is
@@ -907,11 +1052,11 @@ Value mlir::tfm::lowering::panelLinear(OpBuilder &b, Location loc, Value x,
                                        int64_t n, Value bias, Activation act,
                                        Value residual, bool dot,
                                        const Int8Operands &int8Operands,
-                                       Value *blockTerms) {
-  auto [y, terms] =
-      PanelKernelBuilder(b, loc, x, panels, panelsMemref, n, bias, act,
-                         residual, dot, int8Operands, blockTerms != nullptr)
-          .build();
+                                       Value *blockTerms, bool gated) {
+  auto [y, terms] = PanelKernelBuilder(b, loc, x, panels, panelsMemref, n, bias,
+                                       act, residual, dot, int8Operands,
+                                       blockTerms != nullptr, gated)
+                        .build();
   if (blockTerms)
     *blockTerms = terms;
   return y;

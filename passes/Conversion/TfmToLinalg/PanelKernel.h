@@ -70,11 +70,15 @@ struct Int8Operands {
 /// log-sum-exp terms of each panel's columns in each row, [M, Np, 2]
 /// (tfm.logsumexp_blocks with blocks of P), computed from the panel's
 /// tile while it is in L1: the search's pass over the logits, fused.
+/// Where `gated` (tfm.fused_linear gated; the panels are two halves of
+/// whole panels, W0's then W1's), y[M, N/2] = act(h0) · h1 + r with
+/// h0 = x·W0ᵀ + b0 and h1 = x·W1ᵀ + b1, panel j of each half in turn in
+/// one iteration of the forall and the gate applied to their tiles.
 Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
                   Value panelsMemref, int64_t n, Value bias, Activation act,
                   Value residual, bool dot,
                   const Int8Operands &int8Operands = {},
-                  Value *blockTerms = nullptr);
+                  Value *blockTerms = nullptr, bool gated = false);
 
 /// The int8 form of a linear's input x [M, K] (reference.py,
 /// quantize_activations): each row as unsigned bytes u over the row's

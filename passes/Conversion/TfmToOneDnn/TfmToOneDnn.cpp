@@ -48,6 +48,10 @@ static bool allF32(Operation *op) {
          llvm::all_of(op->getResultTypes(), isF32Tensor);
 }
 
+/// A gated linear's two halves meet in our kernel's epilogue only.
+static bool isGated(LinearOp) { return false; }
+static bool isGated(FusedLinearOp linear) { return linear.getGated(); }
+
 static int64_t rankOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getRank();
 }
@@ -60,7 +64,8 @@ bool mlir::tfm::isOneDnnCandidate(Operation *op) {
       // layout: only our kernel reads them.
       .Case<LinearOp, FusedLinearOp>([](auto linear) {
         return rankOf(linear.getInput()) >= 2 &&
-               !linear.getWeight().template getDefiningOp<CallerRowsOp>();
+               !linear.getWeight().template getDefiningOp<CallerRowsOp>() &&
+               !isGated(linear);
       })
       .Case<MatmulOp>([](MatmulOp mm) { return rankOf(mm.getLhs()) >= 2; })
       // oneDNN 2.6's layer_normalization always subtracts the mean.

@@ -243,6 +243,30 @@ func.func @fused_linear_residual(%x: tensor<?x8xf32>, %w: tensor<16x8xf32>, %r: 
 
 // -----
 
+func.func @fused_linear_gated_odd(%x: tensor<?x8xf32>, %w: tensor<15x8xf32>) {
+  // expected-error @+1 {{gated: expected a weight of 2F rows (the two halves stacked), found 15}}
+  %0 = tfm.fused_linear relu gated %x, %w : tensor<?x8xf32>, tensor<15x8xf32> -> tensor<?x7xf32>
+  return
+}
+
+// -----
+
+func.func @fused_linear_gated_dynamic(%x: tensor<?x8xf32>, %w: tensor<?x8xf32>) {
+  // expected-error @+1 {{gated: expected a weight of 2F rows (the two halves stacked), found a dynamic count}}
+  %0 = tfm.fused_linear relu gated %x, %w : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @fused_linear_gated_result(%x: tensor<?x8xf32>, %w: tensor<16x8xf32>) {
+  // expected-error @+1 {{expected result of shape [?, 8] (the input's shape with half of out_features last), found [?, 16]}}
+  %0 = tfm.fused_linear relu gated %x, %w : tensor<?x8xf32>, tensor<16x8xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
 func.func @fused_linear_in_features(%x: tensor<?x8xf32>, %w: tensor<16x4xf32>) {
   // expected-error @+1 {{expected weight of shape [?, 8] (in_features = the input's last dimension), found [16, 4]}}
   %0 = tfm.fused_linear relu %x, %w : tensor<?x8xf32>, tensor<16x4xf32> -> tensor<?x16xf32>

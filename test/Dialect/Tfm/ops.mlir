@@ -109,9 +109,9 @@ func.func @history(%q: tensor<?x4x1x16xf32>, %cache: tensor<?x4x?x16xf32>, %rows
 func.func @fused(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x16xf32>,
                  %len: tensor<?xi32>, %x: tensor<?x?x64xf32>, %r: tensor<?x?x64xf32>,
                  %g: tensor<64xf32>, %b: tensor<64xf32>, %w: tensor<256x64xf32>, %wb: tensor<256xf32>,
-                 %r2: tensor<?x?x256xf32>)
+                 %r2: tensor<?x?x256xf32>, %r3: tensor<?x?x128xf32>)
     -> (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>,
-        tensor<?x?x256xf32>, tensor<?x?x256xf32>) {
+        tensor<?x?x256xf32>, tensor<?x?x256xf32>, tensor<?x?x128xf32>) {
   // CHECK: tfm.attention %{{.+}}, %{{.+}}, %{{.+}} lengths(%{{.+}} : tensor<?xi32>) scale 2.500000e-01 : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32> -> tensor<?x4x?x16xf32>
   %0 = tfm.attention %q, %k, %v lengths(%len : tensor<?xi32>) scale 0.25
       : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32> -> tensor<?x4x?x16xf32>
@@ -129,7 +129,10 @@ func.func @fused(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: tensor<
       : tensor<?x?x64xf32>, tensor<256x64xf32> -> tensor<?x?x256xf32>
   // CHECK: tfm.fused_linear none %{{.+}}, %{{.+}} : tensor<?x?x64xf32>, tensor<256x64xf32> -> tensor<?x?x256xf32>
   %5 = tfm.fused_linear none %x, %w : tensor<?x?x64xf32>, tensor<256x64xf32> -> tensor<?x?x256xf32>
-  return %0, %1, %2, %3, %4, %5 : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x256xf32>, tensor<?x?x256xf32>
+  // CHECK: tfm.fused_linear gelu_tanh gated %{{.+}}, %{{.+}} bias(%{{.+}} : tensor<256xf32>) residual(%{{.+}} : tensor<?x?x128xf32>) : tensor<?x?x64xf32>, tensor<256x64xf32> -> tensor<?x?x128xf32>
+  %6 = tfm.fused_linear gelu_tanh gated %x, %w bias(%wb : tensor<256xf32>) residual(%r3 : tensor<?x?x128xf32>)
+      : tensor<?x?x64xf32>, tensor<256x64xf32> -> tensor<?x?x128xf32>
+  return %0, %1, %2, %3, %4, %5, %6 : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x256xf32>, tensor<?x?x256xf32>, tensor<?x?x128xf32>
 }
 
 // Element types other than f32 are accepted throughout.
