@@ -49,6 +49,12 @@ constexpr llvm::StringLiteral kInt8QuadDot = "llvm.x86.avx512.vpdpbusd.512";
 // (A row of bf16 pairs holds as many bytes as one of f32.)
 constexpr int64_t kBlock = 64, kFewRows = 8, kPrefetchRows = 64;
 
+// Rows of a panel per K block when there are more: 32 KiB (AVX-512) or
+// 16 KiB (AVX2), which every row tile then re-reads from L1 rather than
+// L2 (blocks of 256 lost). The measurements behind these sizes, the tile
+// shapes and the prefetches below: docs/Design/WeightPanels.md.
+constexpr int64_t kManyBlock = 128;
+
 /// Panels of each half per iteration of the gated forall: up to 4 (a
 /// thread then streams 4 panels of one half, then 4 of the other, rather
 /// than switching halves at every panel).
@@ -58,12 +64,6 @@ static int64_t gatedGroup(int64_t halfPanels) {
       return group;
   return 1;
 }
-
-// Rows of a panel per K block when there are more: 32 KiB (AVX-512) or
-// 16 KiB (AVX2), which every row tile then re-reads from L1 rather than
-// L2 (blocks of 256 lost). The measurements behind these sizes, the tile
-// shapes and the prefetches below: docs/Design/WeightPanels.md.
-constexpr int64_t kManyBlock = 128;
 
 /// Whether `flag` is the constant true (a condition known when lowering).
 static bool isConstantTrue(Value flag) { return matchPattern(flag, m_One()); }
@@ -291,8 +291,8 @@ std::pair<Value, Value> PanelKernelBuilder::build() {
       indexConstant(b, loc, 1));
   int64_t group = 1;
   if (gated) {
-    assert(whole && numPanels % 2 == 0 && !blockTerms &&
-           "gated: two halves of whole panels");
+    assert(numPanels != ShapedType::kDynamic && whole && numPanels % 2 == 0 &&
+           !blockTerms && "gated: two halves of whole panels");
     group = gatedGroup(numPanels / 2);
     panelCount = b.getIndexAttr(numPanels / 2 / group);
   }
