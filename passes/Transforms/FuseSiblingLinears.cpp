@@ -24,6 +24,8 @@
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include <optional>
+
 namespace mlir {
 namespace tfm {
 #define GEN_PASS_DEF_TFMFUSESIBLINGLINEARSPASS
@@ -78,10 +80,17 @@ void setInsertionPointForStack(OpBuilder &b, ArrayRef<WeightOp> weights,
   b.setInsertionPoint(first);
 }
 
-/// mul(act(x·W0ᵀ + b0), x·W1ᵀ + b1) -> fused_linear gated act over
-/// [W0; W1]: the activated half a fused linear without a residual, the
-/// other a linear, each used only here, both stackable, alike in shape.
-bool fuseGatedHalves(MulOp mul) {
+/// The halves of a gated feed-forward's product.
+struct GatedHalves {
+  FusedLinearOp activated;
+  LinearOp plain;
+};
+
+/// mul(act(x·W0ᵀ + b0), x·W1ᵀ + b1), in either order, whose halves can be
+/// one gated linear: the activated half a fused linear without a residual,
+/// the other a linear, each used only here, both stackable, alike in shape,
+/// of a multiple of kGatedFeatureMultiple features.
+std::optional<GatedHalves> gatedHalvesOf(MulOp mul) {
   Value lhs = mul.getLhs(), rhs = mul.getRhs();
   if (!lhs.getDefiningOp<FusedLinearOp>())
     std::swap(lhs, rhs);
@@ -96,17 +105,30 @@ bool fuseGatedHalves(MulOp mul) {
       !activated.getBias() != !plain.getBias() ||
       activated.getType() != plain.getType() ||
       activated.getType() != mul.getType())
-    return false;
+    return std::nullopt;
   auto w0 = activated.getWeight().getDefiningOp<WeightOp>();
-  auto w1 = plain.getWeight().getDefiningOp<WeightOp>();
   Value bias0 = activated.getBias();
-  if (!w0 || w0.getType() != w1.getType() ||
+  if (!w0 || w0.getType() != plain.getWeight().getType() ||
       (bias0 && !bias0.getDefiningOp<WeightOp>()) ||
       w0.getType().getDimSize(0) % kGatedFeatureMultiple != 0)
+    return std::nullopt;
+  return GatedHalves{activated, plain};
+}
+
+/// The product of gatedHalvesOf -> fused_linear gated act over [W0; W1]
+/// (and [b0; b1]); the halves' own weights go where nothing else reads
+/// them.
+bool fuseGatedHalves(MulOp mul) {
+  std::optional<GatedHalves> halves = gatedHalvesOf(mul);
+  if (!halves)
     return false;
-  SmallVector<WeightOp> weights = {w0, w1}, biases;
-  if (bias0)
-    biases = {bias0.getDefiningOp<WeightOp>(),
+  auto [activated, plain] = *halves;
+  SmallVector<WeightOp> weights = {
+      activated.getWeight().getDefiningOp<WeightOp>(),
+      plain.getWeight().getDefiningOp<WeightOp>()};
+  SmallVector<WeightOp> biases;
+  if (activated.getBias())
+    biases = {activated.getBias().getDefiningOp<WeightOp>(),
               plain.getBias().getDefiningOp<WeightOp>()};
   OpBuilder b(mul);
   Location loc = b.getFusedLoc({activated.getLoc(), plain.getLoc()});
