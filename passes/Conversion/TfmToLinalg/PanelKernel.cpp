@@ -327,19 +327,19 @@ void PanelKernelBuilder::buildPanel(scf::ForallOp forall) {
   OpBuilder::InsertionGuard guard(b);
   Block *body = forall.getBody();
   b.setInsertionPointToStart(body);
-  p = body->getArgument(0);
-  Value sharedY = body->getArgument(1);
-  n0 = b.create<arith::MulIOp>(loc, p, indexConstant(b, loc, width));
+  Value panel = body->getArgument(0), sharedY = body->getArgument(1);
+  // The panel the prefetches read ahead into: p + 1, or p for the last.
+  // (Panels packed here are not prefetched.)
+  Value next;
+  if (panelsMemref)
+    next = b.create<arith::MinUIOp>(
+        loc, b.create<arith::AddIOp>(loc, panel, indexConstant(b, loc, 1)),
+        lastPanel);
+  choosePanel(panel, next);
   SmallVector<OpFoldResult> tileOffsets = {b.getIndexAttr(0), n0};
   SmallVector<OpFoldResult> tileSizes = {m, b.getIndexAttr(width)};
   Value tile = b.create<tensor::ExtractSliceOp>(loc, sharedY, tileOffsets,
                                                 tileSizes, unitStrides(b, 2));
-  // The panel the prefetches read ahead into: p + 1, or p for the last.
-  // (Panels packed here are not prefetched.)
-  if (panelsMemref)
-    nextPanel = b.create<arith::MinUIOp>(
-        loc, b.create<arith::AddIOp>(loc, p, indexConstant(b, loc, 1)),
-        lastPanel);
   tile = panelTiles(tile);
   // The panel's terms are written where they go, as its tile is.
   SmallVector<OpFoldResult> termsOffsets = {b.getIndexAttr(0), p,
