@@ -104,7 +104,9 @@ FailureOr<SmallVector<Value>> FusedLinearOp::decomposeOperation(OpBuilder &b) {
   if (getGated()) {
     // act(h[.., :F]) · h[.., F:], the halves as the stacking's slices
     int64_t axis = getType().getRank() - 1;
-    int64_t features = getType().getDimSize(axis);
+    // F from the weight's 2F rows (static, verified): the result may leave
+    // its last dimension `?`.
+    int64_t features = getWeight().getType().getDimSize(0) / 2;
     Value f = b.create<arith::ConstantIndexOp>(loc, features);
     Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
     auto half = [&](Value offset) {

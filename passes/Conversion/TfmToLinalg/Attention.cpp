@@ -639,7 +639,8 @@ Value TiledKernel::rowOf(Value t) {
   offsets.append(2, b.getIndexAttr(0));
   sizes.append(rank - 2, b.getIndexAttr(1));
   sizes.push_back(dimOf(b, loc, t, rank - 2));
-  sizes.push_back(b.getIndexAttr(type.getDimSize(rank - 1)));
+  // K's D may be `?` where Q's is static (the verifier lets them agree).
+  sizes.push_back(dimOf(b, loc, t, rank - 1));
   auto rowType = RankedTensorType::get(type.getShape().take_back(2),
                                        type.getElementType());
   return b.create<tensor::ExtractSliceOp>(loc, rowType, t, offsets, sizes,

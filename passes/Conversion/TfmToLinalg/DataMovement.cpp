@@ -54,18 +54,26 @@ struct CallerRowsLowering : public OpConversionPattern<CallerRowsOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     RankedTensorType type = op.getType();
+    // The weight's shape with `?` along the axis: the result may leave other
+    // dimensions `?` too (the verifier lets them agree), the weight's are
+    // static.
+    SmallVector<int64_t> shape(op.getInput().getType().getShape());
+    shape[op.getAxis()] = ShapedType::kDynamic;
     int64_t otherElements = 1;
     for (int64_t d = 0; d < type.getRank(); ++d)
       if (d != int64_t(op.getAxis()))
-        otherElements *= type.getDimSize(d);
+        otherElements *= shape[d];
     auto [bytes, count] =
         callerArgument(rewriter, loc, op, op.getFrom(), 4 * otherElements);
-    auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
+    auto memrefType = MemRefType::get(shape, type.getElementType());
     Value view = rewriter.create<memref::ViewOp>(
         loc, memrefType, bytes, indexConstant(rewriter, loc, 0),
         ValueRange{count});
-    rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(
-        op, type, view, /*restrict=*/true, /*writable=*/false);
+    Value rows = rewriter.create<bufferization::ToTensorOp>(
+        loc, type.clone(shape), view, /*restrict=*/true, /*writable=*/false);
+    if (rows.getType() != type)
+      rows = rewriter.create<tensor::CastOp>(loc, type, rows);
+    rewriter.replaceOp(op, rows);
     return success();
   }
 };
@@ -195,27 +203,37 @@ struct RelativePositionBiasLowering
         loc, DenseElementsAttr::get(lutType, ArrayRef<int32_t>(distances)));
     Value table = adaptor.getTable(), offset = adaptor.getQueryOffset();
     int64_t rows = op.getTable().getType().getShape()[0];
+    // Heads from the table (static, verified): the result may leave them `?`.
+    int64_t heads = op.getTable().getType().getShape()[1];
     bool bidirectional = op.getBidirectional();
-    SmallVector<OpFoldResult> sizes = {
-        rewriter.getIndexAttr(1), rewriter.getIndexAttr(type.getDimSize(1)),
-        adaptor.getQueries(), adaptor.getKeys()};
+    SmallVector<OpFoldResult> sizes = {rewriter.getIndexAttr(1),
+                                       rewriter.getIndexAttr(heads),
+                                       adaptor.getQueries(), adaptor.getKeys()};
     Value init = emptyTensor(rewriter, loc, sizes, type.getElementType());
-    rewriter.replaceOpWithNewOp<linalg::GenericOp>(
-        op, TypeRange{type}, ValueRange{}, ValueRange{init},
-        ArrayRef<AffineMap>{rewriter.getMultiDimIdentityMap(4)}, parallel(4),
-        [&](OpBuilder &b, Location l, ValueRange) {
-          // rel = j - (offset + i)
-          Value query = b.create<arith::AddIOp>(
-              l, offset, b.create<linalg::IndexOp>(l, 2));
-          Value rel = b.create<arith::SubIOp>(
-              l, b.create<linalg::IndexOp>(l, 3), query);
-          Value bucket = bucketOf(b, l, rel, lut, distances.size(),
-                                  bidirectional ? rows / 2 : 0);
-          Value h = b.create<linalg::IndexOp>(l, 1);
-          b.create<linalg::YieldOp>(
-              l, b.create<tensor::ExtractOp>(l, table, ValueRange{bucket, h})
-                     .getResult());
-        });
+    Value bias =
+        rewriter
+            .create<linalg::GenericOp>(
+                loc, init.getType(), ValueRange{}, ValueRange{init},
+                ArrayRef<AffineMap>{rewriter.getMultiDimIdentityMap(4)},
+                parallel(4),
+                [&](OpBuilder &b, Location l, ValueRange) {
+                  // rel = j - (offset + i)
+                  Value query = b.create<arith::AddIOp>(
+                      l, offset, b.create<linalg::IndexOp>(l, 2));
+                  Value rel = b.create<arith::SubIOp>(
+                      l, b.create<linalg::IndexOp>(l, 3), query);
+                  Value bucket = bucketOf(b, l, rel, lut, distances.size(),
+                                          bidirectional ? rows / 2 : 0);
+                  Value h = b.create<linalg::IndexOp>(l, 1);
+                  b.create<linalg::YieldOp>(
+                      l, b.create<tensor::ExtractOp>(l, table,
+                                                     ValueRange{bucket, h})
+                             .getResult());
+                })
+            .getResult(0);
+    if (bias.getType() != type)
+      bias = rewriter.create<tensor::CastOp>(loc, type, bias);
+    rewriter.replaceOp(op, bias);
     return success();
   }
 
@@ -367,8 +385,11 @@ struct SplitHeadsLowering : public OpConversionPattern<SplitHeadsOp> {
     Location loc = op.getLoc();
     RankedTensorType type = op.getType();
     Value x = adaptor.getInput();
-    int64_t heads = type.getDimSize(1), headDim = type.getDimSize(3);
-    if (!ShapedType::isDynamic(heads) && !ShapedType::isDynamic(headDim) &&
+    // From the op's count and the input's width (static, verified): the
+    // result may leave them `?`, which copyHeads's slices cannot take.
+    int64_t heads = op.getNumHeads(),
+            headDim = op.getInput().getType().getDimSize(2) / heads;
+    if (!type.isDynamicDim(1) && !type.isDynamicDim(3) &&
         headDim % lanes == 0) {
       Value y = copyHeads(rewriter, loc, x, type, /*toHeads=*/true, heads,
                           headDim, lanes);

@@ -296,6 +296,22 @@ static WeightOp weightInPanels(Value weight) {
   return packed && packed->hasAttr(kPanelWidthAttr) ? packed : WeightOp();
 }
 
+/// x [M, K] with the K of `packed` (static) where x leaves it `?` (the
+/// verifier lets them agree) and the panels are bf16 or int8: x's rounded
+/// or quantized form is sized by K. Else x as it is.
+static Value withPanelsK(OpBuilder &b, Location loc, Value x, WeightOp packed) {
+  RankedTensorType type = tensorTypeOf(x);
+  if (!packed || !packed->hasAttr(kPanelElementTypeAttr) ||
+      !type.isDynamicDim(1))
+    return x;
+  return b.create<tensor::CastOp>(
+      loc,
+      RankedTensorType::get(
+          {type.getDimSize(0), packed.getType().getDimSize(1)},
+          type.getElementType()),
+      x);
+}
+
 /// The tfm.logsumexp_blocks of a linear's result that the panel kernel can
 /// make with it: blocks of the panels' width, over whole panels.
 static LogSumExpBlocksOp termsOfPanels(Operation *linear) {
@@ -324,7 +340,8 @@ static Value lowerLinear(OpBuilder &b, Location loc, RankedTensorType type,
                          Value *termsValue = nullptr) {
   Value flatTerms;
   Value *blockTerms = terms ? &flatTerms : nullptr;
-  Value x = collapseLeading(b, loc, input, 1);
+  Value x = withPanelsK(b, loc, collapseLeading(b, loc, input, 1),
+                        weightInPanels(weight));
   Value flatResidual =
       residual ? collapseLeading(b, loc, residual, 1) : Value();
   RankedTensorType weightType = tensorTypeOf(weight);
@@ -391,7 +408,8 @@ static Value lowerGatedLinear(OpBuilder &b, Location loc, RankedTensorType type,
                               Value input, Value weight, Value bias,
                               Activation act, Value residual, int64_t lanes,
                               bool bf16Dot, bool int8Dot) {
-  Value x = collapseLeading(b, loc, input, 1);
+  Value x = withPanelsK(b, loc, collapseLeading(b, loc, input, 1),
+                        weightInPanels(weight));
   Value flatResidual =
       residual ? collapseLeading(b, loc, residual, 1) : Value();
   RankedTensorType weightType = tensorTypeOf(weight);
