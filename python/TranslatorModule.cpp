@@ -157,7 +157,8 @@ bool boolArg(py::handle value, const std::string &name) {
 }
 
 /// A str, bytes or os.PathLike path as the file system's bytes (a str with
-/// undecodable file-name bytes gets them back, as open() does).
+/// undecodable file-name bytes gets them back, as open() does); an empty
+/// one names nothing and is a ValueError.
 std::string pathArg(py::handle value, const std::string &name) {
   auto path = py::reinterpret_steal<py::object>(PyOS_FSPath(value.ptr()));
   if (!path) {
@@ -178,6 +179,9 @@ std::string pathArg(py::handle value, const std::string &name) {
   if (out.find('\0') != std::string::npos)
     throw py::value_error(name +
                           " contains a NUL character: " + reprText(value));
+  if (out.empty())
+    throw py::value_error(name +
+                          " must not be empty: it names a file or directory");
   return out;
 }
 
@@ -796,7 +800,8 @@ private:
     for (size_t k = 0; k < list.size(); ++k) {
       py::handle token = list[k];
       if (PyUnicode_Check(token.ptr()))
-        out.push_back(pieceId(token.cast<std::string>(), where));
+        out.push_back(pieceId(token.cast<std::string>(),
+                              where + ": token " + std::to_string(k)));
       else
         out.push_back(targetId(token, where + ": token " + std::to_string(k)));
     }
@@ -831,6 +836,8 @@ private:
   }
 
   int32_t pieceId(const std::string &piece, const std::string &where) {
+    if (piece.empty())
+      throw py::value_error(where + ": an empty piece names no token");
     if (!tokenizer)
       throw std::invalid_argument(where + ": this model has no tokenizer: "
                                           "give target token ids");
@@ -845,7 +852,8 @@ private:
     return id;
   }
 
-  /// An optional language code argument: None or a str.
+  /// An optional language code argument: None or a str; "" (no code)
+  /// would read as None, and is a ValueError.
   static std::string codeArg(py::handle arg, const std::string &name) {
     if (arg.is_none())
       return "";
@@ -854,7 +862,11 @@ private:
                            " must be a str (a language code such as "
                            "\"de\") or None, found " +
                            describe(arg));
-    return arg.cast<std::string>();
+    std::string code = arg.cast<std::string>();
+    if (code.empty())
+      throw py::value_error(name + " must not be empty: give a language "
+                                   "code such as \"de\", or None");
+    return code;
   }
 
   /// The tokens of source_lang and target_lang (each checked alone first,
@@ -1055,9 +1067,11 @@ PYBIND11_MODULE(tfmc, m) {
            "(--token-scores). target_prefix, if given, holds for each "
            "sentence None or the target token ids (or vocabulary pieces) its "
            "translations start "
-           "with, forced as the translator's --target-prefix forces them. "
+           "with (None or []: none), forced as the translator's "
+           "--target-prefix forces them. "
            "source_lang and target_lang (an ISO code such as \"de\" or the "
-           "model's own: \"__de__\", \"deu_Latn\", \"de_DE\") do what the "
+           "model's own: \"__de__\", \"deu_Latn\", \"de_DE\"; not \"\") do "
+           "what the "
            "translator's --source-lang and --target-lang do: str sentences "
            "get the source language's token (id sentences are taken as "
            "given), the target language's token is forced first, before "

@@ -218,6 +218,36 @@ void addSamplingOptions(CLI::App &app, tfm_search_options &s) {
       ->type_name("S");
 }
 
+/// A value that names something (a file, a language, target tokens):
+/// empty, it names nothing and would read as the option not given. Target
+/// tokens are split at blanks, so only blanks is none either.
+CLI::Validator naming(const std::string &what, bool blanksAreEmpty) {
+  return CLI::Validator(
+      [what, blanksAreEmpty](std::string &value) -> std::string {
+        if (value.empty())
+          return fmt::format("expects {}, found an empty value", what);
+        if (blanksAreEmpty &&
+            value.find_first_not_of(" \t\n\v\f\r") == std::string::npos)
+          return fmt::format("expects {}, found only blanks", what);
+        return "";
+      },
+      "");
+}
+
+/// Every option that names something refuses an empty value; such an
+/// option is known by its type name, so that a new one gets the check.
+void refuseEmptyNames(CLI::App &app) {
+  for (CLI::Option *option : app.get_options()) {
+    std::string type = option->get_type_name();
+    if (type == "FILE")
+      option->check(naming("a file name", false));
+    else if (type == "CODE")
+      option->check(naming("a language code", false));
+    else if (type == "TOKENS")
+      option->check(naming("target tokens", true));
+  }
+}
+
 const std::map<std::string, Format> kFormats = {{"text", Format::Text},
                                                 {"ids", Format::Ids}};
 
@@ -371,7 +401,8 @@ void addInputOutputOptions(CLI::App &app, Options &o) {
                  "write each sentence's first-step logits (f32, "
                  "little-endian) to FILE, for testing")
       ->type_name("FILE");
-  app.add_option("INPUT", o.inputs, "input files ('-': stdin)");
+  app.add_option("INPUT", o.inputs, "input files ('-': stdin)")
+      ->type_name("FILE");
 }
 
 /// The vocabulary shortlist: the model's by default.
@@ -417,6 +448,7 @@ Options tfm_translator::parseCommandLine(int argc, char **argv) {
   addShortlistOptions(app, o);
   addInputOutputOptions(app, o);
   addMachineOptions(app, o);
+  refuseEmptyNames(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &) {

@@ -49,7 +49,8 @@ struct Options {
 
 /// The options of `argv`; prints the help or the version and exits where
 /// asked to, and exits with a message naming the option and its value when
-/// one is wrong.
+/// one is wrong: an empty value of one that names something (a FILE, a
+/// language CODE, target TOKENS) too.
 Options parseCommandLine(int argc, char **argv);
 
 /// --model-info: the compiled model's shape, precision, generation rules,

@@ -239,8 +239,12 @@ def check_errors(translator, overflow_out):
         if isinstance(result, Exception) or result[0].hypotheses != want:
             fail(f"{kwargs}: {result!r}, expected {want}")
 
+    check_empty_names(translator)
+
     for args, kind, text in (((None,), TypeError, "model_dir must be a str or os.PathLike, found NoneType"),
                              (("a\0b",), ValueError, "model_dir contains a NUL character"),
+                             (("",), ValueError, "model_dir must not be empty"),
+                             ((b"",), ValueError, "model_dir must not be empty"),
                              ((overflow_out, 0), ValueError, "threads must be an int in [1, 1024], found 0"),
                              ((overflow_out, 10**6), ValueError, "threads must be an int in [1, 1024]"),
                              ((overflow_out, "2"), TypeError, "threads must be an int, found str")):
@@ -254,6 +258,28 @@ def check_errors(translator, overflow_out):
     _, result = caught(lambda: overflow.translate_batch([[], [], [5, 6]]))
     if "of the batch" in str(result):
         fail(f"runtime error: {result}")
+
+
+def check_empty_names(translator):
+    """An argument that names something (a language, a piece, a file) is a
+    ValueError when empty, not taken as None; a sentence's target prefix
+    may be empty (no prefix), as a blank line of --target-prefix-file is."""
+    ok = ["Open the file."]
+    tb, sb = translator.translate_batch, translator.score_batch
+    for name, call, text in (
+            ("source_lang ''", lambda: tb(ok, source_lang=""), "source_lang must not be empty"),
+            ("target_lang ''", lambda: tb(ok, target_lang=""), "target_lang must not be empty"),
+            ("score source_lang ''", lambda: sb(ok, ok, source_lang=""), "source_lang must not be empty"),
+            ("score target_lang ''", lambda: sb(ok, ok, target_lang=""), "target_lang must not be empty"),
+            ("piece ''", lambda: tb(ok * 2, target_prefix=[None, ["\u2581Die", ""]]),
+             "target_prefix 1: token 1: an empty piece names no token"),
+            ("read_vmap ''", lambda: translator.read_vmap(""), "path must not be empty")):
+        expect_error(name, call, ValueError, text)
+    want = tb(ok * 2)
+    for prefix in ([[], None], [(), []]):
+        _, result = caught(lambda: tb(ok * 2, target_prefix=prefix))
+        if isinstance(result, Exception) or [r.hypotheses for r in result] != [r.hypotheses for r in want]:
+            fail(f"target_prefix {prefix}: {result!r}, expected no prefix")
 
 
 def write(edge_text, edge_ids, ids_model):
