@@ -296,12 +296,16 @@ std::pair<Value, Value> PanelKernelBuilder::build() {
     group = gatedGroup(numPanels / 2);
     panelCount = b.getIndexAttr(numPanels / 2 / group);
   }
-  OpFoldResult columns = b.getIndexAttr(numPanels * width / (gated ? 2 : 1));
-  if (numPanels == ShapedType::kDynamic)
-    columns = b.create<arith::MulIOp>(
-                   loc, getValueOrCreateConstantIndexOp(b, loc, panelCount),
-                   indexConstant(b, loc, width))
-                  .getResult();
+  // numPanels is kDynamic (INT64_MIN) where the count is only known at run
+  // time: multiplying it would overflow, so that case builds the product.
+  OpFoldResult columns =
+      numPanels == ShapedType::kDynamic
+          ? OpFoldResult(
+                b.create<arith::MulIOp>(
+                     loc, getValueOrCreateConstantIndexOp(b, loc, panelCount),
+                     indexConstant(b, loc, width))
+                    .getResult())
+          : OpFoldResult(b.getIndexAttr(numPanels * width / (gated ? 2 : 1)));
   SmallVector<Value> outs = {emptyTensor(b, loc, {m, columns}, elt)};
   if (blockTerms)
     outs.push_back(
