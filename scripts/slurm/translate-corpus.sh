@@ -18,10 +18,13 @@
 # return when the merge job ends, with 0 once OUTPUT is written. Other
 # options go to the translator (-b 4, ...).
 #
-# A shard that fails leaves no OUTPUT (an old one is removed at submission):
-# the merge job fails, naming each failed shard and its log
-# (OUTPUT.shards/task-I.log) in OUTPUT.shards/merge.log, and --wait exits 1
-# with the same names and the logs' last lines.
+# OUTPUT never replaces a file the run reads (INPUT, the translator, a
+# file an option names: the same file by any name); it is written whole,
+# when every shard has succeeded, and an OUTPUT of an earlier run stays as
+# it was until then. A shard that fails: the merge job fails, naming each
+# failed shard and its log (OUTPUT.shards/task-I.log) in
+# OUTPUT.shards/merge.log, and --wait exits 1 with the same names and the
+# logs' last lines.
 set -euo pipefail
 
 # The header above, without its comment signs.
@@ -48,17 +51,27 @@ die() { echo "translate-corpus: $*" >&2; exit 1; }
 [[ $shards =~ ^[1-9][0-9]*$ ]] || die "--shards N needs a number >= 1"
 [ -f "$input" ] || die "$input: no such file"
 [ -n "$translator" ] && [ -x "$translator" ] || die "no translator: pass --translator PATH (or set TFM_TRANSLATOR)"
+# The translator's rules for its outputs: a file is the same by device and
+# inode (-ef), whatever its name.
+[ -d "$output" ] && die "$output: cannot write: it is a directory"
+[ "$output" -ef "$input" ] && die "$output is the input file $input: writing it would destroy what is being read; choose another output"
+[ "$output" -ef "$translator" ] && die "$output is the translator $translator: choose another output"
+for option in ${options[@]+"${options[@]}"}; do
+  if [ -f "$option" ] && [ "$output" -ef "$option" ]; then
+    die "$output is the file $option that an option names: choose another output"
+  fi
+done
 command -v sbatch > /dev/null || die "sbatch not found: this needs a Slurm cluster (Debian: slurm-wlm)"
 
 abs() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
 input=$(abs "$input") output=$(abs "$output") translator=$(abs "$translator")
 work=$output.shards
+case $input/ in "$work"/*) die "$input lies in $work, which holds this run's shards: choose another output" ;; esac
 rm -rf "$work"
 mkdir -p "$work"
 # N shards of whole lines, in order (GNU split; a shard may be empty).
 split -n "l/$shards" -d -a 4 "$input" "$work/in."
-# An OUTPUT from an earlier run would pass for this one's.
-rm -f "$output" "$output.part"
+rm -f "$output.part"
 lines() { awk 'END { print NR }' "$1"; }
 
 # Whether every shard gave one line per line (out.I is written only when the
@@ -152,11 +165,12 @@ merge=(sbatch "${common[@]}" --dependency="afterany:$array" --kill-on-invalid-de
 if [ "$wait" = 1 ]; then
   echo "translate-corpus: job array $array ($shards shards), then the merge into $output" >&2
   # sbatch --wait exits with the merge job's status, but with 0 for a job
-  # cancelled before it ran: success is that status and OUTPUT written.
+  # cancelled before it ran: success is that status and the shards gone,
+  # which the merge removes only once OUTPUT is in place.
   status=0
   job=$("${merge[@]}" --wait "$work/merge.sh") || status=$?
   job=${job%%;*}
-  if [ "$status" != 0 ] || [ ! -f "$output" ]; then
+  if [ "$status" != 0 ] || [ -d "$work" ]; then
     [ -n "$job" ] || die "the merge job was not submitted (cancel the job array: scancel $array)"
     if [ -d "$work" ]; then
       check_shards || die "$output not written; the shards are kept in $work"
@@ -164,8 +178,7 @@ if [ "$wait" = 1 ]; then
     if [ -s "$work/merge.log" ]; then
       tail -n 5 "$work/merge.log" | sed 's/^/    /' >&2
     fi
-    [ -f "$output" ] || die "the merge job $job did not write $output (sbatch --wait: exit $status): see $work/merge.log"
-    die "the merge job $job failed (sbatch --wait: exit $status): see $work/merge.log"
+    die "the merge job $job did not write $output (sbatch --wait: exit $status): see $work/merge.log"
   fi
   echo "translate-corpus: $output: $(lines "$output") lines"
 else

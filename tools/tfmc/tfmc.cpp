@@ -39,6 +39,7 @@
 #include "tfm/abi/ModelInfo.h"
 #include "tfm/abi/Vmap.h"
 #include "tools/Version.h"
+#include "tools/common/GuardedOutput.h"
 #include "tools/tfmc/ShortlistBuilder.h"
 #include "tools/tfmc/Vmap.h"
 
@@ -46,7 +47,6 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringSet.h"
@@ -56,11 +56,11 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
 #include <optional>
 #include <thread>
+#include <unistd.h>
 
 using namespace llvm;
 
@@ -128,7 +128,7 @@ static cl::opt<bool> embedWeights(
 static cl::opt<std::string>
     targetCpu("target-cpu",
               cl::desc("LLVM CPU to compile for (default: this host's)"),
-              cl::cat(tfmcOptions));
+              cl::value_desc("cpu"), cl::cat(tfmcOptions));
 static cl::opt<std::string> targetFeatures(
     "target-features",
     cl::desc("LLVM target features, e.g. +avx2,+fma (default: the CPU's)"),
@@ -170,12 +170,12 @@ static cl::opt<std::string> sourceLang(
     cl::desc("compile: the source language of a model of one pair (Marian, "
              "BART), e.g. en, recorded for --model-info and the translator's "
              "--source-lang; with --target-lang"),
-    cl::value_desc("code"), cl::cat(tfmcOptions));
+    cl::value_desc("language code"), cl::cat(tfmcOptions));
 static cl::opt<std::string> targetLang(
     "target-lang",
     cl::desc("compile: the target language of a model of one pair, e.g. de; "
              "with --source-lang"),
-    cl::value_desc("code"), cl::cat(tfmcOptions));
+    cl::value_desc("language code"), cl::cat(tfmcOptions));
 static cl::opt<std::string> vmapFile(
     "vmap",
     cl::desc("compile: a vocabulary map (CTranslate2's vmap: 'SOURCE "
@@ -276,16 +276,45 @@ static int reportError(const Twine &message) {
   return 1;
 }
 
-static int writeOutput(
-    function_ref<void(raw_ostream &)> write) {
-  std::string errorMessage;
-  std::unique_ptr<ToolOutputFile> output =
-      mlir::openOutputFile(outputFile, &errorMessage);
-  if (!output)
-    return reportError(errorMessage);
-  write(output->os());
-  output->keep();
-  return 0;
+/// The checkpoint directory: the model's, or the graph's --weights.
+static StringRef checkpointDir() {
+  return graphWeights.empty() ? StringRef(modelDir) : StringRef(graphWeights);
+}
+
+/// Every file the command reads, which no output may overwrite.
+static tfm_tools::ReadFiles filesRead() {
+  tfm_tools::ReadFiles reads;
+  if (!graphWeights.empty())
+    reads.addFile(modelDir, "the graph");
+  reads.addDirectory(checkpointDir().str(), "the checkpoint directory");
+  reads.addFile(vmapFile, "--vmap");
+  reads.addFile(corpusSource, "--source");
+  reads.addFile(corpusTarget, "--target");
+  reads.addFile(shortlistVocab, "--vocab");
+  return reads;
+}
+
+/// Writes -o (a file, or stdout) through a temporary that replaces it once
+/// complete; never over a file the command reads.
+static int writeOutput(function_ref<void(raw_ostream &)> write) {
+  tfm_tools::ReplacementFile output;
+  std::string error = output.open(outputFile, filesRead());
+  if (!error.empty())
+    return reportError(error);
+  {
+    raw_fd_ostream os(output.fd(), /*shouldClose=*/outputFile != "-");
+    write(os);
+    os.flush();
+    if (outputFile != "-")
+      os.close();
+    if (os.has_error()) {
+      std::string message = os.error().message();
+      os.clear_error();
+      return reportError(outputFile + ": cannot write: " + message);
+    }
+  }
+  error = output.commit();
+  return error.empty() ? 0 : reportError(error);
 }
 
 /// Where the runtime libraries are: beside an installed tfmc (bin/../lib),
@@ -395,11 +424,6 @@ static int embed(StringRef translatorPath, StringRef weightsPath,
   return 0;
 }
 
-/// The checkpoint directory: the model's, or the graph's --weights.
-static StringRef checkpointDir() {
-  return graphWeights.empty() ? StringRef(modelDir) : StringRef(graphWeights);
-}
-
 /// A language code as tfmc records it: letters, then optional parts after
 /// '-' or '_' (en, ast, pt_BR, zh-Hant); no spaces, which the runtime's
 /// description of the tokenizer separates fields by.
@@ -416,9 +440,10 @@ static bool isLanguageCode(StringRef code) {
 }
 
 /// The tokenizer's files, checked against the model being compiled, with
-/// the languages of --source-lang / --target-lang.
-static Expected<mlir::tfm::TokenizerFiles>
-findTokenizer(mlir::ModuleOp module) {
+/// the languages of --source-lang / --target-lang; the files tfmc makes
+/// (tokenizer.tfm, a vocab.json from Marian's vocab.yml) go to `outDir`.
+static Expected<mlir::tfm::TokenizerFiles> findTokenizer(mlir::ModuleOp module,
+                                                         StringRef outDir) {
   if (sourceLang.empty() != targetLang.empty())
     return createStringError(
         inconvertibleErrorCode(),
@@ -446,20 +471,23 @@ findTokenizer(mlir::ModuleOp module) {
   target.padTokenId = modelInt("pad_token_id");
   target.sourceLang = sourceLang;
   target.targetLang = targetLang;
-  return mlir::tfm::findTokenizerFiles(checkpointDir(), target, outputFile);
+  return mlir::tfm::findTokenizerFiles(checkpointDir(), target, outDir);
 }
 
-/// The output directory, made, with the tokenizer's files checked: before
-/// the long compilation, which a bad tokenizer would only waste.
+/// The output directory, begun beside -o (which it replaces when
+/// complete), with the tokenizer's files checked: before the long
+/// compilation, which a bad tokenizer would only waste.
 static Expected<mlir::tfm::TokenizerFiles>
-prepareOutput(mlir::ModuleOp module) {
+prepareOutput(mlir::ModuleOp module, tfm_tools::ReplacementDirectory &out) {
   if (outputFile == "-")
     return createStringError(
         inconvertibleErrorCode(),
         "a translator needs an output directory: -o OUT_DIR");
-  if (std::error_code ec = sys::fs::create_directories(outputFile))
-    return createStringError(ec, outputFile + ": " + ec.message());
-  Expected<mlir::tfm::TokenizerFiles> tokenizer = findTokenizer(module);
+  std::string error = out.open(outputFile, filesRead(), "translator");
+  if (!error.empty())
+    return createStringError(inconvertibleErrorCode(), error);
+  Expected<mlir::tfm::TokenizerFiles> tokenizer =
+      findTokenizer(module, out.buildPath());
   if (tokenizer && !tokenizer->warning.empty())
     WithColor::warning(errs(), "tfmc") << tokenizer->warning << "\n";
   return tokenizer;
@@ -473,7 +501,7 @@ prepareOutput(mlir::ModuleOp module) {
 /// line by line, as OUT_DIR/vmap.txt, which the runtime reads with the
 /// tokenizer.
 static Error storeVmap(mlir::ModuleOp module,
-                       mlir::tfm::TokenizerFiles &tokenizer) {
+                       mlir::tfm::TokenizerFiles &tokenizer, StringRef outDir) {
   auto vocabPath = llvm::find_if(tokenizer.files, [](const std::string &file) {
     return sys::path::filename(file) == "vocab.json";
   });
@@ -483,7 +511,7 @@ static Error storeVmap(mlir::ModuleOp module,
           inconvertibleErrorCode(),
           "--vmap " + vmapFile + ": a vmap names pieces, and " +
               checkpointDir() + " has no tokenizer to give them ids");
-    SmallString<256> textPath(outputFile);
+    SmallString<256> textPath(outDir);
     sys::path::append(textPath, tfm_runtime::kVmapTextFileName);
     if (Error err = tfm_tools::storeVmapText(vmapFile, textPath))
       return err;
@@ -506,7 +534,7 @@ static Error storeVmap(mlir::ModuleOp module,
   if (vocabulary->count("<unk>"))
     specials.push_back(vocabulary->lookup("<unk>"));
   llvm::erase_if(specials, [](int32_t id) { return id < 0; });
-  SmallString<256> outPath(outputFile);
+  SmallString<256> outPath(outDir);
   sys::path::append(outPath, tfm_runtime::kVmapFileName);
   std::string warning;
   if (Error err = tfm_tools::storeVmap(vmapFile, *vocabulary,
@@ -519,10 +547,11 @@ static Error storeVmap(mlir::ModuleOp module,
   return Error::success();
 }
 
+/// The translator, its weights and its files, in `outDir`.
 static int compileTranslator(mlir::ModuleOp module,
-                             ArrayRef<std::string> tokenizerFiles) {
-  SmallString<256> object(outputFile), weights(outputFile),
-      translator(outputFile);
+                             ArrayRef<std::string> tokenizerFiles,
+                             StringRef outDir) {
+  SmallString<256> object(outDir), weights(outDir), translator(outDir);
   sys::path::append(object, "model");
   sys::path::append(weights, "model.tfmw");
   sys::path::append(translator, "translator");
@@ -545,7 +574,7 @@ static int compileTranslator(mlir::ModuleOp module,
     return reportError(toString(objects.takeError()));
   if (int rc = linkTranslator(*objects, translator, callsOneDnn(module)))
     return rc;
-  SmallString<256> library(outputFile);
+  SmallString<256> library(outDir);
   sys::path::append(library, "libtranslator.so");
   if (int rc = linkTranslator(*objects, library, callsOneDnn(module),
                               /*sharedLibrary=*/true))
@@ -558,11 +587,11 @@ static int compileTranslator(mlir::ModuleOp module,
     // What tfmc wrote (tokenizer.tfm, a vocab.json made from a Marian
     // vocab.yml) is inside the translator now.
     for (const std::string &file : tokenizerFiles)
-      if (sys::fs::equivalent(sys::path::parent_path(file), outputFile))
+      if (sys::fs::equivalent(sys::path::parent_path(file), outDir))
         sys::fs::remove(file);
     return 0;
   }
-  if (Error err = mlir::tfm::copyTokenizerFiles(tokenizerFiles, outputFile))
+  if (Error err = mlir::tfm::copyTokenizerFiles(tokenizerFiles, outDir))
     return reportError(toString(std::move(err)));
   return 0;
 }
@@ -609,6 +638,12 @@ static int drawGraph(mlir::ModuleOp module) {
   StringRef format = sys::path::extension(outputFile).drop_front();
   if (format.empty() || format == "dot" || format == "gv" || outputFile == "-")
     return writeOutput([&](raw_ostream &os) { os << dot; });
+  // dot writes the temporary that replaces the output once it is drawn.
+  tfm_tools::ReplacementFile output;
+  std::string error = output.open(outputFile, filesRead());
+  if (!error.empty())
+    return reportError(error);
+  ::close(output.fd());
   ErrorOr<std::string> graphviz = sys::findProgramByName("dot");
   if (!graphviz)
     return reportError("drawing " + outputFile + " needs Graphviz's `dot` "
@@ -638,7 +673,8 @@ static int drawGraph(mlir::ModuleOp module) {
       return reportError(dotPath + ": " + ec.message());
     file << dot;
   }
-  std::string typeFlag = ("-T" + format).str(), outFlag = "-o" + outputFile;
+  std::string typeFlag = ("-T" + format).str(),
+              outFlag = "-o" + output.writePath();
   std::string errorMessage;
   int rc = sys::ExecuteAndWait(*graphviz,
                                {*graphviz, typeFlag, outFlag, dotPath},
@@ -647,7 +683,8 @@ static int drawGraph(mlir::ModuleOp module) {
   if (rc != 0)
     return reportError("dot failed to draw " + outputFile +
                        (errorMessage.empty() ? "" : ": " + errorMessage));
-  return 0;
+  error = output.commit();
+  return error.empty() ? 0 : reportError(error);
 }
 
 /// `tfmc shortlist`: builds a vmap from --source and --target, or with
@@ -697,6 +734,23 @@ static int runShortlist() {
   return writeOutput([&](raw_ostream &out) { out << text; });
 }
 
+/// An option that names something (a file, a directory, a language, a
+/// CPU, a backend) given as "" names nothing: an error naming the option,
+/// never the option's default taken silently.
+static int refuseEmptyNames() {
+  if (modelDir.getNumOccurrences() && modelDir.empty())
+    return reportError("the model directory (or graph) argument is empty");
+  for (cl::opt<std::string> *option :
+       {&outputFile, &graphWeights, &targetCpu, &backend, &precision,
+        &sourceLang, &targetLang, &vmapFile, &corpusSource, &corpusTarget,
+        &shortlistVocab})
+    if (option->getNumOccurrences() && option->empty())
+      return reportError((option->ArgStr.size() == 1 ? "-" : "--") +
+                         option->ArgStr + " is empty: give it a value (" +
+                         option->ValueStr + ")");
+  return 0;
+}
+
 static void printVersion(raw_ostream &os) {
   os << "tfmc " << TFM_VERSION << " (commit " << TFM_COMMIT << ")\n"
      << "built with LLVM/MLIR " << LLVM_VERSION_STRING << "\n";
@@ -735,13 +789,14 @@ static int run(StringRef command) {
         [&](raw_ostream &os) { mlir::tfm::printModelSummary(**module, os); });
 
   std::optional<mlir::tfm::TokenizerFiles> tokenizer;
+  tfm_tools::ReplacementDirectory outDir;
   if (command == "compile" && compileTo == Phase::Translator) {
-    Expected<mlir::tfm::TokenizerFiles> found = prepareOutput(**module);
+    Expected<mlir::tfm::TokenizerFiles> found = prepareOutput(**module, outDir);
     if (!found)
       return reportError(toString(found.takeError()));
     tokenizer = std::move(*found);
     if (!vmapFile.empty())
-      if (Error err = storeVmap(**module, *tokenizer))
+      if (Error err = storeVmap(**module, *tokenizer, outDir.buildPath()))
         return reportError(toString(std::move(err)));
   } else if (!vmapFile.empty()) {
     return reportError("--vmap is stored with a translator: `tfmc compile "
@@ -790,8 +845,13 @@ static int run(StringRef command) {
   }
   if (passStatistics)
     mlir::tfm::printPassStatistics(errs());
-  if (command == "compile" && compileTo == Phase::Translator)
-    return compileTranslator(**module, tokenizer->files);
+  if (command == "compile" && compileTo == Phase::Translator) {
+    if (int rc =
+            compileTranslator(**module, tokenizer->files, outDir.buildPath()))
+      return rc;
+    std::string error = outDir.commit();
+    return error.empty() ? 0 : reportError(error);
+  }
   return writeOutput([&](raw_ostream &os) {
     (*module)->print(os, mlir::OpPrintingFlags());
     os << "\n";
@@ -820,6 +880,8 @@ int main(int argc, char **argv) {
     cl::HideUnrelatedOptions({&shortlistOptions, &tfmcOptions},
                              shortlistCommand);
     cl::ParseCommandLineOptions(argc, argv, kUsage);
+    if (int rc = refuseEmptyNames())
+      return rc;
     return runShortlist();
   }
   if (command != "import" && command != "compile" && command != "graph") {
@@ -841,5 +903,7 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(args.size(), args.data(), kUsage);
   if (command == "compile" && summary)
     return reportError("--summary is an option of `tfmc import`");
+  if (int rc = refuseEmptyNames())
+    return rc;
   return run(command);
 }

@@ -13,7 +13,9 @@
 
 #include "tfm/runtime.h"
 
+#include "tfm/abi/EmbeddedFiles.h"
 #include "tfm/abi/ModelInfo.h"
+#include "tfm/abi/Vmap.h"
 #include "tools/translator/Lines.h"
 #include "tools/translator/Options.h"
 #include "tools/translator/Output.h"
@@ -47,13 +49,18 @@ double secondsSince(Clock::time_point start) {
 /// similar length can share a batch.
 constexpr size_t kBatchesPerWindow = 4;
 
-/// The weights: embedded in this executable, or model.tfmw beside it.
-std::string defaultWeights() {
+/// This translator's executable, or empty if the system will not say.
+std::string executablePath() {
   char self[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0)
+  return n > 0 ? std::string(self, n) : std::string();
+}
+
+/// The weights: embedded in this executable, or model.tfmw beside it.
+std::string defaultWeights() {
+  std::string self = executablePath();
+  if (self.empty())
     return "model.tfmw";
-  self[n] = 0;
   std::ifstream exe(self, std::ios::binary | std::ios::ate);
   tfm_runtime::EmbedTrailer trailer{};
   if (exe && exe.tellg() >= std::streamoff(sizeof trailer)) {
@@ -814,6 +821,29 @@ void Run::printTiming(double loadSeconds) const {
                  : "");
 }
 
+/// Every file the run reads, which no output may overwrite: the inputs,
+/// the model's files (the translator, its weights and the files beside
+/// them that tfmc writes), the companion inputs.
+tfm_tools::ReadFiles filesRead(const Options &o) {
+  tfm_tools::ReadFiles reads;
+  if (o.inputs.empty())
+    reads.addFile("-", "standard input");
+  for (const std::string &input : o.inputs)
+    reads.addFile(input, "the input file");
+  reads.addFile(o.weights, "the weights file");
+  reads.addFile(executablePath(), "the translator");
+  std::string modelDir = o.weights.substr(0, o.weights.rfind('/') + 1);
+  for (const char *name :
+       {"translator", "libtranslator.so", "model.tfmw",
+        tfm_runtime::kTokenizerInfoName, "source.spm", "target.spm",
+        "vocab.json", "sentencepiece.bpe.model", "spiece.model",
+        tfm_runtime::kVmapFileName, tfm_runtime::kVmapTextFileName})
+    reads.addFile(modelDir + name, "the model's file");
+  reads.addFile(o.targetPrefixFile, "--target-prefix-file");
+  reads.addFile(o.vmapPath, "--vmap");
+  return reads;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -841,13 +871,7 @@ int main(int argc, char **argv) {
   checkMaxLength(o, s.cfg);
   double loadSeconds = secondsSince(started);
 
-  // Every file the run reads: no output may overwrite one.
-  std::vector<std::string> readPaths =
-      o.inputs.empty() ? std::vector<std::string>{"-"} : o.inputs;
-  readPaths.push_back(o.weights);
-  if (!o.targetPrefixFile.empty())
-    readPaths.push_back(o.targetPrefixFile);
-  std::vector<InputFile> readFiles = regularFiles(readPaths);
+  tfm_tools::ReadFiles readFiles = filesRead(o);
   Output out(o.output, readFiles);
   std::optional<Output> logits;
   if (!o.logitsPath.empty())
