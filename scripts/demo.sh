@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# The main job on the bundled model: installs, builds, compiles the trained
-# English -> German model in examples/en-de with tfmc into a native
-# translator, and translates sample sentences, source and German side by side.
+# The main job on the bundled model: installs, builds (as root, puts the
+# tools in /usr/local too), compiles the trained English -> German model in
+# examples/en-de with tfmc into a native translator, and translates sample
+# sentences, source and German side by side.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
 bash scripts/build.sh
 BUILD_DIR=${BUILD_DIR:-build}
+# The tools on PATH (/usr/local/bin), as the README's commands use them.
+if [ "$(id -u)" -eq 0 ]; then
+  cmake --install "$BUILD_DIR" --component tools > /dev/null
+  echo "== installed: $(command -v tfmc) $(command -v tfm-serve)"
+fi
 MODEL=examples/en-de
 OUT="$BUILD_DIR/models/en-de"
 
