@@ -135,3 +135,25 @@ func.func @gated_linear(%x: tensor<?x16xf32>) -> tensor<?x64xf32> {
   %y = tfm.fused_linear gelu_tanh gated %x, %w : tensor<?x16xf32>, tensor<128x16xf32> -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>
 }
+
+// -----
+
+// Gated over one weight (no parts), to a result that leaves F `?`: the
+// halves are slices of the product at 0 and F = 64, F from the weight's
+// 2F = 128 rows.
+// CHECK-LABEL: func @gated_linear_dynamic_features
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: {{.+}})
+// CHECK-NEXT: %[[W:.+]] = tfm.weight "w" : tensor<128x32xf32>
+// CHECK-NEXT: %[[H:.+]] = tfm.linear %[[X]], %[[W]] : (tensor<?x32xf32>, tensor<128x32xf32>) -> tensor<?x128xf32>
+// CHECK-DAG: %[[F:.+]] = arith.constant 64 : index
+// CHECK-DAG: %[[Z:.+]] = arith.constant 0 : index
+// CHECK: %[[H0:.+]] = tfm.slice %[[H]][%[[Z]], %[[F]]] axis 1 : tensor<?x128xf32> -> tensor<?x?xf32>
+// CHECK-NEXT: %[[H1:.+]] = tfm.slice %[[H]][%[[F]], %[[F]]] axis 1 : tensor<?x128xf32> -> tensor<?x?xf32>
+// CHECK-NEXT: %[[A:.+]] = tfm.silu %[[H0]]
+// CHECK-NEXT: %[[G:.+]] = tfm.mul %[[A]], %[[H1]]
+// CHECK-NEXT: return %[[G]]
+func.func @gated_linear_dynamic_features(%x: tensor<?x32xf32>) -> tensor<?x?xf32> {
+  %w = tfm.weight "w" : tensor<128x32xf32>
+  %y = tfm.fused_linear silu gated %x, %w : tensor<?x32xf32>, tensor<128x32xf32> -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
