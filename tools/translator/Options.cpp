@@ -99,9 +99,23 @@ class WrappingFormatter : public CLI::Formatter {
 public:
   static constexpr size_t kNameWidth = 30, kLineWidth = 79;
   WrappingFormatter() { column_width(kNameWidth); }
+  /// The name column without CLI11's "Excludes: ...", which would push the
+  /// description to the next line; make_option_desc says it instead.
+  std::string make_option_opts(const CLI::Option *option) const override {
+    std::string opts = CLI::Formatter::make_option_opts(option);
+    return opts.substr(0, opts.find(" " + get_label("Excludes") + ":"));
+  }
   std::string make_option_desc(const CLI::Option *option) const override {
+    std::string description = option->get_description();
+    const char *separator = " (not with ";
+    for (const CLI::Option *excluded : option->get_excludes()) {
+      description += separator + excluded->get_name();
+      separator = ", ";
+    }
+    if (!option->get_excludes().empty())
+      description += ")";
     std::string text, line;
-    std::istringstream words(option->get_description());
+    std::istringstream words(description);
     for (std::string word; words >> word;) {
       if (!line.empty() &&
           line.size() + 1 + word.size() > kLineWidth - kNameWidth) {
