@@ -8,7 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <sys/socket.h>
 
+#include <cerrno>
+#include <cstring>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 using namespace tfm_serve;
@@ -38,6 +41,29 @@ class Listener : public httplib::Server {
 public:
   void deepenBacklog(int backlog) { ::listen(svr_sock_, backlog); }
 };
+
+/// SO_REUSEADDR always, so that a restarted server binds at once while
+/// its predecessor's connections linger in TIME_WAIT; SO_REUSEPORT only on
+/// request. httplib's default sets SO_REUSEPORT, with which a second server
+/// on a port in use starts and the kernel splits the connections between
+/// the two (one perhaps with API keys, the other without).
+void setSocketOptions(int sock, bool reusePort) {
+  int yes = 1;
+  setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  if (reusePort)
+    setsockopt(sock, SOL_SOCKET, SO_REUSEPORT, &yes, sizeof(yes));
+}
+
+/// Why binding `host`:`port` failed, from the errno bind left.
+std::string bindFailure(const std::string &host, int port, int error) {
+  if (error == EADDRINUSE)
+    return fmt::format("port {} on {} is in use (another process listens on "
+                       "it): choose another --port, or give --reuse-port to "
+                       "every server that is to share it",
+                       port, host);
+  return fmt::format("cannot listen on {}:{}: {}", host, port,
+                     error ? std::strerror(error) : "the address is invalid");
+}
 
 std::string dump(const json &value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -145,6 +171,9 @@ HttpServer::HttpServer(Service &service, const Catalog &catalog,
   server->set_keep_alive_max_count(1000);
   server->set_payload_max_length(this->options.maxBody);
   server->set_tcp_nodelay(true);
+  bool reusePort = this->options.reusePort;
+  server->set_socket_options(
+      [reusePort](int sock) { setSocketOptions(sock, reusePort); });
   addGuards();
   addRoutes();
 }
@@ -300,12 +329,14 @@ void HttpServer::getMetrics(const Request &, Response &res) {
 
 int HttpServer::bind() {
   int port = options.port;
+  errno = 0;
   if (port == 0)
     port = server->bind_to_any_port(options.host);
   else if (!server->bind_to_port(options.host, port))
     port = -1;
-  if (port > 0)
-    static_cast<Listener &>(*server).deepenBacklog(SOMAXCONN);
+  if (port < 0)
+    throw std::runtime_error(bindFailure(options.host, options.port, errno));
+  static_cast<Listener &>(*server).deepenBacklog(SOMAXCONN);
   return port;
 }
 

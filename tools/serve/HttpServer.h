@@ -31,6 +31,9 @@ namespace tfm_serve {
 struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 5000;
+  /// Share the port with other processes that ask for it too
+  /// (SO_REUSEPORT); without it a port in use is an error.
+  bool reusePort = false;
   /// Bodies longer than this are refused (413).
   size_t maxBody = 1 << 20;
   /// Requests with more header lines are refused (431).
@@ -50,7 +53,7 @@ public:
   ~HttpServer();
 
   /// Binds the address; returns the port (the one the system chose for
-  /// port 0), or -1.
+  /// port 0); throws naming the address and the reason when it cannot.
   int bind();
   /// Serves until stop(); returns once every connection has been answered.
   bool listen();

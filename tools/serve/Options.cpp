@@ -61,6 +61,10 @@ void addHttpOptions(CLI::App &app, ServeOptions &o) {
   app.add_option("--port", h.port, "port to listen on (0: any free one)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
+  app.add_flag("--reuse-port", h.reusePort,
+               "share the port with other servers that ask for it too "
+               "(SO_REUSEPORT: the kernel splits connections among them); "
+               "without it a port in use is an error");
   app.add_option("--connections", h.connections,
                  "connections served at once (more wait to be accepted)")
       ->capture_default_str()

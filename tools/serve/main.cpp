@@ -102,9 +102,12 @@ int main(int argc, char **argv) {
   HttpServer http(
       service, *catalog, metrics, access,
       [&](size_t model) { return executor.queued(model); }, o.http);
-  int port = http.bind();
-  if (port < 0)
-    die(fmt::format("cannot listen on {}:{}", o.http.host, o.http.port));
+  int port = 0;
+  try {
+    port = http.bind();
+  } catch (const std::exception &e) {
+    die(e.what());
+  }
   if (!o.quiet)
     printModels(models, *catalog);
   fmt::print("tfm-serve: listening on http://{}:{}\n", o.http.host, port);

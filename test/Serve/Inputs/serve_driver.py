@@ -9,6 +9,7 @@ and every wait in time.
   serve_driver.py overload MODEL SRC CLI        a small queue: only 200 and 503
   serve_driver.py sigterm MODEL SRC CLI         SIGTERM under load, then restart
   serve_driver.py hostile MODEL SRC CLI         malformed and hostile requests
+  serve_driver.py port MODEL SRC CLI            a port in use, --reuse-port, restart
 """
 
 import json
@@ -34,18 +35,21 @@ def fail(message):
 
 
 class Server:
-    """tfm-serve on a free port; stop() sends SIGTERM and returns its exit code."""
+    """tfm-serve on a free port (or `port`); stop() sends SIGTERM and returns
+    its exit code. model None: the models are among the options."""
 
-    def __init__(self, model, *options):
-        self.proc = subprocess.Popen(
-            [SERVE, "--port", "0", "--quiet", *options, model],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    def __init__(self, model, *options, port=0, quiet=True):
+        command = [SERVE, "--port", str(port)] + (["--quiet"] if quiet else [])
+        command += list(options) + ([model] if model else [])
+        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
         line = self._first_line(30)
         match = re.search(r"listening on http://([\d.]+):(\d+)", line)
         if not match:
             self.proc.kill()
             fail("tfm-serve did not start: %r %s" % (line, self.proc.stderr.read()))
-        self.url = "http://127.0.0.1:%s" % match.group(2)
+        self.port = int(match.group(2))
+        self.url = "http://127.0.0.1:%d" % self.port
 
     def _first_line(self, seconds):
         result = []
@@ -569,10 +573,94 @@ def run_hostile(model, src_path, cli_path):
           "dropped; the server stayed up; past --timeout: 504" % (count + 1))
 
 
+# --- start-up failures --------------------------------------------------------
+
+
+def refused_start(arguments, seconds=60):
+    """Runs tfm-serve expecting it to refuse to start: returns (exit code,
+    stderr). A server that starts listening instead fails the test at once."""
+    proc = subprocess.Popen([SERVE, *arguments], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    first = []
+    reader = threading.Thread(target=lambda: first.append(proc.stdout.readline()),
+                              daemon=True)
+    reader.start()
+    reader.join(seconds)
+    if first and "listening" in first[0]:
+        proc.kill()
+        proc.wait(10)
+        fail("tfm-serve %r started (%s) instead of refusing" % (arguments, first[0].strip()))
+    try:
+        code = proc.wait(seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        fail("tfm-serve %r neither started nor exited within %d s" % (arguments, seconds))
+    return code, proc.stderr.read()
+
+
+# --- port -----------------------------------------------------------------
+
+
+def keep_alive_connection(url):
+    """A connection that has had its answer and stays open, so that the
+    server closes it first and its side of it lingers in TIME_WAIT."""
+    host, port = url.split("//")[1].split(":")
+    sock = socket.create_connection((host, int(port)), timeout=TIMEOUT)
+    sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    answer = b""
+    while not answer.endswith(b'{"status":"ok"}'):
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        answer += chunk
+    expect("a keep-alive answer", answer.split(b"\r\n")[0], b"HTTP/1.1 200 OK")
+    return sock
+
+
+def check_port_in_use(model, port, *options):
+    code, err = refused_start(["--quiet", "--port", str(port), *options, model])
+    expect("exit status on a port in use %r" % (options,), code, 1)
+    if "port %d on 127.0.0.1 is in use" % port not in err:
+        fail("the error does not name port %d: %r" % (port, err))
+
+
+def check_shared_port(model, port, src, cli):
+    """Two servers that both ask for --reuse-port share it."""
+    first = Server(model, "--reuse-port", port=port)
+    second = Server(model, "--reuse-port", port=port)
+    expect("the shared port", (first.port, second.port), (port, port))
+    for _ in range(4):
+        status, answer, _ = translate(first.url, src[1])
+        expect("served on the shared port", (status, answer), (200, {"translatedText": cli[1]}))
+    expect("exit status of the first sharer", first.stop(), 0)
+    expect("exit status of the second sharer", second.stop(), 0)
+
+
+def run_port(model, src_path, cli_path):
+    src, cli = read_lines(src_path), read_lines(cli_path)
+    server = Server(model)
+    port = server.port
+    check_port_in_use(model, port)
+    check_port_in_use(model, port, "--reuse-port")  # the holder did not ask
+    status, answer, _ = translate(server.url, src[1])
+    expect("the first server still serves", (status, answer), (200, {"translatedText": cli[1]}))
+    lingering = keep_alive_connection(server.url)
+    expect("exit status", server.stop(), 0)
+    lingering.close()
+    # SO_REUSEADDR: the port binds again at once, TIME_WAIT or not.
+    again = Server(model, port=port)
+    check_port_in_use(model, port, "--reuse-port")
+    expect("exit status of the restarted server", again.stop(), 0)
+    check_shared_port(model, port, src, cli)
+    print("port: a port in use is an error naming it, exit 1; --reuse-port only "
+          "shares with servers that ask too; a restart binds at once")
+
+
 def main():
     command, model = sys.argv[1], sys.argv[2]
     commands = {"api": run_api, "options": run_options, "keys": run_keys, "load": run_load,
-                "overload": run_overload, "sigterm": run_sigterm, "hostile": run_hostile}
+                "overload": run_overload, "sigterm": run_sigterm, "hostile": run_hostile,
+                "port": run_port}
     commands[command](model, *sys.argv[3:])
 
 
