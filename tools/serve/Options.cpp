@@ -23,27 +23,51 @@ Each DIR is what tfmc compile -o wrote; its language pair(s) come from the
 model. SIGTERM or SIGINT: stop accepting, answer what was accepted, exit 0.
 See docs/Serving.md.)";
 
+bool isBlank(const std::string &text) {
+  return text.find_first_not_of(" \t\r\n") == std::string::npos;
+}
+
+/// Refuses an empty value of an option that names something: `--api-keys
+/// ""` (a variable that expanded to nothing) would otherwise serve without
+/// keys, and an empty directory or host names nothing to load or bind.
+CLI::Validator namesSomething(const std::string &what) {
+  return CLI::Validator(
+      [what](std::string &value) {
+        return isBlank(value) ? "the value is empty: give " + what
+                              : std::string();
+      },
+      "", "names something");
+}
+
 /// "NAME=DIR", or a directory named after its last component.
 ModelSpec modelSpec(const std::string &text, bool named) {
   if (named) {
     size_t eq = text.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    if (eq == std::string::npos || isBlank(text.substr(0, eq)) ||
+        isBlank(text.substr(eq + 1)))
       die(fmt::format("--model expects NAME=DIR, found '{}'", text));
     return {text.substr(0, eq), text.substr(eq + 1)};
   }
   std::string dir = text;
   while (dir.size() > 1 && dir.back() == '/')
     dir.pop_back();
-  return {dir.substr(dir.rfind('/') + 1), text};
+  std::string name = dir.substr(dir.rfind('/') + 1);
+  if (name.empty())
+    die(fmt::format("MODEL_DIR '{}' has no last component to name the model "
+                    "after: use --model NAME=DIR",
+                    text));
+  return {name, text};
 }
 
 void addModelOptions(CLI::App &app, std::vector<std::string> &dirs,
                      std::vector<std::string> &named, ServeOptions &o) {
   app.add_option("MODEL_DIR", dirs,
                  "directories tfmc compile -o wrote (named after their last "
-                 "component)");
+                 "component)")
+      ->check(namesSomething("a directory tfmc compile -o wrote"));
   app.add_option("--model", named, "a model under a name of its own")
-      ->type_name("NAME=DIR");
+      ->type_name("NAME=DIR")
+      ->check(namesSomething("NAME=DIR"));
   app.add_option("--threads", o.threads, "threads a batch runs on")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
@@ -57,7 +81,8 @@ void addModelOptions(CLI::App &app, std::vector<std::string> &dirs,
 void addHttpOptions(CLI::App &app, ServeOptions &o) {
   HttpOptions &h = o.http;
   app.add_option("--host", h.host, "address to listen on")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(namesSomething("an address to listen on"));
   app.add_option("--port", h.port, "port to listen on (0: any free one)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
@@ -76,7 +101,8 @@ void addHttpOptions(CLI::App &app, ServeOptions &o) {
   app.add_option("--api-keys", o.apiKeysFile,
                  "only requests with one of the keys in FILE (one a line) "
                  "are served (403 otherwise)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(namesSomething("a file of API keys"));
   app.add_option("--key-rate", o.keyRate,
                  "at most N requests a minute per key, or per client "
                  "address without keys (429 past it; 0: no limit)")
@@ -141,6 +167,17 @@ void addBatchOptions(CLI::App &app, ServeOptions &o) {
       ->check(CLI::Range(0.0, 10000.0));
 }
 
+/// CLI11 reads `--api-keys= DIR` as `--api-keys DIR`, an empty value
+/// after '=' taking the next argument instead: refused before it parses.
+void refuseEmptyAssignments(int argc, char **argv) {
+  for (int i = 1; i < argc && std::string(argv[i]) != "--"; ++i) {
+    std::string arg = argv[i];
+    size_t eq = arg.find('=');
+    if (arg.compare(0, 2, "--") == 0 && eq + 1 == arg.size())
+      die(fmt::format("{}: the value is empty; see --help", arg.substr(0, eq)));
+  }
+}
+
 std::vector<ModelSpec> modelSpecs(const std::vector<std::string> &dirs,
                                   const std::vector<std::string> &named) {
   std::vector<ModelSpec> models;
@@ -184,6 +221,7 @@ ServeOptions tfm_serve::parseCommandLine(int argc, char **argv) {
   addHttpOptions(app, o);
   addLimitOptions(app, o);
   addBatchOptions(app, o);
+  refuseEmptyAssignments(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &) {

@@ -10,6 +10,7 @@ and every wait in time.
   serve_driver.py sigterm MODEL SRC CLI         SIGTERM under load, then restart
   serve_driver.py hostile MODEL SRC CLI         malformed and hostile requests
   serve_driver.py port MODEL SRC CLI            a port in use, --reuse-port, restart
+  serve_driver.py empty-options MODEL           empty values of naming options
 """
 
 import json
@@ -656,11 +657,49 @@ def run_port(model, src_path, cli_path):
           "shares with servers that ask too; a restart binds at once")
 
 
+# --- empty options ------------------------------------------------------------
+
+
+EMPTY_OPTIONS = [
+    # (arguments before the model directory, text the error must hold)
+    (["--api-keys", ""], "--api-keys: the value is empty"),
+    (["--api-keys", "  "], "--api-keys: the value is empty"),
+    (["--api-keys="], "--api-keys: the value is empty"),
+    (["--host", ""], "--host: the value is empty"),
+    (["--model", ""], "--model: the value is empty"),
+    (["--model", "=%(model)s"], "--model expects NAME=DIR"),
+    (["--model", "name="], "--model expects NAME=DIR"),
+    (["--model", "name= "], "--model expects NAME=DIR"),
+    (["", "--model", "m=%(model)s"], "MODEL_DIR: the value is empty"),
+    (["--port", ""], "--port"),
+    (["--threads", ""], "--threads"),
+    (["--max-q-chars", ""], "--max-q-chars"),
+]
+
+
+def run_empty_options(model, keys_path):
+    for arguments, message in EMPTY_OPTIONS:
+        arguments = [a % {"model": model} for a in arguments]
+        port = [] if "--port" in arguments else ["--port", "0"]
+        code, err = refused_start([*port, "--quiet", *arguments, model])
+        expect("exit status of %r" % arguments, code, 1)
+        if not err.startswith("tfm-serve: error: ") or message not in err:
+            fail("%r: the error does not say %r: %r" % (arguments, message, err))
+    # The same options with values start, and the keys are required.
+    server = Server(model, "--api-keys", keys_path, "--host", "127.0.0.1")
+    status, answer, _ = translate(server.url, "Open the file.")
+    expect("no key", status, 403)
+    expect("exit status", server.stop(), 0)
+    print("empty-options: %d empty or blank values refused naming the option, exit 1"
+          % len(EMPTY_OPTIONS))
+
+
 def main():
     command, model = sys.argv[1], sys.argv[2]
     commands = {"api": run_api, "options": run_options, "keys": run_keys, "load": run_load,
                 "overload": run_overload, "sigterm": run_sigterm, "hostile": run_hostile,
-                "port": run_port}
+                "port": run_port,
+                "empty-options": run_empty_options}
     commands[command](model, *sys.argv[3:])
 
 
