@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -86,8 +87,29 @@ bool Catalog::knows(const std::string &code) const {
   return false;
 }
 
+Parsed<size_t> Catalog::modelNamed(const std::string &name) const {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < models.size(); ++i) {
+    if (models[i]->name() == name)
+      return i;
+    names.push_back(models[i]->name());
+  }
+  return HttpError{400,
+                   fmt::format("Invalid request: model '{}' is not "
+                               "served here (the models: {})",
+                               name.substr(0, 100), fmt::join(names, ", "))};
+}
+
 Parsed<Route> Catalog::route(const std::string &source,
-                             const std::string &target) const {
+                             const std::string &target,
+                             const std::string &modelName) const {
+  std::optional<size_t> only;
+  if (!modelName.empty()) {
+    Parsed<size_t> named = modelNamed(modelName);
+    if (const HttpError *error = errorOf(named))
+      return *error;
+    only = std::get<size_t>(named);
+  }
   if (!knows(target))
     return HttpError{400, fmt::format("{} is not supported", target)};
   if (source != "auto" && !knows(source))
@@ -95,6 +117,8 @@ Parsed<Route> Catalog::route(const std::string &source,
   std::vector<const Pair *> found;
   std::set<std::string> sources;
   for (const Pair &pair : pairs) {
+    if (only && pair.model != *only)
+      continue;
     const ModelLibrary &model = *models[pair.model];
     if (model.findLanguage(target) != pair.target)
       continue;
@@ -103,6 +127,10 @@ Parsed<Route> Catalog::route(const std::string &source,
     found.push_back(&pair);
     sources.insert(pair.sourceCode);
   }
+  if (found.empty() && only)
+    return HttpError{400, fmt::format("Invalid request: model {} does not "
+                                      "serve {} -> {}",
+                                      modelName, source, target)};
   if (found.empty())
     return HttpError{400, fmt::format("{} is not available as a target "
                                       "language from {}",
@@ -113,4 +141,20 @@ Parsed<Route> Catalog::route(const std::string &source,
                                       fmt::join(sources, ", "))};
   const Pair &pair = *found.front();
   return Route{pair.model, pair.source, pair.target, pair.sourceCode};
+}
+
+std::vector<ModelPairs> Catalog::pairsByModel() const {
+  std::vector<ModelPairs> out(models.size());
+  // The model that serves each pair: the first given with it, as route()
+  // picks it.
+  std::map<std::string, size_t> servedBy;
+  for (const Pair &pair : pairs) {
+    std::string name = pair.sourceCode + " -> " + pair.targetCode;
+    auto [it, first] = servedBy.try_emplace(name, pair.model);
+    if (first)
+      out[pair.model].served.push_back(name);
+    else if (it->second != pair.model)
+      out[pair.model].shadowed.emplace_back(name, it->second);
+  }
+  return out;
 }

@@ -35,6 +35,14 @@ struct LanguageEntry {
   std::vector<std::string> targets;
 };
 
+/// The pairs of one model, as "en -> de": those it serves, and those a
+/// model given before it serves first (a request without a model never
+/// reaches it for them), each with the index of that model.
+struct ModelPairs {
+  std::vector<std::string> served;
+  std::vector<std::pair<std::string, size_t>> shadowed;
+};
+
 class Catalog {
 public:
   /// Throws when a model has no languages (it could serve no pair).
@@ -42,10 +50,13 @@ public:
 
   /// The model and languages for `source` ("auto": the only source
   /// language that reaches `target`) to `target`, or a 400 naming what is
-  /// not served.
-  Parsed<Route> route(const std::string &source,
-                      const std::string &target) const;
+  /// not served. The first model given that serves the pair, or the one
+  /// named `model` (a 400 when there is none, or it does not serve it).
+  Parsed<Route> route(const std::string &source, const std::string &target,
+                      const std::string &model = "") const;
   const std::vector<LanguageEntry> &languages() const { return entries; }
+  /// Per model (in their order) the pairs it serves and those it does not.
+  std::vector<ModelPairs> pairsByModel() const;
 
 private:
   struct Pair {
@@ -57,6 +68,7 @@ private:
   void buildEntries();
   std::string publicCode(const ModelLibrary &model, int index) const;
   bool knows(const std::string &code) const;
+  Parsed<size_t> modelNamed(const std::string &name) const;
 
   const std::vector<std::unique_ptr<ModelLibrary>> &models;
   std::vector<Pair> pairs;

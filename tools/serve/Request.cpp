@@ -310,7 +310,8 @@ void refuseUnknownFields(const json &object) {
                                               "sampling_topp",
                                               "sampling_temperature",
                                               "seed",
-                                              "return_token_scores"};
+                                              "return_token_scores",
+                                              "model"};
   for (const auto &item : object.items())
     if (!known.count(item.key()))
       badRequest(fmt::format("unknown field '{}'", item.key().substr(0, 50)));
@@ -399,6 +400,11 @@ tfm_serve::parseNativeRequest(const std::string &body,
     readNativeSource(object, request, limits);
     request.sourceLang = stringField(object, "source_lang").value_or("auto");
     request.targetLang = requiredString(object, "target_lang");
+    if (std::optional<std::string> model = stringField(object, "model")) {
+      if (model->empty())
+        badRequest("model is empty: give the name of a served model");
+      request.model = *model;
+    }
     readNativeOptions(object, request, limits);
     readTargetPrefix(object, request);
     request.apiKey = stringField(object, "api_key").value_or("");

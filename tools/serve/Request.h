@@ -64,6 +64,9 @@ struct PrefixToken {
 struct NativeRequest {
   std::vector<std::string> source;
   std::string sourceLang = "auto", targetLang, apiKey;
+  /// The model to translate with, by name; empty: the one that serves the
+  /// pair first (several models may serve one pair).
+  std::string model;
   std::optional<int> beamSize, nBest, maxLength, minLength;
   std::optional<double> maxLengthRatio, lengthPenalty;
   /// Repetition guards (unset: the model's generation config) and the

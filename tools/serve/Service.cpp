@@ -246,7 +246,8 @@ Parsed<NativeResult> Service::translate(const NativeRequest &request,
       return HttpError{400, fmt::format("Invalid request: source[{}] holds a "
                                         "newline: one sentence per item",
                                         i)};
-  Parsed<Route> route = catalog.route(request.sourceLang, request.targetLang);
+  Parsed<Route> route =
+      catalog.route(request.sourceLang, request.targetLang, request.model);
   if (const HttpError *error = errorOf(route))
     return *error;
   size_t model = std::get<Route>(route).model;

@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <pthread.h>
@@ -63,15 +64,47 @@ sigset_t blockStopSignals() {
   return signals;
 }
 
-void printModels(const std::vector<std::unique_ptr<ModelLibrary>> &models,
-                 const Catalog &catalog) {
-  for (const auto &model : models)
-    fmt::print(stderr, "tfm-serve: model {}: {} languages\n", model->name(),
-               model->languages().size());
-  size_t pairs = 0;
-  for (const LanguageEntry &entry : catalog.languages())
-    pairs += entry.targets.size();
-  fmt::print(stderr, "tfm-serve: {} language pairs\n", pairs);
+/// At most `limit` items of `items`, joined, and how many more there are.
+std::string someOf(const std::vector<std::string> &items, size_t limit) {
+  std::vector<std::string> shown(items.begin(),
+                                 items.begin() + std::min(limit, items.size()));
+  std::string text = fmt::format("{}", fmt::join(shown, ", "));
+  if (items.size() > limit)
+    text += fmt::format(" and {} more", items.size() - limit);
+  return text;
+}
+
+/// Which model serves which pair. A model whose pairs a model given before
+/// it serves is reached for them only by /v1/translate's "model" field: a
+/// warning names each such model and its pairs (printed even with --quiet:
+/// the second model may be there by mistake).
+void printPairs(const std::vector<std::unique_ptr<ModelLibrary>> &models,
+                const Catalog &catalog, bool quiet) {
+  std::vector<ModelPairs> byModel = catalog.pairsByModel();
+  size_t total = 0;
+  for (size_t m = 0; m < models.size(); ++m) {
+    const ModelPairs &pairs = byModel[m];
+    total += pairs.served.size();
+    if (!quiet)
+      fmt::print(stderr, "tfm-serve: model {} ({} languages) serves {}\n",
+                 models[m]->name(), models[m]->languages().size(),
+                 pairs.served.empty() ? std::string("no pair")
+                                      : someOf(pairs.served, 20));
+    if (pairs.shadowed.empty())
+      continue;
+    std::vector<std::string> shadowed;
+    for (const auto &[pair, by] : pairs.shadowed)
+      shadowed.push_back(fmt::format("{} by {}", pair, models[by]->name()));
+    fmt::print(stderr,
+               "tfm-serve: warning: model {} is shadowed: {} of its {} pairs "
+               "are served by a model given before it ({}); only "
+               "/v1/translate's \"model\": \"{}\" reaches it for them\n",
+               models[m]->name(), pairs.shadowed.size(),
+               pairs.served.size() + pairs.shadowed.size(),
+               someOf(shadowed, 20), models[m]->name());
+  }
+  if (!quiet)
+    fmt::print(stderr, "tfm-serve: {} language pairs\n", total);
 }
 
 } // namespace
@@ -108,8 +141,7 @@ int main(int argc, char **argv) {
   } catch (const std::exception &e) {
     die(e.what());
   }
-  if (!o.quiet)
-    printModels(models, *catalog);
+  printPairs(models, *catalog, o.quiet);
   fmt::print("tfm-serve: listening on http://{}:{}\n", o.http.host, port);
   std::fflush(stdout);
 

@@ -11,6 +11,7 @@ and every wait in time.
   serve_driver.py hostile MODEL SRC CLI         malformed and hostile requests
   serve_driver.py port MODEL SRC CLI            a port in use, --reuse-port, restart
   serve_driver.py empty-options MODEL           empty values of naming options
+  serve_driver.py models A B R SRC CLI          two models of one pair, "model"
 """
 
 import json
@@ -694,12 +695,99 @@ def run_empty_options(model, keys_path):
           % len(EMPTY_OPTIONS))
 
 
+# --- models -------------------------------------------------------------------
+
+
+def sentences_of(url, model):
+    return metric(get(url + "/metrics")[1], "tfm_serve_sentences_total",
+                  '{model="%s"}' % model)
+
+
+def sentences_of_a_and_b(url, expected, seconds=10):
+    """The sentences a and b translated, once they are `expected` or the
+    time is up: a batch is counted just after its requests are answered."""
+    deadline = time.monotonic() + seconds
+    while True:
+        counts = (sentences_of(url, "a"), sentences_of(url, "b"))
+        if counts == expected or time.monotonic() > deadline:
+            return counts
+        time.sleep(0.05)
+
+
+def native(url, sentence, source="en", target="de", **fields):
+    body = {"source": [sentence], "source_lang": source, "target_lang": target}
+    return post(url + "/v1/translate", dict(body, **fields))
+
+
+def check_chosen_models(url, src, cli):
+    """Without a model the first given serves en -> de; "model" picks one.
+    The metrics count each model's sentences."""
+    expected = {"results": [{"hypotheses": [cli[1]]}]}
+    for fields, counts in [({}, (1, 0)), ({"model": "b"}, (1, 1)), ({"model": "a"}, (2, 1))]:
+        status, answer, _ = native(url, src[1], **fields)
+        expect("/v1/translate with %r" % fields, (status, answer), (200, expected))
+        expect("sentences of a and b after %r" % fields,
+               sentences_of_a_and_b(url, counts), counts)
+    status, answer, _ = translate(url, src[1])
+    expect("/translate", (status, answer), (200, {"translatedText": cli[1]}))
+    expect("/translate goes to a", sentences_of_a_and_b(url, (3, 1)), (3, 1))
+
+
+def check_model_errors(url, src):
+    for fields, source, target, message in [
+            ({"model": "nope"}, "en", "de", "model 'nope' is not served here (the models: a, b, r)"),
+            ({"model": "r"}, "en", "de", "model r does not serve en -> de"),
+            ({"model": "a"}, "de", "en", "model a does not serve de -> en"),
+            ({"model": ""}, "en", "de", "model is empty: give the name of a served model"),
+            ({"model": 5}, "en", "de", "model must be a string, found number")]:
+        status, answer, _ = native(url, src[1], source, target, **fields)
+        expect("%r %s -> %s" % (fields, source, target),
+               (status, answer.get("error")), (400, "Invalid request: " + message))
+
+
+def check_start_messages(err):
+    for line in ["tfm-serve: model a (2 languages) serves en -> de\n",
+                 "tfm-serve: model b (2 languages) serves no pair\n",
+                 "tfm-serve: model r (2 languages) serves de -> en\n",
+                 "tfm-serve: warning: model b is shadowed: 1 of its 1 pairs are served "
+                 "by a model given before it (en -> de by a); only /v1/translate's "
+                 "\"model\": \"b\" reaches it for them\n",
+                 "tfm-serve: 2 language pairs\n"]:
+        if line not in err:
+            fail("the start-up messages lack %r: %r" % (line, err))
+    expect("warnings", err.count("warning"), 1)
+
+
+def run_models(model_a, model_b, model_r, src_path, cli_path):
+    """Two models of one pair (a, then b) and one of another (r)."""
+    src, cli = read_lines(src_path), read_lines(cli_path)
+    server = Server(None, "--model", "a=" + model_a, "--model", "b=" + model_b,
+                    "--model", "r=" + model_r, quiet=False)
+    status, text = get(server.url + "/languages")
+    expect("/languages", (status, json.loads(text)),
+           (200, [{"code": "de", "name": "German", "targets": ["en"]},
+                  {"code": "en", "name": "English", "targets": ["de"]}]))
+    check_chosen_models(server.url, src, cli)
+    check_model_errors(server.url, src)
+    expect("exit status", server.stop(), 0)
+    check_start_messages(server.proc.stderr.read())
+    quiet = Server(None, "--model", "a=" + model_a, "--model", "b=" + model_b)
+    expect("exit status (quiet)", quiet.stop(), 0)
+    expect("--quiet keeps the warning only", quiet.proc.stderr.read().splitlines(),
+           ["tfm-serve: warning: model b is shadowed: 1 of its 1 pairs are served by a "
+            "model given before it (en -> de by a); only /v1/translate's \"model\": "
+            "\"b\" reaches it for them"])
+    print("models: each pair's model and the shadowed one printed at start; "
+          "/v1/translate's model chooses; unknown or wrong models 400")
+
+
 def main():
     command, model = sys.argv[1], sys.argv[2]
     commands = {"api": run_api, "options": run_options, "keys": run_keys, "load": run_load,
                 "overload": run_overload, "sigterm": run_sigterm, "hostile": run_hostile,
                 "port": run_port,
-                "empty-options": run_empty_options}
+                "empty-options": run_empty_options,
+                "models": run_models}
     commands[command](model, *sys.argv[3:])
 
 
