@@ -53,16 +53,39 @@ std::string jsonMessage(const std::exception &e) {
   return message;
 }
 
-json parseJsonObject(const std::string &body, int maxDepth) {
-  json value;
-  auto depthCheck = [maxDepth](int depth, json::parse_event_t, json &) {
+/// Refuses nesting past `maxDepth` and a key given twice in one object:
+/// nlohmann keeps the last of them, another parser the first, so a request
+/// such as {"api_key": "a", "api_key": "b"} would mean what the reader
+/// picked. Keys are kept per open object, as the parse enters and leaves it.
+class JsonChecks {
+public:
+  explicit JsonChecks(int maxDepth) : maxDepth(maxDepth) {}
+
+  bool operator()(int depth, json::parse_event_t event, json &parsed) {
     if (depth > maxDepth)
       refuse(400, fmt::format("Invalid JSON: nested deeper than {} levels",
                               maxDepth));
+    if (event == json::parse_event_t::object_start)
+      openObjects.emplace_back();
+    else if (event == json::parse_event_t::object_end)
+      openObjects.pop_back();
+    else if (event == json::parse_event_t::key &&
+             !openObjects.back().insert(parsed.get<std::string>()).second)
+      badRequest(fmt::format("the key '{}' appears twice in one object",
+                             parsed.get<std::string>().substr(0, 50)));
     return true;
-  };
+  }
+
+private:
+  int maxDepth;
+  std::vector<std::set<std::string>> openObjects;
+};
+
+json parseJsonObject(const std::string &body, int maxDepth) {
+  json value;
   try {
-    value = json::parse(body, depthCheck);
+    // parse copies its callback: the copy keeps the keys.
+    value = json::parse(body, JsonChecks(maxDepth));
   } catch (const json::exception &e) {
     refuse(400, "Invalid JSON: " + jsonMessage(e));
   }
@@ -88,13 +111,19 @@ json parseForm(const std::string &body) {
 const char *kMediaTypes = "application/json or "
                           "application/x-www-form-urlencoded";
 
-json bodyObject(const std::string &body, const std::string &contentType,
+/// A request's fields, and whether they came from a form (all strings).
+struct Body {
+  json object;
+  bool form = false;
+};
+
+Body bodyObject(const std::string &body, const std::string &contentType,
                 const RequestLimits &limits, bool formAllowed) {
   std::string type = mediaType(contentType);
   if (type == "application/json")
-    return parseJsonObject(body, limits.maxDepth);
+    return {parseJsonObject(body, limits.maxDepth), false};
   if (formAllowed && type == "application/x-www-form-urlencoded")
-    return parseForm(body);
+    return {parseForm(body), true};
   refuse(415, fmt::format("Content-Type must be {}, found '{}'",
                           formAllowed ? kMediaTypes : "application/json",
                           type.substr(0, 100)));
@@ -132,13 +161,17 @@ double integerText(const std::string &text) {
   return digits ? std::strtod(text.c_str(), nullptr) : NAN;
 }
 
-/// An integer in [min, max]: a JSON integer, an integral number, or
-/// decimal digits (form fields are strings).
+/// An integer in [min, max]: a JSON integer or integral number, or in a
+/// form (whose fields are all strings) decimal digits. A JSON string is
+/// refused: "2" where a number belongs is a client's mistake.
 std::optional<int64_t> intField(const json &object, const char *name,
-                                int64_t min, int64_t max) {
+                                int64_t min, int64_t max, bool form = false) {
   const json *value = field(object, name);
   if (!value)
     return std::nullopt;
+  if (!value->is_number() && !form)
+    badRequest(fmt::format("{} must be an integer, found {}", name,
+                           value->type_name()));
   double number = NAN;
   if (value->is_number())
     number = value->get<double>();
@@ -369,19 +402,16 @@ tfm_serve::parseTranslateRequest(const std::string &body,
                                  const std::string &contentType,
                                  const RequestLimits &limits) {
   try {
-    json object = bodyObject(body, contentType, limits, true);
+    Body parsed = bodyObject(body, contentType, limits, true);
+    const json &object = parsed.object;
     TranslateRequest request;
     readQ(object, request, limits);
     request.source = requiredString(object, "source");
     request.target = requiredString(object, "target");
     readFormat(object);
-    // LibreTranslate takes a negative count as none.
-    int64_t alternatives =
-        intField(object, "alternatives", INT32_MIN, INT32_MAX).value_or(0);
-    if (alternatives > limits.maxAlternatives)
-      badRequest(fmt::format("alternatives parameter must be <= {}",
-                             limits.maxAlternatives));
-    request.alternatives = int(std::max<int64_t>(0, alternatives));
+    request.alternatives = int(
+        intField(object, "alternatives", 0, limits.maxAlternatives, parsed.form)
+            .value_or(0));
     request.apiKey = stringField(object, "api_key").value_or("");
     return request;
   } catch (const Invalid &invalid) {
@@ -394,7 +424,7 @@ tfm_serve::parseNativeRequest(const std::string &body,
                               const std::string &contentType,
                               const RequestLimits &limits) {
   try {
-    json object = bodyObject(body, contentType, limits, false);
+    json object = bodyObject(body, contentType, limits, false).object;
     refuseUnknownFields(object);
     NativeRequest request;
     readNativeSource(object, request, limits);
@@ -419,7 +449,7 @@ tfm_serve::parseDetectRequest(const std::string &body,
                               const std::string &contentType,
                               const RequestLimits &limits) {
   try {
-    json object = bodyObject(body, contentType, limits, true);
+    json object = bodyObject(body, contentType, limits, true).object;
     if (!field(object, "q"))
       badRequest("missing q parameter");
     return stringField(object, "api_key").value_or("");

@@ -11,6 +11,7 @@ and every wait in time.
   serve_driver.py hostile MODEL SRC CLI         malformed and hostile requests
   serve_driver.py port MODEL SRC CLI            a port in use, --reuse-port, restart
   serve_driver.py empty-options MODEL           empty values of naming options
+  serve_driver.py fields MODEL SRC CLI          numbers checked, duplicate keys
   serve_driver.py models A B R SRC CLI          two models of one pair, "model"
 """
 
@@ -695,6 +696,107 @@ def run_empty_options(model, keys_path):
           % len(EMPTY_OPTIONS))
 
 
+# --- fields -----------------------------------------------------------------
+
+
+def expect_refused(url, path, body, field, message, content_type="application/json"):
+    status, answer, _ = post(url + path, body, content_type)
+    error = answer.get("error", "") if isinstance(answer, dict) else str(answer)
+    if status != 400 or field not in error or message not in error:
+        fail("%s %s: expected 400 naming %r (%r), found %r %r"
+             % (path, str(body)[:120], field, message, status, error))
+
+
+def translate_cases(src):
+    """(body, field, message) of /translate bodies to refuse."""
+    base = {"q": src[1], "source": "en", "target": "de"}
+    cases = [(dict(base, alternatives=value), "alternatives", message)
+             for value, message in [(-1, "in [0, 8]"), (9, "in [0, 8]"), (1e30, "in [0, 8]"),
+                                    ("2", "found string"), ("-1", "found string"),
+                                    (True, "found boolean"), ([2], "found array"),
+                                    ({"n": 2}, "found object"), (2.5, "not an integer")]]
+    raw = json.dumps(base)[:-1]
+    for key, value in [("alternatives", "1"), ("q", '"x"'), ("api_key", '"k"'),
+                       ("target", '"de"'), ("format", '"text"')]:
+        twice = '%s, "%s": %s, "%s": %s}' % (raw, key, value, key, value)
+        cases.append((twice.encode(), key, "appears twice"))
+    nested = '{"q": [{"a": 1, "a": 2}], "source": "en", "target": "de"}'
+    cases.append((nested.encode(), "'a'", "appears twice"))
+    return cases
+
+
+NATIVE_INTEGERS = {"beam_size": (0, 10), "n_best": (0, 10), "max_length": (0, 1 << 21),
+                   "min_length": (-1, 1 << 21), "no_repeat_ngram_size": (-1, 1 << 21),
+                   "sampling_topk": (-1, 1 << 31), "seed": (-1, 2 ** 53 + 2)}
+NATIVE_NUMBERS = {"max_length_ratio": -1, "length_penalty": -2e6, "repetition_penalty": 0,
+                  "sampling_topp": 0, "sampling_temperature": 0}
+
+
+def native_cases(src):
+    """(body, field, message) of /v1/translate bodies to refuse: every
+    number as a string, below and above its range."""
+    base = {"source": [src[1]], "source_lang": "en", "target_lang": "de"}
+    cases = []
+    for name, (low, high) in NATIVE_INTEGERS.items():
+        cases += [(dict(base, **{name: "2"}), name, "must be an integer, found string"),
+                  (dict(base, **{name: low}), name, "must be in ["),
+                  (dict(base, **{name: high}), name, "must be in ["),
+                  (dict(base, **{name: 1.5}), name, "not an integer")]
+    for name, bad in NATIVE_NUMBERS.items():
+        cases += [(dict(base, **{name: "0.5"}), name, "must be a number, found string"),
+                  (dict(base, **{name: bad}), name, name)]
+    cases.append((dict(base, return_scores=1), "return_scores", "must be a boolean"))
+    raw = json.dumps(base)[:-1]
+    for key, value in [("beam_size", "2"), ("target_lang", '"de"'), ("source", '["a"]')]:
+        twice = '%s, "%s": %s, "%s": %s}' % (raw, key, value, key, value)
+        cases.append((twice.encode(), key, "appears twice"))
+    return cases
+
+
+def check_fields_accepted(url, src, cli):
+    """The neighbours that must still pass: numbers in range, a form's digits."""
+    status, answer, _ = translate(url, src[1], alternatives=0)
+    expect("alternatives 0", (status, answer), (200, {"translatedText": cli[1]}))
+    status, answer, _ = translate(url, src[1], alternatives=8)
+    expect("alternatives 8", (status, sorted(answer)), (200, ["alternatives", "translatedText"]))
+    form = urllib.parse.urlencode({"q": src[1], "source": "en", "target": "de",
+                                   "alternatives": "8"}).encode()
+    expect("a form's alternatives 8",
+           post(url + "/translate", form, "application/x-www-form-urlencoded")[:2],
+           (200, answer))
+    base = {"source": [src[1]], "source_lang": "en", "target_lang": "de"}
+    for options in ({"beam_size": 9, "n_best": 9, "max_length": 256, "min_length": 0,
+                     "max_length_ratio": 3, "length_penalty": 1.0,
+                     "repetition_penalty": 1.0, "no_repeat_ngram_size": 0},
+                    {"sampling_topk": 10, "sampling_topp": 1, "sampling_temperature": 0.5,
+                     "seed": 2 ** 53}):
+        status, answer, _ = post(url + "/v1/translate", dict(base, **options))
+        expect("/v1/translate with %r" % options, status, 200)
+
+
+def run_fields(model, src_path, cli_path):
+    """Every number of /translate and /v1/translate: a string where a number
+    belongs and a number out of range are 400s naming the field; a key
+    given twice is a 400 naming it (/translate, /v1/translate, /detect)."""
+    src, cli = read_lines(src_path), read_lines(cli_path)
+    server = Server(model, "--max-alternatives", "8")
+    form = b"q=a&source=en&target=de&alternatives=-1"
+    cases = [("/translate", *case) for case in translate_cases(src)]
+    cases += [("/v1/translate", *case) for case in native_cases(src)]
+    cases.append(("/detect", b'{"q": "a", "q": "b"}', "q", "appears twice"))
+    cases.append(("/translate", form, "alternatives", "in [0, 8]"))
+    for path, body, field, message in cases:
+        content_type = ("application/x-www-form-urlencoded" if body is form
+                        else "application/json")
+        expect_refused(server.url, path, body, field, message, content_type)
+    check_fields_accepted(server.url, src, cli)
+    if not server.alive():
+        fail("the server died")
+    expect("exit status", server.stop(), 0)
+    print("fields: %d bodies refused naming the field (numbers as strings, out of "
+          "range, keys twice); numbers in range and a form's digits accepted" % len(cases))
+
+
 # --- models -------------------------------------------------------------------
 
 
@@ -787,6 +889,7 @@ def main():
                 "overload": run_overload, "sigterm": run_sigterm, "hostile": run_hostile,
                 "port": run_port,
                 "empty-options": run_empty_options,
+                "fields": run_fields,
                 "models": run_models}
     commands[command](model, *sys.argv[3:])
 

@@ -89,6 +89,81 @@ TEST(ServeRequest, NativeOptionsAreChecked) {
             "Invalid request: unknown field 'x'");
 }
 
+TEST(ServeRequest, NumbersAreNumbersInRange) {
+  const char *pair = R"("q": "a", "source": "en", "target": "de")";
+  auto withAlternatives = [&](const std::string &value) {
+    return errorOf("{" + std::string(pair) + ", \"alternatives\": " + value +
+                   "}")
+        .message;
+  };
+  EXPECT_EQ(withAlternatives("-1"),
+            "Invalid request: alternatives must be in [0, 8], found -1");
+  EXPECT_EQ(withAlternatives("\"2\""),
+            "Invalid request: alternatives must be an integer, found string");
+  EXPECT_EQ(withAlternatives("true"),
+            "Invalid request: alternatives must be an integer, found boolean");
+  EXPECT_EQ(withAlternatives("2"), "");
+  // A form's fields are all strings: its digits are its numbers.
+  EXPECT_EQ(errorOf(R"(q=a&source=en&target=de&alternatives=2)",
+                    "application/x-www-form-urlencoded")
+                .status,
+            200);
+  EXPECT_EQ(errorOf(R"(q=a&source=en&target=de&alternatives=-1)",
+                    "application/x-www-form-urlencoded")
+                .message,
+            "Invalid request: alternatives must be in [0, 8], found -1");
+  for (const char *name : {"beam_size", "n_best", "max_length", "min_length",
+                           "no_repeat_ngram_size", "sampling_topk", "seed"}) {
+    auto parsed = parseNativeRequest(
+        std::string(R"({"source": ["a"], "target_lang": "de", ")") + name +
+            R"(": "2"})",
+        kJson);
+    ASSERT_NE(tfm_serve::errorOf(parsed), nullptr) << name;
+    EXPECT_EQ(tfm_serve::errorOf(parsed)->message,
+              std::string("Invalid request: ") + name +
+                  " must be an integer, found string");
+  }
+}
+
+TEST(ServeRequest, KeysGivenTwiceAreRefused) {
+  EXPECT_EQ(errorOf(R"({"q": "a", "source": "en", "target": "de",
+                        "alternatives": 1, "alternatives": 2})")
+                .message,
+            "Invalid request: the key 'alternatives' appears twice in one "
+            "object");
+  // Per object: the same key in two objects is no repetition.
+  EXPECT_EQ(
+      errorOf(R"({"q": [{"k": 1}, {"k": 2}], "source": "en", "target": "de"})")
+          .message,
+      "Invalid request: q[0] must be a string, found object");
+  EXPECT_EQ(errorOf(R"({"q": [{"k": 1, "k": 2}], "target": "de"})").message,
+            "Invalid request: the key 'k' appears twice in one object");
+  auto native = parseNativeRequest(
+      R"({"source": ["a"], "target_lang": "de", "source": ["b"]})", kJson);
+  ASSERT_NE(tfm_serve::errorOf(native), nullptr);
+  EXPECT_EQ(tfm_serve::errorOf(native)->message,
+            "Invalid request: the key 'source' appears twice in one object");
+  auto detect = parseDetectRequest(R"({"q": "a", "q": "b"})", kJson);
+  ASSERT_NE(tfm_serve::errorOf(detect), nullptr);
+  EXPECT_EQ(tfm_serve::errorOf(detect)->status, 400);
+}
+
+TEST(ServeRequest, NativeModelIsANonEmptyString) {
+  auto named = parseNativeRequest(
+      R"({"source": ["a"], "target_lang": "de", "model": "b"})", kJson);
+  ASSERT_TRUE(std::holds_alternative<NativeRequest>(named));
+  EXPECT_EQ(std::get<NativeRequest>(named).model, "b");
+  for (const char *model : {"\"\"", "5"}) {
+    auto bad = parseNativeRequest(
+        std::string(R"({"source": ["a"], "target_lang": "de", "model": )") +
+            model + "}",
+        kJson);
+    ASSERT_NE(tfm_serve::errorOf(bad), nullptr) << model;
+    EXPECT_NE(tfm_serve::errorOf(bad)->message.find("model"),
+              std::string::npos);
+  }
+}
+
 TEST(ServeRequest, RandomBytesGiveErrorsNotCrashes) {
   std::mt19937 random(7);
   for (int i = 0; i < 2000; ++i) {
