@@ -35,6 +35,8 @@ public:
   std::optional<HttpError> admit(const std::string &key,
                                  const std::string &client);
   int ratePerMinute() const { return perMinute; }
+  /// Whether a request needs a key (--api-keys).
+  bool keysRequired() const { return !keys.empty(); }
 
 private:
   struct Bucket {

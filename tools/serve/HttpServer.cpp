@@ -25,7 +25,11 @@ const char *kJson = "application/json";
 const std::set<std::string> kPostPaths = {"/translate", "/detect",
                                           "/v1/translate"};
 const std::set<std::string> kGetPaths = {"/", "/languages", "/health",
-                                         "/metrics"};
+                                         "/metrics", "/frontend/settings"};
+
+/// LibreTranslate's default delay (ms) of its page between the last
+/// keystroke and the translation; our page translates on demand.
+const int kFrontendTimeoutMs = 500;
 
 /// The page's own script and style are inline; it fetches from its server
 /// only and never loads, frames or submits anything else.
@@ -148,6 +152,20 @@ void replyPage(Response &res) {
                   sizeof(kIndexHtml), "text/html; charset=utf-8");
 }
 
+json namedLanguage(const std::string &code) {
+  return json{{"code", code}, {"name", code.empty() ? "" : languageName(code)}};
+}
+
+/// The pair a page starts with, as LibreTranslate's settings give it: the
+/// first source language and its first target.
+json defaultPair(const std::vector<LanguageEntry> &languages) {
+  for (const LanguageEntry &entry : languages)
+    if (!entry.targets.empty())
+      return json{{"source", namedLanguage(entry.code)},
+                  {"target", namedLanguage(entry.targets.front())}};
+  return json{{"source", namedLanguage("")}, {"target", namedLanguage("")}};
+}
+
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -234,6 +252,9 @@ void HttpServer::addRoutes() {
   });
   server->Get("/metrics", [this](const Request &req, Response &res) {
     getMetrics(req, res);
+  });
+  server->Get("/frontend/settings", [this](const Request &req, Response &res) {
+    getFrontendSettings(req, res);
   });
   // A known path with the wrong method: 405 naming the right one.
   auto notAllowed = [](const char *allow) {
@@ -325,6 +346,22 @@ void HttpServer::getLanguages(const Request &, Response &res) {
 
 void HttpServer::getMetrics(const Request &, Response &res) {
   res.set_content(metrics.render(queued), "text/plain; version=0.0.4");
+}
+
+/// LibreTranslate's /frontend/settings, field for field, as its page and
+/// clients read it: whether a key is required (our page then shows a key
+/// field), the character limit (of one q item here), the default pair; no
+/// suggestions and no file translation.
+void HttpServer::getFrontendSettings(const Request &, Response &res) {
+  json settings = {{"charLimit", options.request.maxItemChars},
+                   {"frontendTimeout", kFrontendTimeoutMs},
+                   {"apiKeys", access.keysRequired()},
+                   {"keyRequired", access.keysRequired()},
+                   {"suggestions", false},
+                   {"filesTranslation", false},
+                   {"supportedFilesFormat", json::array()},
+                   {"language", defaultPair(catalog.languages())}};
+  res.set_content(dump(settings), kJson);
 }
 
 int HttpServer::bind() {

@@ -68,6 +68,7 @@ private:
   void postDetect(const httplib::Request &req, httplib::Response &res);
   void getLanguages(const httplib::Request &req, httplib::Response &res);
   void getMetrics(const httplib::Request &req, httplib::Response &res);
+  void getFrontendSettings(const httplib::Request &req, httplib::Response &res);
   bool admitted(const std::string &key, const httplib::Request &req,
                 httplib::Response &res);
 

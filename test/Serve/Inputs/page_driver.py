@@ -7,7 +7,9 @@ back what the page shows: the translation and its alternatives must be the
 translator's (its n-best from the same beam); an over-long text must show
 the server's error in its words, a translation holding markup must stay
 text, a stopped server must read "Server unreachable", and the browser
-must refuse a request to another origin (the page's policy). Screenshots go
+must refuse a request to another origin (the page's policy). Then, on a
+server with --api-keys, the page must show a key field that a translation
+needs and that keeps the key across a reload. Screenshots go
 to OUT_DIR. Every wait is bounded; the browser and the server are stopped
 even when a check fails.
 
@@ -19,18 +21,21 @@ tools/serve/page/index.html (GET / must serve exactly its bytes).
 """
 
 import importlib.util
+import json
 import os
 import shutil
 import sys
 import urllib.request
 
-from serve_driver import (Server, expect, fail, post, read_lines, read_nbest,
+from serve_driver import (Server, expect, fail, get, post, read_lines, read_nbest,
                           unique_alternatives)
 
 # The page asks for as many alternatives as LibreTranslate's does.
 ALTERNATIVES = 3
 # A small --max-q-chars: a text past it is the error case the page shows.
 MAX_CHARS = 200
+# The key of the server that requires one.
+KEY = "page-key-7"
 # Seconds the page may take to load, fill its selectors or show an answer.
 WAIT = 30
 # Seconds any one command to chromedriver may take.
@@ -73,6 +78,13 @@ def browser_stack():
     for binary, package in [("chromium", "chromium"), ("chromedriver", "chromium-driver")]:
         if not shutil.which(binary):
             fail("%s not found: install Debian's %s (scripts/setup.sh)" % (binary, package))
+
+
+def keys_file(out):
+    path = os.path.join(out, "keys.txt")
+    with open(path, "w") as f:
+        f.write("other-key\n%s\n" % KEY)
+    return path
 
 
 def start_browser(out):
@@ -133,6 +145,18 @@ class Page:
         self.driver.get(self.url + "/")
         self.wait("the language selectors filled", lambda: self.script(
             "return document.getElementById('target').options.length") > 0)
+
+    def displayed(self, id):
+        from selenium.webdriver.common.by import By
+        found = self.driver.find_elements(By.ID, id)
+        if not found:
+            fail("the page has no element #%s" % id)
+        return found[0].is_displayed()
+
+    def type_key(self, key):
+        field = self.by_id("api-key")
+        field.clear()
+        field.send_keys(key)
 
     def options(self, id):
         from selenium.webdriver.support.select import Select
@@ -254,8 +278,22 @@ def check_unreachable(page, server, sentence):
     expect("stopped server: no translation left shown", shown["translation"], "")
 
 
+def check_settings(url, keys):
+    """/frontend/settings as LibreTranslate's: its fields and their types."""
+    status, text = get(url + "/frontend/settings", WAIT)
+    expect("/frontend/settings status", status, 200)
+    expect("/frontend/settings", json.loads(text), {
+        "charLimit": MAX_CHARS, "frontendTimeout": 500, "apiKeys": keys,
+        "keyRequired": keys, "suggestions": False, "filesTranslation": False,
+        "supportedFilesFormat": [],
+        "language": {"source": {"code": "en", "name": "English"},
+                     "target": {"code": "de", "name": "German"}}})
+
+
 def run_page(page, server, src, nbest, out):
+    check_settings(server.url, False)
     page.load()
+    expect("the key field without --api-keys", page.displayed("key-box"), False)
     expect("source languages", page.options("source"), [("en", "English (en)")])
     expect("target languages", page.options("target"), [("de", "German (de)")])
     page.choose("en", "de")
@@ -274,6 +312,30 @@ def run_page(page, server, src, nbest, out):
     page.screenshot(os.path.join(out, "page-unreachable.png"))
 
 
+def run_keyed_page(page, server, src, nbest, out):
+    """With --api-keys the page shows a key field: without a key, or with a
+    wrong one, the server's 403 message; with the key typed, translations;
+    after a reload the key is still there (localStorage) and serves."""
+    check_settings(server.url, True)
+    page.console_errors()  # the first server's, read and dropped
+    page.load()
+    expect("the key field with --api-keys", page.displayed("key-box"), True)
+    expect("the browser's console after loading with --api-keys", page.console_errors(), [])
+    expect("the key field at first", page.by_id("api-key").get_property("value"), "")
+    for key, message in [("", "Invalid request: an API key (api_key) is required"),
+                         ("wrong", "Invalid API key")]:
+        page.type_key(key)
+        shown = page.translate(src[0])
+        expect("key %r: state and error" % key, (shown["state"], shown["error"]),
+               ("error", message))
+    page.type_key(KEY)
+    check_translated("the key typed", page.translate(src[0]), nbest[0])
+    page.screenshot(os.path.join(out, "page-key.png"))
+    page.load()
+    expect("the key after a reload", page.by_id("api-key").get_property("value"), KEY)
+    check_translated("after a reload", page.translate(src[1], keyboard=True), nbest[1])
+
+
 def main():
     model, src_path, nbest_path, page_file, out = sys.argv[1:6]
     src, nbest = read_lines(src_path), read_nbest(nbest_path)
@@ -287,6 +349,11 @@ def main():
         page = Page(driver, server.url)
         try:
             run_page(page, server, src, nbest, out)
+            keyed = Server(model, "--max-q-chars", str(MAX_CHARS), "--api-keys", keys_file(out))
+            try:
+                run_keyed_page(Page(driver, keyed.url), keyed, src, nbest, out)
+            finally:
+                keyed.stop()
         except BaseException:
             # What the page showed when a check failed; a browser that died
             # leaves none, and the check's own message is the one to keep.
@@ -307,6 +374,8 @@ def main():
           "the translator's translation and alternatives (button, Ctrl+Enter); the "
           "server's error and 'Server unreachable' in words; markup stays text; other "
           "origins refused")
+    print("page: with --api-keys a key field; without the key the server's 403 in "
+          "words; with it typed the translation; the key kept across a reload")
 
 
 if __name__ == "__main__":

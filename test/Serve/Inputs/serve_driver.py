@@ -199,6 +199,7 @@ def run_api(model, src_path, cli_path, nbest_path):
     check_alternatives(server.url, src, nbest)
     check_native(server.url, src, nbest)
     check_languages(server.url)
+    check_frontend_settings(server.url, False)
     expect("exit status after SIGTERM", server.stop(), 0)
     print("api: single, array, form, multi-line, alternatives, /v1/translate "
           "and /languages as the translator's")
@@ -288,9 +289,21 @@ def run_options(model, src_path, short_path, full_path, guarded_path, sampled_pa
 # --- keys -----------------------------------------------------------------
 
 
+def check_frontend_settings(url, keys):
+    """LibreTranslate's /frontend/settings: its fields, their types, no key
+    needed to read it."""
+    status, text = get(url + "/frontend/settings")
+    expect("/frontend/settings", (status, json.loads(text)), (200, {
+        "charLimit": 5000, "frontendTimeout": 500, "apiKeys": keys, "keyRequired": keys,
+        "suggestions": False, "filesTranslation": False, "supportedFilesFormat": [],
+        "language": {"source": {"code": "en", "name": "English"},
+                     "target": {"code": "de", "name": "German"}}}))
+
+
 def run_keys(model, src_path, cli_path, keys_path):
     src, cli = read_lines(src_path), read_lines(cli_path)
     server = Server(model, "--api-keys", keys_path, "--key-rate", "3")
+    check_frontend_settings(server.url, True)
     status, answer, _ = translate(server.url, src[1])
     expect("no key", (status, answer.get("error", "")[:15]), (403, "Invalid request"))
     status, answer, _ = translate(server.url, src[1], api_key="wrong")
@@ -300,7 +313,8 @@ def run_keys(model, src_path, cli_path, keys_path):
     status, answer, headers = translate(server.url, src[1], api_key="key-one")
     expect("key-one has a rate of its own", (status, answer), (200, {"translatedText": cli[1]}))
     expect("exit status", server.stop(), 0)
-    print("keys: 403 without a valid key, 429 past the rate, per key")
+    print("keys: 403 without a valid key, 429 past the rate, per key; "
+          "/frontend/settings: keyRequired")
 
 
 # --- load -----------------------------------------------------------------
