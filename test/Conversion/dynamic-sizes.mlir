@@ -146,3 +146,29 @@ func.func @chosen_dynamic_k(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
   %y = tfm.linear %x, %ws : (tensor<?x?xf32>, tensor<?x16xf32>) -> tensor<?x?xf32>
   return %y : tensor<?x?xf32>
 }
+
+// -----
+
+// Heads copied sentence by sentence where the result knows the sequence
+// length and the input does not: each sentence's slice has the shape of the
+// copy's own tensor (sizes from the input), and the copy is cast to the
+// result at the end.
+// CHECK-LABEL: func.func @split_heads_static_length(
+// CHECK: tensor.extract_slice %{{.+}} [1, 8, %{{.+}}, 64] [1, 1, 1, 1] : tensor<?x8x?x64xf32> to tensor<8x?x64xf32>
+// CHECK: %[[Y:.+]] = tensor.cast %{{.+}} : tensor<?x8x?x64xf32> to tensor<?x8x5x64xf32>
+// CHECK: return %[[Y]]
+func.func @split_heads_static_length(%x: tensor<?x?x512xf32>) -> tensor<?x8x5x64xf32> {
+  %y = tfm.split_heads %x into 8 heads : tensor<?x?x512xf32> -> tensor<?x8x5x64xf32>
+  return %y : tensor<?x8x5x64xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @merge_heads_static_length(
+// CHECK: tensor.extract_slice %{{.+}} [1, %{{.+}}, 512] [1, 1, 1] : tensor<?x?x512xf32> to tensor<?x512xf32>
+// CHECK: %[[Y:.+]] = tensor.cast %{{.+}} : tensor<?x?x512xf32> to tensor<?x5x512xf32>
+// CHECK: return %[[Y]]
+func.func @merge_heads_static_length(%x: tensor<?x8x?x64xf32>) -> tensor<?x5x512xf32> {
+  %y = tfm.merge_heads %x : tensor<?x8x?x64xf32> -> tensor<?x5x512xf32>
+  return %y : tensor<?x5x512xf32>
+}

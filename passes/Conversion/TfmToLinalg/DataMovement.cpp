@@ -356,9 +356,10 @@ static Value copyHeads(OpBuilder &b, Location loc, Value input,
         offsets[0] = bi;
         SmallVector<OpFoldResult> sizes(outSizes);
         sizes[0] = pb.getIndexAttr(1);
-        SmallVector<int64_t> sliceShape;
-        for (int64_t d = 1; d < rank; ++d)
-          sliceShape.push_back(type.getDimSize(d));
+        // The slice's shape is `out`'s, whose sizes come from the input:
+        // the result type may know a size the input leaves `?`.
+        auto outType = cast<RankedTensorType>(out.getType());
+        SmallVector<int64_t> sliceShape(outType.getShape().drop_front());
         auto sliceType = RankedTensorType::get(sliceShape, elt);
         Value slice = pb.create<tensor::ExtractSliceOp>(
             pl, sliceType, body->getArguments().back(), offsets, sizes,
