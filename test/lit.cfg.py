@@ -62,16 +62,18 @@ if config.tfm_sanitize.upper() in ("ON", "1", "TRUE", "YES"):
     # benchmark harness (timings mean nothing under the sanitizers) and the
     # slowest end-to-end tests, each over 2 minutes sanitized, whose code
     # paths cheaper tests also run (Conversion, Numerics, Compiler,
-    # translate*, translator-*, Serve): every family's known answers, the
-    # invariance matrix, the en-de model at each precision, the generation
-    # rules, the config variants, the torch and Marian checkpoints end to
-    # end (their readers are fuzzed, sanitized, in the normal suite).
+    # translate.test, translator-*, Serve): every family's known answers,
+    # the invariance matrix, the en-de model and the reference comparisons
+    # at each precision and backend, the generation rules, the config
+    # variants, the torch and Marian checkpoints end to end (their readers
+    # are fuzzed, sanitized, in the normal suite).
     config.excludes += ["Bench", "families-bart.test", "families-mbart.test",
                         "families-m2m100.test", "families-t5.test",
                         "invariance.test", "en-de-bf16.test",
                         "en-de-int8.test", "generation.test",
-                        "translate-configs.test", "torch-checkpoint.test",
-                        "marian-checkpoint.test"]
+                        "translate-configs.test", "translate-backends.test",
+                        "translate-bf16.test", "translate-int8.test",
+                        "torch-checkpoint.test", "marian-checkpoint.test"]
 
 # The Slurm test starts a one-node cluster (scripts/slurm/local-cluster.sh):
 # it needs Debian's slurm-wlm and munge, and root for slurmd.
