@@ -73,7 +73,9 @@ if config.tfm_sanitize.upper() in ("ON", "1", "TRUE", "YES"):
                         "en-de-int8.test", "generation.test",
                         "translate-configs.test", "translate-backends.test",
                         "translate-bf16.test", "translate-int8.test",
-                        "torch-checkpoint.test", "marian-checkpoint.test"]
+                        "torch-checkpoint.test", "marian-checkpoint.test",
+                        # a cluster's scheduling, not our code, is its time
+                        "slurm.test"]
     # And the tests with lines in Python that import the module, which a
     # sanitized build cannot load into Debian's unsanitized Python (as the
     # python-*.test files say for themselves).
