@@ -5,7 +5,11 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+
+#include <sys/mman.h>
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -177,4 +181,30 @@ const TensorInfo *Checkpoint::lookup(llvm::StringRef name) const {
 llvm::ArrayRef<char> Checkpoint::bytes(const TensorInfo &tensor) const {
   return std::visit([&](const auto &f) { return f.bytes(tensor); },
                     files[fileOf.lookup(tensor.name)]);
+}
+
+/// Whether a file's bytes are a read-only mapping of it.
+static bool isMapped(const SafetensorsFile &file) { return file.isMapped(); }
+static bool isMapped(const TorchCheckpointFile &file) {
+  return file.isMapped();
+}
+static bool isMapped(const MarianCheckpointFile &) {
+  return false; // converted into memory
+}
+
+void Checkpoint::release(const TensorInfo &tensor, uint64_t begin,
+                         uint64_t end) const {
+  const File &file = files[fileOf.lookup(tensor.name)];
+  if (!std::visit([](const auto &f) { return isMapped(f); }, file))
+    return;
+  llvm::ArrayRef<char> all = bytes(tensor);
+  end = std::min<uint64_t>(end, all.size());
+  if (begin >= end)
+    return;
+  // The mapping is private and read-only (llvm::MemoryBuffer's): its pages
+  // are never dirty, and MADV_DONTNEED drops them without losing anything.
+  uint64_t page = llvm::sys::Process::getPageSizeEstimate();
+  uintptr_t from = llvm::alignDown(uintptr_t(all.data() + begin), page);
+  uintptr_t to = llvm::alignTo(uintptr_t(all.data() + end), page);
+  ::madvise(reinterpret_cast<void *>(from), to - from, MADV_DONTNEED);
 }

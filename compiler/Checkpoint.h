@@ -5,7 +5,9 @@
 // OPUS-MT models on the Hub ship), or, when large, in shards that
 // model.safetensors.index.json or pytorch_model.bin.index.json lists (a
 // "weight_map": tensor name -> shard file). Whatever the files, the compiler
-// sees one set of named tensors, each in the mapped file that holds it.
+// sees one set of named tensors, each in the mapped file that holds it; a
+// reader releases the pages of what it has read (release()), so that a
+// checkpoint larger than memory streams through.
 // A directory without those and with one .npz is a Marian model
 // (MarianCheckpoint.h), whose config comes with it.
 //
@@ -54,10 +56,18 @@ public:
   const TensorInfo *lookup(llvm::StringRef name) const;
   /// The raw bytes of a tensor that lookup() returned, in its own dtype.
   llvm::ArrayRef<char> bytes(const TensorInfo &tensor) const;
+  /// Gives back the memory that bytes [begin, end) of `tensor` hold once
+  /// read, where the file is mapped: the pages stop counting toward the
+  /// process's resident set (the kernel keeps them in its page cache, and
+  /// a later read maps them again). Whole pages around the range go; a
+  /// neighbour's bytes on them are read again if needed. Tensors held in
+  /// memory (a small file read whole, Marian's converted tensors) stay.
+  void release(const TensorInfo &tensor, uint64_t begin = 0,
+               uint64_t end = UINT64_MAX) const;
 
 private:
-  using File = std::variant<SafetensorsFile, TorchCheckpointFile,
-                            MarianCheckpointFile>;
+  using File =
+      std::variant<SafetensorsFile, TorchCheckpointFile, MarianCheckpointFile>;
   std::string description;
   std::vector<File> files;
   /// Tensor name -> index into `files`.

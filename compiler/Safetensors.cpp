@@ -206,3 +206,7 @@ llvm::ArrayRef<char> SafetensorsFile::bytes(const TensorInfo &tensor) const {
   const char *data = buffer->getBufferStart() + dataStart;
   return llvm::ArrayRef<char>(data + tensor.begin, tensor.end - tensor.begin);
 }
+
+bool SafetensorsFile::isMapped() const {
+  return buffer->getBufferKind() == llvm::MemoryBuffer::MemoryBuffer_MMap;
+}

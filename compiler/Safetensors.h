@@ -2,7 +2,8 @@
 //
 // A safetensors file is an 8-byte little-endian header length N, N bytes of
 // JSON describing each tensor (dtype, shape, byte range in the data section),
-// then the data section. The file is memory-mapped; nothing is copied.
+// then the data section. The file is memory-mapped (a small one is read into
+// memory, as llvm::MemoryBuffer decides); nothing is copied.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,6 +54,9 @@ public:
   llvm::ArrayRef<TensorInfo> tensors() const { return tensorList; }
   /// The raw bytes of a tensor, in its own dtype.
   llvm::ArrayRef<char> bytes(const TensorInfo &tensor) const;
+  /// Whether the bytes are a read-only mapping of the file (pages the
+  /// kernel can drop and read again), not a copy in memory.
+  bool isMapped() const;
   /// Values of `__metadata__`, if any.
   const llvm::StringMap<std::string> &metadata() const { return meta; }
 

@@ -625,3 +625,7 @@ TorchCheckpointFile::bytes(const TensorInfo &tensor) const {
   return llvm::ArrayRef<char>(buffer->getBufferStart() + tensor.begin,
                               tensor.end - tensor.begin);
 }
+
+bool TorchCheckpointFile::isMapped() const {
+  return buffer->getBufferKind() == llvm::MemoryBuffer::MemoryBuffer_MMap;
+}

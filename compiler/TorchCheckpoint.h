@@ -40,6 +40,8 @@ public:
   llvm::ArrayRef<TensorInfo> tensors() const { return tensorList; }
   /// The raw bytes of a tensor, in its own dtype.
   llvm::ArrayRef<char> bytes(const TensorInfo &tensor) const;
+  /// Whether the bytes are a read-only mapping of the file, not a copy.
+  bool isMapped() const;
 
 private:
   std::string filePath;

@@ -3,8 +3,9 @@
 // tfmc writes the tensors a compiled model reads into one file: a header
 // (tfm/abi/ModelInfo.h) then each tensor as f32 at the offset that
 // tfm-layout-weights gave it, converted from the checkpoint's F32, F16 or
-// BF16 (a linear's panels as bf16 with --precision bf16). A fingerprint of
-// the layout, compiled into the code too, ties the two together.
+// BF16 (a linear's panels as bf16 or int8 with --precision bf16 or int8).
+// A fingerprint of the layout, compiled into the code too, ties the two
+// together. Why and how it is streamed: docs/Design/Checkpoints.md.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,10 +27,20 @@ uint64_t layoutFingerprint(ModuleOp module);
 /// (tfm_runtime::kPrecisionFp32 or kPrecisionBf16).
 uint64_t precisionCode(ModuleOp module);
 
+struct WeightsFileOptions {
+  /// About how many bytes of a tensor are converted and written at a time
+  /// (at least one panel's worth): what the writer holds in memory.
+  uint64_t chunkBytes = uint64_t(32) << 20;
+};
+
 /// Writes the weights file for a module that went through
-/// tfm-layout-weights, reading the tensors from `checkpoint`.
+/// tfm-layout-weights, reading the tensors from `checkpoint` a chunk at a
+/// time and releasing what it has read (Checkpoint::release), so that
+/// neither the checkpoint nor the weights file is ever held in memory. An
+/// error names `path` or the tensor; the file is removed on failure.
 llvm::Error writeWeightsFile(ModuleOp module, const Checkpoint &checkpoint,
-                             llvm::StringRef path);
+                             llvm::StringRef path,
+                             const WeightsFileOptions &options = {});
 
 } // namespace tfm
 } // namespace mlir
