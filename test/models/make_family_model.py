@@ -7,9 +7,12 @@ family in exactly that family's layout.
                        [--activation relu|gelu|swish|silu]
                        [--scale-embedding true|false|absent]
                        [--forced-bos-token-id ID] [--eos-bias B]
-                       [--no-tied-copies] [--max-positions N]
+                       [--no-tied-copies] [--max-positions N] [--layers N]
+                       [--ffn N] [--vocab N] [--shards N]
+  make_family_model.py m2m_100 OUT_DIR --size nllb-1.3b|nllb-3.3b [the options]
   make_family_model.py t5|mt5 OUT_DIR [--size ...] [--seed S] [--dtype ...]
                        [--sentences N] [--eos-bias B] [--no-tied-copies]
+                       [--layers N] [--ffn N] [--vocab N] [--shards N]
                        [--feed-forward-proj relu|gated-gelu|...]
                        [--untied | --tied] [--d-kv N] [--buckets N]
                        [--max-distance N] [--n-positions N]
@@ -36,7 +39,25 @@ seeded: the same options always give the same bytes. Needs only numpy.
 
 --size base is BART-base's shape for bart and mbart (d_model 768, 12 heads,
 FFN 3072, 6 + 6 layers, vocabulary 50265) and M2M-100-418M's for m2m_100
-(1024, 16 heads, 4096, 12 + 12 layers, vocabulary 128112).
+(1024, 16 heads, 4096, 12 + 12 layers, vocabulary 128112). m2m_100 has
+NLLB-200's dense shapes too, with its config.json's values (ReLU, scaled
+embeddings, 1024 positions, its dropouts, max_length 200, NllbTokenizer):
+--size nllb-1.3b (NLLB-200-1.3B and -distilled-1.3B: d_model 1024, 16 heads,
+FFN 8192, 24 + 24 layers, vocabulary 256206; 5.5 GB of F32) and nllb-3.3b
+(2048, 16 heads, 8192, 24 + 24, 256206; 13.7 GB). Their ids are laid out as
+M2M-100's (above), not NLLB's 202 languages; and like the safetensors files
+the Hub has for them, they hold model.shared.weight once (no tied copies).
+--layers, --ffn and --vocab change a size's layer counts (encoder and
+decoder), FFN width and vocabulary: --size nllb-1.3b --layers 2 has the
+widths of NLLB-1.3B in 2 + 2 layers.
+
+The checkpoint is written a tensor at a time, each drawn, written and
+dropped (the tied copies of model.shared.weight are written from its one
+array), so that a multi-GB checkpoint is never held whole in memory.
+--shards N writes it as Hugging Face saves large models:
+model-0000k-of-0000N.safetensors, the tensors in order cut into N runs of
+about equal bytes, and model.safetensors.index.json ({"metadata":
+{"total_size": bytes}, "weight_map": {tensor: shard}}).
 
 t5 and mt5 (T5Config / MT5Config, the same model; see t5_config_json) write
 config.json, generation_config.json (decoder start = pad = 0, EOS 1),
@@ -65,6 +86,7 @@ final_logits_bias, or for m2m_100, which has none, via the decoder's last
 norm's bias and EOS's embedding row) so sentences end at varied lengths.
 """
 import argparse
+import copy
 import json
 import os
 import struct
@@ -111,6 +133,16 @@ SIZES = {
     "base": (768, 12, 3072, 6, 6, 50265, 1024),
 }
 M2M100_BASE = (1024, 16, 4096, 12, 12, 128112, 1024)
+# NLLB-200's dense models (m2m_100): facebook/nllb-200-distilled-1.3B and
+# nllb-200-1.3B, facebook/nllb-200-3.3B.
+NLLB_SIZES = {
+    "nllb-1.3b": (1024, 16, 8192, 24, 24, 256206, 1024),
+    "nllb-3.3b": (2048, 16, 8192, 24, 24, 256206, 1024),
+}
+# What NLLB-200's config.json says besides config_json's m2m_100 keys.
+NLLB_CONFIG = {"attention_dropout": 0.1, "max_length": 200,
+               "tokenizer_class": "NllbTokenizer"}
+DTYPE_SIZES = {"F32": 4, "F16": 2, "BF16": 2}
 
 
 class Vocabulary:
@@ -249,44 +281,106 @@ def tensor_shapes(family, d, ffn, n_enc, n_dec, vocab, positions):
     return s
 
 
-def with_tied_copies(tensors):
-    """The tensors as save_pretrained writes them: model.shared.weight and
-    its copies model.{encoder,decoder}.embed_tokens.weight (lm_head.weight,
-    the third tie, dropped); T5's the same without "model."."""
-    out = {}
-    for name, a in tensors.items():
-        out[name] = a
+def tied_copies_of(items):
+    """(name, value) pairs as save_pretrained writes them:
+    model.shared.weight followed by its copies
+    model.{encoder,decoder}.embed_tokens.weight (lm_head.weight, the third
+    tie, dropped); T5's the same without "model."."""
+    for name, a in items:
+        yield name, a
         if name in ("model.shared.weight", "shared.weight"):
             prefix = name[:-len("shared.weight")]
-            out[prefix + "encoder.embed_tokens.weight"] = a
-            out[prefix + "decoder.embed_tokens.weight"] = a
-    return out
+            yield prefix + "encoder.embed_tokens.weight", a
+            yield prefix + "decoder.embed_tokens.weight", a
 
 
-def write_safetensors(path, tensors, dtype):
-    """safetensors_io.write's format, written a tensor at a time (the base
-    models' weights do not fit twice in memory comfortably)."""
+def with_tied_copies(tensors):
+    """The dict `tensors` (of arrays or shapes) with the tied copies."""
+    return dict(tied_copies_of(tensors.items()))
+
+
+def safetensors_header(shapes, dtype):
+    """The length prefix and header of a safetensors file holding tensors
+    of `shapes` ({name: shape}, in file order) in `dtype`, as
+    safetensors_io.write makes them."""
     header, offset = {}, 0
-    size = {"F32": 4, "F16": 2, "BF16": 2}[dtype]
-    for name, a in tensors.items():
-        n = a.size * size
-        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [offset, offset + n]}
+    for name, shape in shapes.items():
+        n = int(np.prod(shape, dtype=np.int64)) * DTYPE_SIZES[dtype]
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + n]}
         offset += n
     header["__metadata__"] = {"format": "pt"}
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for a in tensors.values():
-            f.write(safetensors_io.encode(a, dtype))
+    return struct.pack("<Q", len(text)) + text
+
+
+def write_array(f, a, dtype, chunk=1 << 24):
+    """Writes array `a` in `dtype` to file `f`: F32 as it is, F16 and BF16
+    converted `chunk` elements at a time (so no copy of `a` is made)."""
+    flat = np.ascontiguousarray(a, dtype=np.float32).reshape(-1)
+    if dtype == "F32":
+        f.write(flat.view(np.uint8))
+        return
+    for begin in range(0, flat.size, chunk):
+        f.write(safetensors_io.encode(flat[begin:begin + chunk], dtype))
+
+
+def shard_files(shapes, dtype, shards):
+    """[(file, [names])]: model.safetensors holding every tensor, or the
+    tensors in order cut into `shards` runs of about equal bytes, as
+    test/models/shard_checkpoint.py cuts them."""
+    if shards == 1:
+        return [("model.safetensors", list(shapes))]
+    sizes = {n: int(np.prod(s, dtype=np.int64)) * DTYPE_SIZES[dtype] for n, s in shapes.items()}
+    total, begin = sum(sizes.values()), 0
+    runs = [[] for _ in range(shards)]
+    for name in shapes:
+        runs[min(shards - 1, begin * shards // max(total, 1))].append(name)
+        begin += sizes[name]
+    return [(f"model-{k:05d}-of-{shards:05d}.safetensors", run)
+            for k, run in enumerate(runs, 1)]
+
+
+def write_tensor_files(out, shapes, items, dtype="F32", shards=1):
+    """Writes the tensors `items` ((name, array) pairs in the order of
+    `shapes`, {name: shape}) into `out`: model.safetensors, or `shards`
+    shards and model.safetensors.index.json. Each array is written as it
+    comes; none is kept."""
+    items = iter(items)
+    weight_map = {}
+    for file, names in shard_files(shapes, dtype, shards):
+        with open(os.path.join(out, file), "wb") as f:
+            f.write(safetensors_header({n: shapes[n] for n in names}, dtype))
+            for expected in names:
+                name, a = next(items)
+                if name != expected or tuple(a.shape) != tuple(shapes[name]):
+                    raise ValueError(f"tensor {name} {a.shape} comes where "
+                                     f"{expected} {shapes[expected]} was declared")
+                write_array(f, a, dtype)
+                weight_map[name] = file
+                del a
+    stale = "model.safetensors.index.json" if shards == 1 else "model.safetensors"
+    if os.path.exists(os.path.join(out, stale)):
+        os.remove(os.path.join(out, stale))
+    if shards > 1:
+        total = sum(int(np.prod(s, dtype=np.int64)) * DTYPE_SIZES[dtype] for s in shapes.values())
+        index = {"metadata": {"total_size": total}, "weight_map": weight_map}
+        with open(os.path.join(out, "model.safetensors.index.json"), "w") as f:
+            json.dump(index, f, indent=2, sort_keys=True)
+            f.write("\n")
 
 
 def write_checkpoint(out, config, tensors, dtype="F32", tied_copies=True, sources=None,
-                     extra_files=None):
+                     extra_files=None, shapes=None, shards=1):
     """Writes config.json, generation_config.json, model.safetensors (with
-    the tied copies unless told not to), source.ids (if given) and
-    extra_files {name: text} into `out`."""
+    the tied copies unless told not to; or `shards` shards and their
+    index), source.ids (if given) and extra_files {name: text} into `out`.
+    `tensors` is {name: array}, or with `shapes` ({name: shape}) an
+    iterable of (name, array) in its order, drawn as they are written."""
+    if shapes is None:
+        shapes, tensors = {n: a.shape for n, a in tensors.items()}, tensors.items()
+    if tied_copies:
+        shapes, tensors = with_tied_copies(shapes), tied_copies_of(tensors)
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
@@ -294,8 +388,7 @@ def write_checkpoint(out, config, tensors, dtype="F32", tied_copies=True, source
     with open(os.path.join(out, "generation_config.json"), "w") as f:
         json.dump(generation_json(config), f, indent=2)
         f.write("\n")
-    write_safetensors(os.path.join(out, "model.safetensors"),
-                      with_tied_copies(tensors) if tied_copies else tensors, dtype)
+    write_tensor_files(out, shapes, tensors, dtype, shards)
     if sources is not None:
         with open(os.path.join(out, "source.ids"), "w") as f:
             for s in sources:
@@ -305,39 +398,58 @@ def write_checkpoint(out, config, tensors, dtype="F32", tied_copies=True, source
             f.write(text)
 
 
+def random_tensor(name, shape, rng):
+    """The next tensor of random_tensors, drawn from `rng`."""
+    a = rng.standard_normal(shape, dtype=np.float32)
+    if name.endswith("norm.weight") or name.endswith("layernorm_embedding.weight"):
+        a *= np.float32(0.05)
+        a += np.float32(1.0)
+    elif "norm" in name or name.endswith(".bias") or name == "final_logits_bias":
+        a *= np.float32(0.05 if "norm" in name else 0.02)
+    elif name in ("model.shared.weight",) or "embed_positions" in name:
+        a *= np.float32(shape[1] ** -0.5)
+    else:
+        a *= np.float32((2.0 / (shape[0] + shape[1])) ** 0.5)
+    if name == "model.shared.weight":
+        a[PAD] = 0.0
+    return a
+
+
+def eos_direction(shapes, rng):
+    """The unit vector u of random_tensors' EOS bias for m2m_100, which is
+    drawn after all the tensors: from a copy of `rng` that draws them
+    first (and drops them)."""
+    ahead = copy.deepcopy(rng)
+    for shape in shapes.values():
+        ahead.standard_normal(shape, dtype=np.float32)
+    u = ahead.standard_normal(shapes["model.shared.weight"][1]).astype(np.float32)
+    return u / np.linalg.norm(u)
+
+
 def random_tensors(family, shapes, rng, eos_bias=0.0):
-    """Seeded random weights for `shapes`: linears ~ N(0, 2 / (in + out)),
-    biases N(0, 0.02), norms 1 + N(0, 0.05) and N(0, 0.05), embeddings and
-    learned positions N(0, 1 / d) (positions as large as the tokens', so a
-    position off by one changes the outputs), the padding row zero."""
-    t = {}
+    """Seeded random weights for `shapes`, yielded as (name, array) in its
+    order, a tensor at a time: linears ~ N(0, 2 / (in + out)), biases N(0,
+    0.02), norms 1 + N(0, 0.05) and N(0, 0.05), embeddings and learned
+    positions N(0, 1 / d) (positions as large as the tokens', so a position
+    off by one changes the outputs), the padding row zero.
+
+    eos_bias: with final_logits_bias, EOS's entry gains B. Else (m2m_100)
+    h . E_eos with h = gamma * n + beta: beta gains sqrt(d) u and E_eos
+    gains (B / sqrt(d)) u for a unit vector u, so EOS's logit rises by B
+    (+- B / sqrt(d)) and every other logit moves by a fixed N(0, 1)."""
+    d = shapes["model.shared.weight"][1]
+    u = None
+    if eos_bias and "final_logits_bias" not in shapes:
+        u = eos_direction(shapes, rng)
     for name, shape in shapes.items():
-        a = rng.standard_normal(shape, dtype=np.float32)
-        if name.endswith("norm.weight") or name.endswith("layernorm_embedding.weight"):
-            a *= np.float32(0.05)
-            a += np.float32(1.0)
-        elif "norm" in name or name.endswith(".bias") or name == "final_logits_bias":
-            a *= np.float32(0.05 if "norm" in name else 0.02)
-        elif name in ("model.shared.weight",) or "embed_positions" in name:
-            a *= np.float32(shape[1] ** -0.5)
-        else:
-            a *= np.float32((2.0 / (shape[0] + shape[1])) ** 0.5)
-        t[name] = a
-    t["model.shared.weight"][PAD] = 0.0
-    if eos_bias:
-        if "final_logits_bias" in t:
-            t["final_logits_bias"][0, EOS] += np.float32(eos_bias)
-        else:
-            # h . E_eos with h = gamma * n + beta: beta gains sqrt(d) u and
-            # E_eos gains (B / sqrt(d)) u for a unit vector u, so EOS's
-            # logit rises by B (+- B / sqrt(d)) and every other logit moves
-            # by a fixed N(0, 1).
-            d = shapes["model.shared.weight"][1]
-            u = rng.standard_normal(d).astype(np.float32)
-            u /= np.linalg.norm(u)
-            t["model.decoder.layer_norm.bias"] += np.float32(d ** 0.5) * u
-            t["model.shared.weight"][EOS] += np.float32(eos_bias / d ** 0.5) * u
-    return t
+        a = random_tensor(name, shape, rng)
+        if eos_bias and name == "final_logits_bias":
+            a[0, EOS] += np.float32(eos_bias)
+        elif u is not None and name == "model.decoder.layer_norm.bias":
+            a += np.float32(d ** 0.5) * u
+        elif u is not None and name == "model.shared.weight":
+            a[EOS] += np.float32(eos_bias / d ** 0.5) * u
+        yield name, a
 
 
 def random_sources(vocab, count, seed, max_words=22, languages=("en", "de", "fr")):
@@ -511,7 +623,13 @@ def t5_random_tensors(shapes, d_kv, rng, eos_bias=0.0):
 
 
 def t5_main(args):
+    if args.size not in T5_SIZES:
+        sys.exit(f"make_family_model.py: --size {args.size} is not a {args.family} size")
     d, heads, d_kv, d_ff, n_enc, n_dec, vocab = T5_SIZES[args.size]
+    if args.layers:
+        n_enc = n_dec = args.layers
+    d_ff = args.ffn or d_ff
+    vocab = args.vocab or vocab
     if args.d_kv:
         d_kv = args.d_kv
     if args.decoder_layers:
@@ -535,7 +653,7 @@ def t5_main(args):
     # base: shared.weight once (its copies would add 2 x 98 MB to write).
     write_checkpoint(args.out, config, tensors, args.dtype,
                      tied_copies=not args.no_tied_copies and args.size != "base",
-                     sources=sources)
+                     sources=sources, shards=args.shards)
 
 
 def main():
@@ -543,7 +661,8 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("family", choices=FAMILIES + T5_FAMILIES)
     ap.add_argument("out")
-    ap.add_argument("--size", default="tiny", choices=SIZES)
+    ap.add_argument("--size", default="tiny", choices=list(SIZES) + list(NLLB_SIZES),
+                    help="nllb-1.3b and nllb-3.3b: m2m_100 alone")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dtype", default="F32", choices=["F32", "F16", "BF16"])
     ap.add_argument("--sentences", type=int, default=16)
@@ -560,6 +679,10 @@ def main():
                     help="max_position_embeddings (default: the size's)")
     ap.add_argument("--layers", type=int,
                     help="encoder and decoder layers (default: the size's)")
+    ap.add_argument("--ffn", type=int, help="FFN width (default: the size's)")
+    ap.add_argument("--vocab", type=int, help="vocabulary size (default: the size's)")
+    ap.add_argument("--shards", type=int, default=1,
+                    help="write N shards and model.safetensors.index.json")
     t5 = ap.add_argument_group("t5 and mt5")
     t5.add_argument("--feed-forward-proj",
                     help="relu, gated-gelu, ... (default: t5 relu; mt5 and base gated-gelu)")
@@ -580,16 +703,25 @@ def main():
         t5_main(args)
         return
 
+    nllb = args.size in NLLB_SIZES
+    if nllb and args.family != "m2m_100":
+        sys.exit(f"make_family_model.py: --size {args.size} is an m2m_100 size")
     d, heads, ffn, n_enc, n_dec, vocab, positions = (
-        M2M100_BASE if args.family == "m2m_100" and args.size == "base" else SIZES[args.size])
+        NLLB_SIZES[args.size] if nllb
+        else M2M100_BASE if args.family == "m2m_100" and args.size == "base"
+        else SIZES[args.size])
     if args.max_positions:
         positions = args.max_positions
     if args.layers:
         n_enc = n_dec = args.layers
+    ffn = args.ffn or ffn
+    vocab = args.vocab or vocab
     scale = {"true": True, "false": False, "absent": "absent", None: "family"}[args.scale_embedding]
     config = config_json(args.family, d, heads, ffn, n_enc, n_dec, vocab, positions,
                          activation=args.activation, scale_embedding=scale,
                          forced_bos=args.forced_bos_token_id, dtype=args.dtype)
+    if nllb:
+        config = dict(sorted({**config, **NLLB_CONFIG}.items()))
     rng = np.random.default_rng(args.seed)
     shapes = tensor_shapes(args.family, d, ffn, n_enc, n_dec, vocab, positions)
     tensors = random_tensors(args.family, shapes, rng, args.eos_bias)
@@ -597,7 +729,8 @@ def main():
     sources = random_sources(words, args.sentences, args.seed,
                              max_words=min(22, positions - 2))
     write_checkpoint(args.out, config, tensors, args.dtype,
-                     tied_copies=not args.no_tied_copies, sources=sources)
+                     tied_copies=not args.no_tied_copies and not nllb, sources=sources,
+                     shapes=shapes, shards=args.shards)
 
 
 if __name__ == "__main__":
