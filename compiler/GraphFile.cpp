@@ -4,6 +4,7 @@
 
 #include "compiler/Checkpoint.h"
 #include "compiler/Codegen.h"
+#include "dialects/Tfm/IR/TfmLayers.h"
 #include "dialects/Tfm/IR/TfmOps.h"
 #include "tfm/abi/ModelInfo.h"
 
@@ -119,50 +120,57 @@ static llvm::Error checkEntryPoints(ModuleOp module, StringRef graphPath) {
   return checkChosenRows(module, graphPath);
 }
 
+/// The first problem with the checkpoint tensors that `w` stands for
+/// under `prefix` (a layer's weights, bound by a call), or nothing.
+static std::optional<std::string> checkWeight(WeightOp w, StringRef prefix,
+                                              StringRef graphPath,
+                                              const Checkpoint &checkpoint) {
+  std::string at =
+      where(w, graphPath) + ": tfm.weight '" + boundWeightName(w, prefix) + "'";
+  if (!prefix.empty())
+    at += " (tfm.weights_prefix '" + prefix.str() + "')";
+  ArrayRef<int64_t> shape = w.getType().getShape();
+  // Without parts the weight is the tensor of its name; with them, their
+  // stack along the first axis.
+  SmallVector<std::string> names = boundTensorNames(w, prefix);
+  int64_t rows = 0;
+  for (const std::string &name : names) {
+    std::string tensor = names.size() > 1 ? at + "'s part '" + name + "'" : at;
+    const TensorInfo *info = checkpoint.lookup(name);
+    if (!info)
+      return tensor + " is not in " + checkpoint.path().str();
+    if (info->dtype != DType::F32 && info->dtype != DType::F16 &&
+        info->dtype != DType::BF16)
+      return tensor + " has dtype " + dtypeName(info->dtype).str() + " in " +
+             checkpoint.path().str() + "; weights must be F32, F16 or BF16";
+    if (names.size() == 1 && ArrayRef<int64_t>(info->shape) != shape)
+      return llvm::formatv("{0} has shape {1} in the graph but {2} in {3}", at,
+                           formatShape(shape), formatShape(info->shape),
+                           checkpoint.path())
+          .str();
+    if (names.size() > 1 &&
+        (info->shape.empty() ||
+         ArrayRef<int64_t>(info->shape).drop_front() != shape.drop_front()))
+      return llvm::formatv("{0} has shape {1} in {2}, which does not stack "
+                           "along the first axis into {3}",
+                           tensor, formatShape(info->shape), checkpoint.path(),
+                           formatShape(shape))
+          .str();
+    rows += info->shape.empty() ? 1 : info->shape.front();
+  }
+  if (names.size() > 1 && rows != shape.front())
+    return llvm::formatv("{0} stacks {1} rows of its parts but has shape {2}",
+                         at, rows, formatShape(shape))
+        .str();
+  return std::nullopt;
+}
+
 static llvm::Error checkWeights(ModuleOp module, StringRef graphPath,
                                 const Checkpoint &checkpoint) {
   std::optional<std::string> error;
-  module.walk([&](WeightOp w) {
-    std::string at = where(w, graphPath) + ": tfm.weight '" + w.getName().str() + "'";
-    ArrayRef<int64_t> shape = w.getType().getShape();
-    // Without parts the weight is the tensor of its name; with them, their
-    // stack along the first axis.
-    SmallVector<StringRef> names = w.getTensorNames();
-    int64_t rows = 0;
-    for (StringRef name : names) {
-      std::string tensor =
-          names.size() > 1 ? at + "'s part '" + name.str() + "'" : at;
-      const TensorInfo *info = checkpoint.lookup(name);
-      if (!info)
-        error = tensor + " is not in " + checkpoint.path().str();
-      else if (info->dtype != DType::F32 && info->dtype != DType::F16 &&
-               info->dtype != DType::BF16)
-        error = tensor + " has dtype " + dtypeName(info->dtype).str() + " in " +
-                checkpoint.path().str() + "; weights must be F32, F16 or BF16";
-      else if (names.size() == 1 && ArrayRef<int64_t>(info->shape) != shape)
-        error = llvm::formatv("{0} has shape {1} in the graph but {2} in {3}",
-                              at, formatShape(shape), formatShape(info->shape),
-                              checkpoint.path())
-                    .str();
-      else if (names.size() > 1 &&
-               (info->shape.empty() ||
-                ArrayRef<int64_t>(info->shape).drop_front() !=
-                    shape.drop_front()))
-        error = llvm::formatv("{0} has shape {1} in {2}, which does not "
-                              "stack along the first axis into {3}",
-                              tensor, formatShape(info->shape),
-                              checkpoint.path(), formatShape(shape))
-                    .str();
-      if (error)
-        return WalkResult::interrupt();
-      rows += info->shape.empty() ? 1 : info->shape.front();
-    }
-    if (names.size() > 1 && rows != shape.front())
-      error = llvm::formatv("{0} stacks {1} rows of its parts but has shape "
-                            "{2}",
-                            at, rows, formatShape(shape))
-                  .str();
-    return error ? WalkResult::interrupt() : WalkResult::advance();
+  forEachBoundWeight(module, [&](WeightOp w, StringRef prefix) {
+    if (!error)
+      error = checkWeight(w, prefix, graphPath, checkpoint);
   });
   return error ? graphError(*error) : llvm::Error::success();
 }

@@ -2,12 +2,14 @@
 
 #include "compiler/GraphPicture.h"
 
+#include "dialects/Tfm/IR/TfmLayers.h"
 #include "dialects/Tfm/IR/TfmOps.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -19,23 +21,15 @@
 using namespace mlir;
 using namespace mlir::tfm;
 
-/// "encoder" / "decoder" and the layer of an op, from the importer's
-/// locations ("model.encoder.layers.3.self_attn").
-static std::optional<std::pair<std::string, int64_t>> layerOf(Operation *op) {
-  auto name = dyn_cast<NameLoc>(op->getLoc());
-  if (!name)
-    return std::nullopt;
-  llvm::StringRef text = name.getName().getValue();
-  for (llvm::StringRef side : {"encoder", "decoder"}) {
-    std::string prefix = ("model." + side + ".layers.").str();
-    if (!text.consume_front(prefix))
-      continue;
-    int64_t layer;
-    if (text.consumeInteger(10, layer))
-      return std::nullopt;
-    return std::make_pair(side.str(), layer);
-  }
-  return std::nullopt;
+/// `name` with each dotted number made `#`: the layer-independent form
+/// of "model.decoder.layers.3.encoder_attn.k_proj.weight" or "cache_key.3".
+static std::string withoutLayerNumbers(llvm::StringRef name) {
+  llvm::SmallVector<llvm::StringRef> parts;
+  name.split(parts, '.');
+  for (llvm::StringRef &part : parts)
+    if (!part.empty() && llvm::all_of(part, llvm::isDigit))
+      part = "#";
+  return llvm::join(parts, ".");
 }
 
 /// The last component of a weight's name, for labels: "fc1.weight".
@@ -92,76 +86,109 @@ static std::vector<std::string> replacedOps(Operation *op) {
 }
 
 namespace {
+/// Draws functions as clusters. What a model repeats once per layer is one
+/// node with its count: the calls of a layer (the value each passes to the
+/// next drawn as a loop), the per-layer arguments (cache_key.0 ...
+/// cache_key.N), and ops that differ only in which layer's weights they
+/// read or which of those nodes they take.
 class GraphWriter {
 public:
   explicit GraphWriter(llvm::raw_ostream &os) : os(os) {}
 
-  void function(func::FuncOp func) {
-    os << llvm::formatv("  subgraph cluster_{0} {{\n    label=\"{0}\";\n"
+  void function(func::FuncOp func, int64_t calls) {
+    std::string title = func.getName().str();
+    if (isLayer(func))
+      title += llvm::formatv(" (a layer, called {0} times)", calls).str();
+    os << llvm::formatv("  subgraph cluster_{0} {{\n    label=\"{1}\";\n"
                         "    style=rounded; color=gray60;\n",
-                        func.getName());
-    // Layers after the first of each side: counted, drawn once.
-    std::map<std::string, int64_t> hiddenLayers;
+                        func.getName(), title);
+    for (BlockArgument arg : func.getArguments())
+      argumentNode(func, arg);
     for (Operation &op : func.getBody().front())
-      if (auto layer = layerOf(&op); layer && layer->second > 0)
-        hiddenLayers[layer->first] =
-            std::max(hiddenLayers[layer->first], layer->second);
-    for (BlockArgument arg : func.getArguments()) {
-      // The caches of the other layers belong to their node.
-      if (!arg.use_empty() && llvm::all_of(arg.getUsers(), [](Operation *user) {
-            auto layer = layerOf(user);
-            return layer && layer->second > 0;
-          }))
-        continue;
-      std::string id = nodeId();
-      auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                    "tfm.name");
-      os << llvm::formatv("    {0} [label=\"{1}\\n{2}\", shape=ellipse];\n", id,
-                          name ? name.getValue().str()
-                               : "arg" + std::to_string(arg.getArgNumber()),
-                          typeText(arg.getType()));
-      valueNode[arg] = id;
-    }
-    for (Operation &op : func.getBody().front()) {
-      if (isa<WeightOp, arith::ConstantOp>(op))
-        continue;
-      std::string id;
-      auto layer = layerOf(&op);
-      if (layer && layer->second > 0) {
-        // One node for every op of the other layers of this side.
-        std::string &collapsed = collapsedNode[func.getName().str() + "." +
-                                               layer->first];
-        if (collapsed.empty()) {
-          collapsed = nodeId();
-          int64_t more = hiddenLayers[layer->first];
-          os << llvm::formatv(
-              "    {0} [label=\"{1} layers 1-{2}\\n({3} more, the ops of layer "
-              "0 over their own weights)\", shape=box3d, style=filled, "
-              "fillcolor=gray90];\n",
-              collapsed, layer->first, more, more);
-        }
-        id = collapsed;
-      } else {
-        id = opNode(op);
-      }
-      for (Value operand : op.getOperands()) {
-        auto from = valueNode.find(operand);
-        if (from != valueNode.end() && from->second != id &&
-            drawnEdges.insert({from->second, id}).second)
-          edges.push_back({from->second, id});
-      }
-      for (Value result : op.getResults())
-        valueNode[result] = id;
-    }
+      if (!isa<WeightOp, arith::ConstantOp>(op))
+        drawOp(op);
+    for (auto &[id, count] : counts)
+      if (count > 1)
+        os << llvm::formatv("    {0} [label=\"{1}\\n× {2}\"];\n", id,
+                            labels[id], count);
     for (auto &[from, to] : edges)
-      os << "    " << from << " -> " << to << ";\n";
+      os << "    " << from << " -> " << to
+         << (from == to ? " [label=\"next layer\"]" : "") << ";\n";
     edges.clear();
     drawnEdges.clear();
+    groups.clear();
+    counts.clear();
     os << "  }\n";
   }
 
 private:
   std::string nodeId() { return "n" + std::to_string(nextId++); }
+
+  /// An argument's node; arguments named alike but for a layer number
+  /// (cache_key.0, cache_key.1) share one.
+  void argumentNode(func::FuncOp func, BlockArgument arg) {
+    auto name =
+        func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tfm.name");
+    std::string text = name ? name.getValue().str()
+                            : "arg" + std::to_string(arg.getArgNumber());
+    std::string key =
+        "arg " + withoutLayerNumbers(text) + " " + typeText(arg.getType());
+    std::string id = groupOf(key, {});
+    if (id.empty()) {
+      id = nodeId();
+      groups.push_back({key, {}, id});
+      os << llvm::formatv("    {0} [label=\"{1}\\n{2}\", shape=ellipse];\n", id,
+                          text, typeText(arg.getType()));
+      labels[id] = withoutLayerNumbers(text) + "\\n" + typeText(arg.getType());
+    }
+    ++counts[id];
+    valueNode[arg] = id;
+  }
+
+  /// The op's node: the group of ops like it, or a new one. An operand
+  /// from the group itself is the previous layer's value.
+  void drawOp(Operation &op) {
+    std::string key = op.getName().getStringRef().str();
+    for (Type type : op.getResultTypes())
+      key += " " + typeText(type);
+    if (auto call = dyn_cast<func::CallOp>(op))
+      key += " @" + call.getCallee().str();
+    SmallVector<std::string> inputs;
+    for (Value operand : op.getOperands()) {
+      if (auto w = operand.getDefiningOp<WeightOp>())
+        key += " " + withoutLayerNumbers(llvm::join(w.getTensorNames(), "+"));
+      auto from = valueNode.find(operand);
+      if (from != valueNode.end())
+        inputs.push_back(from->second);
+    }
+    std::string id = groupOf(key, inputs);
+    if (id.empty()) {
+      id = opNode(op);
+      groups.push_back({key, inputs, id});
+    }
+    ++counts[id];
+    for (const std::string &from : inputs)
+      if (drawnEdges.insert({from, id}).second)
+        edges.push_back({from, id});
+    for (Value result : op.getResults())
+      valueNode[result] = id;
+  }
+
+  /// The node of a group of `key` whose ops read `inputs`, an input equal
+  /// to the group's node standing for any: the loop over the layers.
+  std::string groupOf(const std::string &key, ArrayRef<std::string> inputs) {
+    for (const Group &group : groups) {
+      if (group.key != key || group.inputs.size() != inputs.size())
+        continue;
+      bool same = llvm::all_of(llvm::zip(group.inputs, inputs), [&](auto pair) {
+        return std::get<0>(pair) == std::get<1>(pair) ||
+               std::get<1>(pair) == group.id;
+      });
+      if (same)
+        return group.id;
+    }
+    return "";
+  }
 
   static std::string typeText(Type type) {
     if (auto shaped = dyn_cast<ShapedType>(type))
@@ -176,6 +203,8 @@ private:
   std::string opNode(Operation &op) {
     std::string id = nodeId();
     std::string label = op.getName().getStringRef().str();
+    if (auto call = dyn_cast<func::CallOp>(op))
+      label = "call @" + call.getCallee().str();
     if (op.getNumResults())
       label += "\\n" + typeText(op.getResult(0).getType());
     for (Value operand : op.getOperands())
@@ -196,6 +225,7 @@ private:
                           "style=filled];\n",
                           id, llvm::join(replaced, "\\n"));
     }
+    labels[id] = label;
     os << llvm::formatv("    {0} [label=\"{1}\", style=\"filled{2}\", "
                         "fillcolor={3}];\n",
                         id, label, replaced.empty() ? "" : ",bold", fill);
@@ -209,7 +239,16 @@ private:
   llvm::raw_ostream &os;
   int64_t nextId = 0;
   llvm::DenseMap<Value, std::string> valueNode;
-  std::map<std::string, std::string> collapsedNode;
+  /// Per function: the groups of ops (what they are, the nodes they read,
+  /// their node), how many each node stands for; every node's label.
+  struct Group {
+    std::string key;
+    SmallVector<std::string> inputs;
+    std::string id;
+  };
+  std::vector<Group> groups;
+  std::map<std::string, int64_t> counts;
+  std::map<std::string, std::string> labels;
   /// Edges between drawn nodes, each once, in the order found.
   std::vector<std::pair<std::string, std::string>> edges;
   std::set<std::pair<std::string, std::string>> drawnEdges;
@@ -223,8 +262,14 @@ void mlir::tfm::writeGraphPicture(ModuleOp module, llvm::StringRef title,
         "  node [shape=box, fontname=Helvetica, fontsize=10];\n"
         "  edge [color=gray40];\n";
   GraphWriter writer(os);
-  for (StringRef name : {"encode", "decode_step"})
-    if (auto func = module.lookupSymbol<func::FuncOp>(name))
-      writer.function(func);
+  SymbolTable symbols(module);
+  llvm::DenseMap<Operation *, int64_t> calls;
+  module.walk([&](func::CallOp call) {
+    if (weightsPrefix(call))
+      ++calls[symbols.lookup(call.getCallee())];
+  });
+  for (auto func : module.getOps<func::FuncOp>())
+    if (!func.isExternal())
+      writer.function(func, calls.lookup(func));
   os << "}\n";
 }

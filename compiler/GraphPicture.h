@@ -1,9 +1,10 @@
 //===- GraphPicture.h - The model graph as a Graphviz picture ---*- C++ -*-===//
 //
-// `tfmc graph` draws what the compiler did to a model: its entry points'
+// `tfmc graph` draws what the compiler did to a model: its functions'
 // ops as nodes (with their result shapes and the weights they read),
-// values as edges. One encoder layer and one decoder layer are drawn; the
-// others, the same ops over other weights, are one node with their count.
+// values as edges. Each layer function is drawn once; in the entry points
+// its calls are one node with their count and a loop edge, and what is
+// made per layer (arguments, cross-attention keys) likewise.
 // A fused op is a cluster that lists the primitive ops it replaced (its
 // decomposition); once backends are chosen each op is coloured by the one
 // that runs it.

@@ -10,6 +10,7 @@
 
 #include "compiler/Checkpoint.h"
 #include "compiler/ModelConfig.h"
+#include "dialects/Tfm/IR/TfmLayers.h"
 #include "dialects/Tfm/IR/TfmOps.h"
 #include "tfm/abi/ModelInfo.h"
 
@@ -18,6 +19,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
@@ -80,6 +82,23 @@ private:
   Value residual(Value x, StringRef normPrefix,
                  llvm::function_ref<Value(Value)> sublayer);
 
+  // --- layers ----------------------------------------------------------------
+  using LayerBody = llvm::function_ref<SmallVector<Value>(ValueRange)>;
+  /// Calls the layer that `body` builds over `inputs` (named `names`),
+  /// binding its weights with the checkpoint prefix `prefix`: a new
+  /// function `kind`, or one built before that is equal to it.
+  SmallVector<Value> callLayer(StringRef kind, StringRef prefix,
+                               ValueRange inputs, ArrayRef<StringRef> names,
+                               LayerBody body);
+  func::FuncOp buildLayer(StringRef kind, StringRef prefix, ValueRange inputs,
+                          ArrayRef<StringRef> names, LayerBody body);
+  func::FuncOp findEqualLayer(func::FuncOp layer);
+  /// The checkpoint prefix of layer `i`'s tensors in `stack`.
+  std::string layerPrefix(StringRef stack, int64_t i) const;
+  Value encoderLayer(Value x, int64_t i, Value srcLengths, Value bias);
+  SmallVector<Value> decoderLayer(Value x, int64_t i, ValueRange state,
+                                  Value bias);
+
   void checkUnusedTensors();
   bool ignoredAsHuggingFaceDoes(StringRef name) const;
   void buildEncode(ModuleOp module);
@@ -113,6 +132,10 @@ private:
   /// Every checkpoint tensor either function reads.
   llvm::StringSet<> usedTensors;
   Operation *lastWeight = nullptr;
+  /// While a layer is built: the checkpoint prefix its weight names drop.
+  std::string weightsPrefix;
+  /// The distinct layers built so far.
+  SmallVector<func::FuncOp> layers;
   std::optional<std::string> error;
 };
 
@@ -197,7 +220,12 @@ Value ModelImporter::weight(StringRef canonical, ArrayRef<int64_t> shape) {
     builder.setInsertionPointAfter(lastWeight);
   else
     builder.setInsertionPointToStart(builder.getInsertionBlock());
-  auto w = builder.create<WeightOp>(loc, tensor(shape), name);
+  StringRef relative = name;
+  if (!weightsPrefix.empty() && !relative.consume_front(weightsPrefix))
+    fail(llvm::formatv("internal error: tensor '{0}' is read by the layer "
+                       "of '{1}' but is not one of its tensors",
+                       name, weightsPrefix));
+  auto w = builder.create<WeightOp>(loc, tensor(shape), relative);
   lastWeight = w;
   weightValues[canonical] = w;
   return w;
@@ -387,11 +415,186 @@ Value ModelImporter::residual(Value x, StringRef normPrefix,
   return layerNorm(builder.create<AddOp>(loc, x, sublayer(x)), normPrefix);
 }
 
+//===----------------------------------------------------------------------===//
+// Layers
+//===----------------------------------------------------------------------===//
+
+std::string ModelImporter::layerPrefix(StringRef stack, int64_t i) const {
+  // T5 numbers blocks: model.encoder.layers.I is encoder.block.I.
+  if (config.family == ModelFamily::t5)
+    return llvm::formatv("{0}.block.{1}.", stack.drop_front(strlen("model.")),
+                         i);
+  return llvm::formatv("{0}.layers.{1}.", stack, i);
+}
+
+func::FuncOp ModelImporter::buildLayer(StringRef kind, StringRef prefix,
+                                       ValueRange inputs,
+                                       ArrayRef<StringRef> names,
+                                       LayerBody body) {
+  OpBuilder::InsertionGuard guard(builder);
+  // Before the function that calls it, as a reader meets them.
+  builder.setInsertionPoint(builder.getInsertionBlock()->getParentOp());
+  auto layer = builder.create<func::FuncOp>(
+      loc, kind, builder.getFunctionType(inputs.getTypes(), {}));
+  layer.setPrivate();
+  layer->setAttr(kLayerAttr, builder.getUnitAttr());
+  for (auto [i, name] : llvm::enumerate(names))
+    layer.setArgAttr(i, "tfm.name", builder.getStringAttr(name));
+  builder.setInsertionPointToStart(layer.addEntryBlock());
+
+  llvm::StringMap<Value> callerWeights = std::move(weightValues);
+  weightValues.clear();
+  Operation *callerLastWeight = std::exchange(lastWeight, nullptr);
+  weightsPrefix = prefix.str();
+  SmallVector<Value> results = body(layer.getArguments());
+  builder.create<func::ReturnOp>(loc, results);
+  layer.setType(builder.getFunctionType(inputs.getTypes(),
+                                        ValueRange(results).getTypes()));
+  weightsPrefix.clear();
+  weightValues = std::move(callerWeights);
+  lastWeight = callerLastWeight;
+  return layer;
+}
+
+/// A layer of the same kind built before whose body is the same ops over
+/// the same relative weight names, or null.
+func::FuncOp ModelImporter::findEqualLayer(func::FuncOp layer) {
+  for (func::FuncOp other : layers)
+    if (other.getSymName().starts_with(layer.getSymName()) &&
+        other.getFunctionType() == layer.getFunctionType() &&
+        OperationEquivalence::isRegionEquivalentTo(
+            &other.getBody(), &layer.getBody(),
+            OperationEquivalence::IgnoreLocations))
+      return other;
+  return {};
+}
+
+SmallVector<Value> ModelImporter::callLayer(StringRef kind, StringRef prefix,
+                                            ValueRange inputs,
+                                            ArrayRef<StringRef> names,
+                                            LayerBody body) {
+  Location callLoc = loc;
+  func::FuncOp layer = buildLayer(kind, prefix, inputs, names, body);
+  if (func::FuncOp equal = findEqualLayer(layer)) {
+    layer.erase();
+    layer = equal;
+  } else {
+    int64_t sameKind = llvm::count_if(layers, [&](func::FuncOp other) {
+      return other.getSymName().starts_with(kind);
+    });
+    if (sameKind)
+      layer.setSymName(llvm::formatv("{0}_{1}", kind, sameKind).str());
+    layers.push_back(layer);
+  }
+  auto call = builder.create<func::CallOp>(callLoc, layer, inputs);
+  call->setAttr(kWeightsPrefixAttr, builder.getStringAttr(prefix));
+  return call.getResults();
+}
+
+/// x + SelfAttention(x), then x + FFN(x), each with its norm (residual()).
+Value ModelImporter::encoderLayer(Value x, int64_t i, Value srcLengths,
+                                  Value bias) {
+  int64_t d = config.dModel, heads = config.encoderHeads;
+  int64_t inner = heads * config.headWidth(heads);
+  std::string p = llvm::formatv("model.encoder.layers.{0}", i);
+  SmallVector<Value> inputs = {x, srcLengths};
+  SmallVector<StringRef> names = {"hidden", "source_lengths"};
+  if (bias) {
+    inputs.push_back(bias);
+    names.push_back("position_bias");
+  }
+  setLoc(p);
+  auto body = [&](ValueRange args) -> SmallVector<Value> {
+    Value lengths = args[1], layerBias = bias ? args[2] : Value();
+    setLoc("self_attn");
+    Value y = residual(args[0], p + ".self_attn_layer_norm", [&](Value h) {
+      Value q = projectHeads(h, p + ".self_attn.q_proj", heads);
+      Value k = projectHeads(h, p + ".self_attn.k_proj", heads);
+      Value v = projectHeads(h, p + ".self_attn.v_proj", heads);
+      Value o = attention(q, k, v, heads, lengths, /*causal=*/false, layerBias);
+      return linear(o, p + ".self_attn.out_proj", d, inner);
+    });
+    setLoc("ffn");
+    y = residual(y, p + ".final_layer_norm", [&](Value h) {
+      return feedForward(h, p, config.encoderFfnDim);
+    });
+    return {y};
+  };
+  return callLayer("encoder_layer", layerPrefix("model.encoder", i), inputs,
+                   names, body)
+      .front();
+}
+
+/// Self-attention over the cache (updated with this step's keys and
+/// values), cross-attention, FFN. `state`: step, source lengths, cache
+/// rows, cross K, cross V, cache K, cache V. Returns x and the caches.
+SmallVector<Value> ModelImporter::decoderLayer(Value x, int64_t i,
+                                               ValueRange state, Value bias) {
+  int64_t d = config.dModel, heads = config.decoderHeads;
+  int64_t headDim = config.headWidth(heads), inner = heads * headDim;
+  Type kv = tensor({kDyn, heads, kDyn, headDim});
+  std::string p = llvm::formatv("model.decoder.layers.{0}", i);
+  SmallVector<Value> inputs = {x};
+  inputs.append(state.begin(), state.end());
+  SmallVector<StringRef> names = {"hidden",     "step",       "source_lengths",
+                                  "cache_rows", "cross_key",  "cross_value",
+                                  "cache_key",  "cache_value"};
+  if (bias) {
+    inputs.push_back(bias);
+    names.push_back("position_bias");
+  }
+  setLoc(p);
+  auto body = [&](ValueRange args) -> SmallVector<Value> {
+    Value step = args[1], srcLengths = args[2], cacheRows = args[3];
+    Value crossK = args[4], crossV = args[5], cacheK = args[6],
+          cacheV = args[7], layerBias = bias ? args[8] : Value();
+    Value zero = builder.create<arith::ConstantIndexOp>(loc, 0);
+    Value one = builder.create<arith::ConstantIndexOp>(loc, 1);
+    Value innerWidth = builder.create<arith::ConstantIndexOp>(loc, inner);
+    // Self-attention sees the cache up to step + T.
+    Value seen = builder.create<arith::AddIOp>(
+        loc, step, builder.create<tensor::DimOp>(loc, args[0], one));
+    SmallVector<Value> out(3);
+    setLoc("self_attn");
+    out[0] = residual(args[0], p + ".self_attn_layer_norm", [&](Value h) {
+      Value q = projectHeads(h, p + ".self_attn.q_proj", heads);
+      Value k = projectHeads(h, p + ".self_attn.k_proj", heads);
+      Value v = projectHeads(h, p + ".self_attn.v_proj", heads);
+      out[1] = builder.create<CacheUpdateOp>(loc, k, cacheK, step, 2);
+      out[2] = builder.create<CacheUpdateOp>(loc, v, cacheV, step, 2);
+      Value keys = builder.create<SliceOp>(loc, kv, out[1], zero, seen, 2);
+      Value values = builder.create<SliceOp>(loc, kv, out[2], zero, seen, 2);
+      keys = builder.create<CacheRowsOp>(loc, keys, cacheRows, 2);
+      values = builder.create<CacheRowsOp>(loc, values, cacheRows, 2);
+      Value o = attention(q, keys, values, heads, Value(), /*causal=*/true,
+                          layerBias);
+      return linear(o, p + ".self_attn.out_proj", d, inner);
+    });
+    setLoc("encoder_attn");
+    out[0] = residual(out[0], p + ".encoder_attn_layer_norm", [&](Value h) {
+      Value q = linear(h, p + ".encoder_attn.q_proj", inner, d);
+      Value sentences = builder.create<tensor::DimOp>(loc, crossK, zero);
+      q = builder.create<SplitHeadsOp>(
+          loc, rowsBySentence(q, sentences, innerWidth), heads);
+      Value o = attention(q, crossK, crossV, heads, srcLengths,
+                          /*causal=*/false);
+      return linear(rowsByBeam(o, h, innerWidth), p + ".encoder_attn.out_proj",
+                    d, inner);
+    });
+    setLoc("ffn");
+    out[0] = residual(out[0], p + ".final_layer_norm", [&](Value h) {
+      return feedForward(h, p, config.decoderFfnDim);
+    });
+    return out;
+  };
+  return callLayer("decoder_layer", layerPrefix("model.decoder", i), inputs,
+                   names, body);
+}
+
 void ModelImporter::buildEncode(ModuleOp module) {
   int64_t d = config.dModel, heads = config.encoderHeads;
   int64_t decHeads = config.decoderHeads;
   int64_t headDim = config.headWidth(decHeads);
-  int64_t inner = heads * config.headWidth(heads);
   Type ids = tensor({kDyn, kDyn}, builder.getI32Type());
   Type lengths = tensor({kDyn}, builder.getI32Type());
   Type hidden = tensor({kDyn, kDyn, d});
@@ -422,21 +625,8 @@ void ModelImporter::buildEncode(ModuleOp module) {
                         /*bidirectional=*/true);
   }
 
-  for (int64_t i = 0; i < config.encoderLayers; ++i) {
-    std::string p = llvm::formatv("model.encoder.layers.{0}", i);
-    setLoc(p + ".self_attn");
-    x = residual(x, p + ".self_attn_layer_norm", [&](Value h) {
-      Value q = projectHeads(h, p + ".self_attn.q_proj", heads);
-      Value k = projectHeads(h, p + ".self_attn.k_proj", heads);
-      Value v = projectHeads(h, p + ".self_attn.v_proj", heads);
-      Value o = attention(q, k, v, heads, srcLengths, /*causal=*/false, bias);
-      return linear(o, p + ".self_attn.out_proj", d, inner);
-    });
-    setLoc(p + ".ffn");
-    x = residual(x, p + ".final_layer_norm", [&](Value h) {
-      return feedForward(h, p, config.encoderFfnDim);
-    });
-  }
+  for (int64_t i = 0; i < config.encoderLayers; ++i)
+    x = encoderLayer(x, i, srcLengths, bias);
   if (config.normalizeBefore) {
     setLoc("model.encoder.layer_norm");
     x = layerNorm(x, "model.encoder.layer_norm");
@@ -456,7 +646,7 @@ void ModelImporter::buildEncode(ModuleOp module) {
 
 void ModelImporter::buildDecodeStep(ModuleOp module) {
   int64_t d = config.dModel, heads = config.decoderHeads;
-  int64_t headDim = config.headWidth(heads), inner = heads * headDim;
+  int64_t headDim = config.headWidth(heads);
   int64_t vocab = config.targetVocabSize;
   Type ids = tensor({kDyn, kDyn}, builder.getI32Type());
   Type lengths = tensor({kDyn}, builder.getI32Type());
@@ -498,61 +688,28 @@ void ModelImporter::buildDecodeStep(ModuleOp module) {
         srcLengths = func.getArgument(2), cacheRows = func.getArgument(3);
 
   setLoc("model.decoder");
-  // The new tokens sit at positions [step, step + T) of the target sequence;
-  // self-attention sees the cache up to step + T.
-  Value one = builder.create<arith::ConstantIndexOp>(loc, 1);
-  Value zero = builder.create<arith::ConstantIndexOp>(loc, 0);
-  Value innerWidth = builder.create<arith::ConstantIndexOp>(loc, inner);
-  Value newTokens = builder.create<tensor::DimOp>(loc, tokens, one);
-  Value seen = builder.create<arith::AddIOp>(loc, step, newTokens);
   StringRef table = config.shareEmbeddings ? "model.shared.weight"
                                            : "model.decoder.embed_tokens.weight";
   Value x = embed(tokens, step, table, vocab, "model.decoder");
   Value bias;
-  if (config.relativeBuckets)
+  if (config.relativeBuckets) {
+    // The new tokens sit at positions [step, step + T) of the target
+    // sequence; self-attention sees the cache up to step + T.
+    Value one = builder.create<arith::ConstantIndexOp>(loc, 1);
+    Value newTokens = builder.create<tensor::DimOp>(loc, tokens, one);
+    Value seen = builder.create<arith::AddIOp>(loc, step, newTokens);
     bias = relativeBias("model.decoder", heads, newTokens, seen, step,
                         /*bidirectional=*/false);
+  }
 
   SmallVector<Value> caches;
   for (int64_t i = 0; i < config.decoderLayers; ++i) {
-    std::string p = llvm::formatv("model.decoder.layers.{0}", i);
-    Value crossK = func.getArgument(4 + 4 * i);
-    Value crossV = func.getArgument(5 + 4 * i);
-    Value cacheK = func.getArgument(6 + 4 * i);
-    Value cacheV = func.getArgument(7 + 4 * i);
-
-    setLoc(p + ".self_attn");
-    x = residual(x, p + ".self_attn_layer_norm", [&](Value h) {
-      Value q = projectHeads(h, p + ".self_attn.q_proj", heads);
-      Value k = projectHeads(h, p + ".self_attn.k_proj", heads);
-      Value v = projectHeads(h, p + ".self_attn.v_proj", heads);
-      Value newK = builder.create<CacheUpdateOp>(loc, k, cacheK, step, 2);
-      Value newV = builder.create<CacheUpdateOp>(loc, v, cacheV, step, 2);
-      caches.push_back(newK);
-      caches.push_back(newV);
-      Value keys = builder.create<SliceOp>(loc, kv, newK, zero, seen, 2);
-      Value values = builder.create<SliceOp>(loc, kv, newV, zero, seen, 2);
-      keys = builder.create<CacheRowsOp>(loc, keys, cacheRows, 2);
-      values = builder.create<CacheRowsOp>(loc, values, cacheRows, 2);
-      Value o =
-          attention(q, keys, values, heads, Value(), /*causal=*/true, bias);
-      return linear(o, p + ".self_attn.out_proj", d, inner);
-    });
-    setLoc(p + ".encoder_attn");
-    x = residual(x, p + ".encoder_attn_layer_norm", [&](Value h) {
-      Value q = linear(h, p + ".encoder_attn.q_proj", inner, d);
-      Value sentences = builder.create<tensor::DimOp>(loc, crossK, zero);
-      q = builder.create<SplitHeadsOp>(
-          loc, rowsBySentence(q, sentences, innerWidth), heads);
-      Value o = attention(q, crossK, crossV, heads, srcLengths,
-                          /*causal=*/false);
-      return linear(rowsByBeam(o, h, innerWidth), p + ".encoder_attn.out_proj",
-                    d, inner);
-    });
-    setLoc(p + ".ffn");
-    x = residual(x, p + ".final_layer_norm", [&](Value h) {
-      return feedForward(h, p, config.decoderFfnDim);
-    });
+    SmallVector<Value> state = {step, srcLengths, cacheRows};
+    state.append(func.getArguments().begin() + 4 + 4 * i,
+                 func.getArguments().begin() + 8 + 4 * i);
+    SmallVector<Value> out = decoderLayer(x, i, state, bias);
+    x = out[0];
+    caches.append({out[1], out[2]});
   }
   if (config.normalizeBefore) {
     setLoc("model.decoder.layer_norm");
@@ -721,6 +878,37 @@ mlir::tfm::importModel(MLIRContext &context, llvm::StringRef modelDir,
   return ModelImporter(context, *config, *weights, options, warnings).run();
 }
 
+namespace {
+/// What a function runs, its layers' ops counted once per call of them.
+struct FunctionCensus {
+  std::map<std::string, int64_t> ops;
+  llvm::StringMap<int64_t> weights; // bound name -> elements
+  int64_t layerCalls = 0;
+
+  void count(func::FuncOp func, StringRef prefix, SymbolTable &symbols) {
+    func.walk([&](Operation *op) {
+      if (op == func.getOperation())
+        return;
+      ++ops[op->getName().getStringRef().str()];
+      if (auto w = dyn_cast<WeightOp>(op))
+        weights[boundWeightName(w, prefix)] = w.getType().getNumElements();
+      auto call = dyn_cast<func::CallOp>(op);
+      if (!call || !weightsPrefix(call))
+        return;
+      ++layerCalls;
+      count(symbols.lookup<func::FuncOp>(call.getCallee()),
+            weightsPrefix(call).getValue(), symbols);
+    });
+  }
+  int64_t parameters() const {
+    int64_t total = 0;
+    for (auto &entry : weights)
+      total += entry.second;
+    return total;
+  }
+};
+} // namespace
+
 void mlir::tfm::printModelSummary(ModuleOp module, llvm::raw_ostream &os) {
   if (auto model = module->getAttrOfType<DictionaryAttr>("tfm.model")) {
     os << "model:";
@@ -730,33 +918,35 @@ void mlir::tfm::printModelSummary(ModuleOp module, llvm::raw_ostream &os) {
     os << "\n";
   }
   // Unique checkpoint tensors across entry points (encode and decode_step
-  // share the embedding table).
+  // share the embedding table) and layers.
   llvm::StringMap<int64_t> allWeights;
-  module.walk([&](WeightOp w) {
-    allWeights[w.getName()] = w.getType().getNumElements();
+  forEachBoundWeight(module, [&](WeightOp w, StringRef prefix) {
+    allWeights[boundWeightName(w, prefix)] = w.getType().getNumElements();
   });
   int64_t total = 0;
   for (auto &entry : allWeights)
     total += entry.second;
   os << "weights: " << allWeights.size() << " tensors, " << total
      << " parameters\n";
+  SymbolTable symbols(module);
+  llvm::DenseMap<Operation *, int64_t> calls;
+  module.walk([&](func::CallOp call) {
+    if (weightsPrefix(call))
+      ++calls[symbols.lookup(call.getCallee())];
+  });
   for (auto func : module.getOps<func::FuncOp>()) {
-    std::map<std::string, int64_t> opCounts;
-    llvm::StringMap<int64_t> weightSizes;
-    func.walk([&](Operation *op) {
-      if (op == func.getOperation())
-        return;
-      ++opCounts[op->getName().getStringRef().str()];
-      if (auto w = dyn_cast<WeightOp>(op))
-        weightSizes[w.getName()] = w.getType().getNumElements();
-    });
-    int64_t params = 0;
-    for (auto &entry : weightSizes)
-      params += entry.second;
+    FunctionCensus census;
+    census.count(func, "", symbols);
     os << "func @" << func.getSymName() << ": " << func.getNumArguments()
        << " inputs, " << func.getNumResults() << " results, "
-       << weightSizes.size() << " weights (" << params << " parameters)\n";
-    for (auto &[name, count] : opCounts)
+       << census.weights.size() << " weights (" << census.parameters()
+       << " parameters)";
+    if (isLayer(func))
+      os << ", a layer called " << calls.lookup(func) << " times";
+    else if (census.layerCalls)
+      os << ", ops of its " << census.layerCalls << " layer calls included";
+    os << "\n";
+    for (auto &[name, count] : census.ops)
       os << "  " << name << ": " << count << "\n";
   }
 }

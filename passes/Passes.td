@@ -309,14 +309,15 @@ def TfmOutlineKernelsPass : Pass<"tfm-outline-kernels", "::mlir::ModuleOp"> {
   let summary = "Outline loop nests into kernel functions, one per distinct body";
   let description = [{
     After bufferization: every outermost `scf.parallel`, `scf.for` or
-    `scf.if` without results in a public function becomes a call to a
-    private function that holds it; the values it reads from above become
-    arguments, except constants, which are cloned in. Kernels with
-    equivalent bodies (every layer's, which differ only in the weight views
-    they are given) are one function, so the rest of the lowering and LLVM
-    process each kernel once: compile time follows the number of distinct
-    kernels, not the model's depth. The kernels get internal linkage (LLVM
-    may inline the thin wrapper around a parallel region into its callers).
+    `scf.if` without results in a public function or a layer (`tfm.layer`)
+    becomes a call to a private function that holds it; the values it reads
+    from above become arguments, except constants, which are cloned in.
+    Kernels with equivalent bodies (an encoder layer's and a decoder
+    layer's layer norms, the cross-attention keys' head splits, which differ
+    only in the views they are given) are one function, so the rest of the
+    lowering and LLVM process each kernel once. The kernels get internal
+    linkage (LLVM may inline the thin wrapper around a parallel region into
+    its callers).
   }];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect"];
 }

@@ -4,6 +4,8 @@
 
 #include "passes/Passes.h"
 
+#include "dialects/Tfm/IR/TfmLayers.h"
+
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/IR/ValueBoundsOpInterfaceImpl.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
@@ -99,7 +101,10 @@ void tfm::buildLoweringPipeline(OpPassManager &pm, StringRef backend,
   bufferization.allowReturnAllocsFromLoops = true;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
   pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
+  // Layers keep their results: a call cannot allocate an out-param of a
+  // dynamic shape (the layer allocates it and hands it over instead).
   bufferization::BufferResultsToOutParamsOpts outParams;
+  outParams.filterFn = [](func::FuncOp *func) { return !isLayer(*func); };
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createTfmWriteResultsInPlacePass());
@@ -114,7 +119,10 @@ void tfm::buildLoweringPipeline(OpPassManager &pm, StringRef backend,
   // each buffer after its last use (not at the end of its block), so the
   // allocator reuses it while it is still in cache.
   pm.addNestedPass<func::FuncOp>(bufferization::createBufferLoopHoistingPass());
+  // A layer hands over its result with a flag saying whether the caller
+  // owns it (a view of a buffer it does not own is not cloned).
   bufferization::BufferDeallocationPipelineOptions deallocation;
+  deallocation.privateFunctionDynamicOwnership = true;
   bufferization::buildBufferDeallocationPipeline(pm, deallocation);
   pm.addPass(createTfmFreeAfterLastUsePass());
 

@@ -2,6 +2,8 @@
 
 #include "passes/Passes.h"
 
+#include "dialects/Tfm/IR/TfmLayers.h"
+
 #include "tfm/abi/Panels.h"
 
 #include "mlir/IR/Builders.h"
@@ -38,112 +40,239 @@ static bool readsPanels(OpOperand &use) {
 }
 
 namespace {
+/// Offsets of tensors (by name and panel width) in a run of the weights
+/// file, in order of first use, each aligned.
+struct OffsetTable {
+  llvm::MapVector<std::pair<StringRef, int64_t>, int64_t> offsets;
+  int64_t end = 0;
+};
+
+int64_t panelOf(WeightOp weight) {
+  auto width = weight->getAttrOfType<IntegerAttr>(kPanelWidthAttr);
+  return width ? width.getInt() : 0;
+}
+
+/// Bytes the weights file holds for the weight in its layout: f32, or
+/// panels (bf16 ones pair K, int8 ones group it in quads and add each
+/// feature's scale and sum, tfm/abi/Panels.h).
+int64_t storedBytes(WeightOp weight, Type panelType) {
+  RankedTensorType type = weight.getType();
+  int64_t panel = panelOf(weight);
+  if (!panel)
+    return type.getNumElements() * 4;
+  if (panelType.isInteger(8))
+    return int8PanelsBytes(type.getDimSize(0), type.getDimSize(1), panel);
+  return panelsSize(type.getDimSize(0), type.getDimSize(1), panel,
+                    panelType.isBF16()) *
+         panelType.getIntOrFloatBitWidth() / 8;
+}
+
 struct TfmLayoutWeightsPass
     : public tfm::impl::TfmLayoutWeightsPassBase<TfmLayoutWeightsPass> {
   using Base::Base;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (alignment <= 0 || (alignment & (alignment - 1))) {
-      module.emitError() << "alignment must be a power of two, found "
-                         << alignment;
+    if (failed(checkOptions()))
       return signalPassFailure();
-    }
-    if (panelWidth < 0 || (panelWidth && panelWidth % 4)) {
-      module.emitError() << "panel-width must be 0 or a multiple of 4, found "
-                         << int64_t(panelWidth);
-      return signalPassFailure();
-    }
-    if (precision != "fp32" && precision != "bf16" && precision != "int8") {
-      module.emitError() << "unknown precision '" << precision
-                         << "': expected fp32, bf16 or int8";
-      return signalPassFailure();
-    }
     Builder b(&getContext());
     // The panels' element type.
-    Type panelType = precision == "bf16"   ? Type(b.getBF16Type())
-                     : precision == "int8" ? Type(b.getI8Type())
-                                           : Type(b.getF32Type());
-    SmallVector<WeightOp> weights;
-    module.walk([&](WeightOp weight) { weights.push_back(weight); });
-    // A name is the weights file's key: one name, one tensor (the same
-    // parts, or none).
-    llvm::StringMap<ArrayAttr> partsByName;
-    for (WeightOp weight : weights) {
-      if (!weight.getType().getElementType().isF32()) {
-        weight.emitOpError("weights files hold f32 tensors, found ")
-            << weight.getType().getElementType();
-        return signalPassFailure();
-      }
-      auto [named, first] =
-          partsByName.try_emplace(weight.getName(), weight.getPartsAttr());
-      if (!first && named->second != weight.getPartsAttr()) {
-        weight.emitOpError("names '")
-            << weight.getName()
-            << "' as another tfm.weight does, but with other parts";
-        return signalPassFailure();
-      }
+    panelType = precision == "bf16"   ? Type(b.getBF16Type())
+                : precision == "int8" ? Type(b.getI8Type())
+                                      : Type(b.getF32Type());
+    WalkResult typed = module.walk([&](WeightOp weight) {
+      if (weight.getType().getElementType().isF32())
+        return WalkResult::advance();
+      weight.emitOpError("weights files hold f32 tensors, found ")
+          << weight.getType().getElementType();
+      return WalkResult::interrupt();
+    });
+    if (typed.wasInterrupted() || failed(checkLayerCalls()) ||
+        failed(checkNames()))
+      return signalPassFailure();
+    module.walk([&](WeightOp weight) {
       if (panelWidth)
         splitPanelUses(weight);
-    }
-
-    // One entry per tensor and layout, in order of first use.
-    llvm::MapVector<std::pair<StringRef, int64_t>, int64_t> offsets;
-    // Tensors a bf16 oneDNN linear reads (see kBf16ProductsAttr).
-    llvm::StringSet<> bf16Products;
-    module.walk([&](WeightOp weight) {
-      if (weight->hasAttr(kBf16ProductsAttr))
-        bf16Products.insert(weight.getName());
     });
-    SmallVector<Attribute> layout;
-    int64_t end = 0;
     module.walk([&](WeightOp weight) {
-      RankedTensorType type = weight.getType();
-      auto width = weight->getAttrOfType<IntegerAttr>(kPanelWidthAttr);
-      int64_t panel = width ? width.getInt() : 0;
-      auto [it, inserted] =
-          offsets.insert({{weight.getName(), panel}, int64_t(0)});
-      if (inserted) {
-        // offset = end rounded up to the alignment
-        it->second = (end + alignment - 1) / alignment * alignment;
-        int64_t bytes = type.getNumElements() * 4;
-        // bf16 panels pair K, int8 ones group it in quads and add each
-        // feature's scale and sum (tfm/abi/Panels.h).
-        if (panel && panelType.isInteger(8))
-          bytes =
-              int8PanelsBytes(type.getDimSize(0), type.getDimSize(1), panel);
-        else if (panel)
-          bytes = panelsSize(type.getDimSize(0), type.getDimSize(1), panel,
-                             panelType.isBF16()) *
-                  panelType.getIntOrFloatBitWidth() / 8;
-        end = it->second + bytes;
-        SmallVector<NamedAttribute> entry = {
-            b.getNamedAttr("name", weight.getNameAttr()),
-            b.getNamedAttr("offset", b.getI64IntegerAttr(it->second)),
-            b.getNamedAttr("shape", b.getDenseI64ArrayAttr(type.getShape())),
-        };
-        // A stack of checkpoint tensors (tfm-fuse-sibling-linears).
-        if (std::optional<ArrayAttr> parts = weight.getParts())
-          entry.push_back(b.getNamedAttr("parts", *parts));
-        if (!panel && bf16Products.contains(weight.getName()))
-          entry.push_back(b.getNamedAttr("bf16_products", b.getUnitAttr()));
-        if (panel) {
-          entry.push_back(b.getNamedAttr("panel_width", width));
-          if (panelType != b.getF32Type())
-            entry.push_back(
-                b.getNamedAttr("element_type", TypeAttr::get(panelType)));
-        }
-        layout.push_back(b.getDictionaryAttr(entry));
-      }
-      weight.setOffsetAttr(b.getI64IntegerAttr(it->second));
-      if (panel && panelType != b.getF32Type())
+      if (panelOf(weight) && !panelType.isF32())
         weight->setAttr(kPanelElementTypeAttr, TypeAttr::get(panelType));
     });
+    // Tensors a bf16 oneDNN linear reads (see kBf16ProductsAttr).
+    forEachBoundWeight(module, [&](WeightOp weight, StringRef prefix) {
+      if (weight->hasAttr(kBf16ProductsAttr))
+        bf16Products.insert(boundWeightName(weight, prefix));
+    });
+    layOut();
     recordChosenRows();
     module->setAttr("tfm.precision", b.getStringAttr(precision));
     module->setAttr("tfm.weights_layout", b.getArrayAttr(layout));
     module->setAttr("tfm.weights_size", b.getI64IntegerAttr(end));
   }
+
+  LogicalResult checkOptions() {
+    ModuleOp module = getOperation();
+    if (alignment <= 0 || (alignment & (alignment - 1)))
+      return module.emitError()
+             << "alignment must be a power of two, found " << alignment;
+    if (panelWidth < 0 || (panelWidth && panelWidth % 4))
+      return module.emitError()
+             << "panel-width must be 0 or a multiple of 4, found "
+             << int64_t(panelWidth);
+    if (precision != "fp32" && precision != "bf16" && precision != "int8")
+      return module.emitError() << "unknown precision '" << precision
+                                << "': expected fp32, bf16 or int8";
+    return success();
+  }
+
+  /// Every call of a layer says which layer's weights it binds.
+  LogicalResult checkLayerCalls() {
+    SymbolTable symbols(getOperation());
+    WalkResult result = getOperation().walk([&](func::CallOp call) {
+      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+      if (!callee || !isLayer(callee) || weightsPrefix(call))
+        return WalkResult::advance();
+      call.emitOpError("calls the layer @")
+          << call.getCallee() << " without '" << kWeightsPrefixAttr
+          << "': its weights are bound to no checkpoint tensors";
+      return WalkResult::interrupt();
+    });
+    return failure(result.wasInterrupted());
+  }
+
+  /// A name is the weights file's key: one name, one tensor (the same
+  /// parts, or none), wherever and under whatever prefix it is read.
+  LogicalResult checkNames() {
+    llvm::StringMap<SmallVector<std::string>> partsByName;
+    bool clash = false;
+    forEachBoundWeight(getOperation(), [&](WeightOp weight, StringRef prefix) {
+      std::string name = boundWeightName(weight, prefix);
+      SmallVector<std::string> parts;
+      if (weight.getParts())
+        parts = boundTensorNames(weight, prefix);
+      auto [named, first] = partsByName.try_emplace(name, parts);
+      if (first || named->second == parts || clash)
+        return;
+      weight.emitOpError("names '")
+          << name << "' as another tfm.weight does, but with other parts";
+      clash = true;
+    });
+    return failure(clash);
+  }
+
+  /// Lays out, in order of first use, the weights of the functions that
+  /// are not layers, one entry per tensor and layout, and for each call of
+  /// a layer a block of its weights: every block of a layer in that
+  /// layer's one layout, whose offsets its tfm.weight ops get.
+  void layOut() {
+    Builder b(&getContext());
+    OffsetTable outside;
+    llvm::DenseMap<Operation *, int64_t> layerSizes;
+    llvm::DenseMap<std::pair<Operation *, Attribute>, int64_t> blocks;
+    SymbolTable symbols(getOperation());
+    auto placeCall = [&](func::CallOp call) {
+      auto layer = symbols.lookup<func::FuncOp>(call.getCallee());
+      auto [size, first] = layerSizes.try_emplace(layer, 0);
+      if (first)
+        size->second = layOutLayer(layer);
+      auto [block, inserted] =
+          blocks.try_emplace({layer, weightsPrefix(call)}, 0);
+      if (inserted) {
+        block->second = alignUp(end);
+        recordBlock(layer, weightsPrefix(call).getValue(), block->second);
+        end = block->second + size->second;
+      }
+      call->setAttr(kWeightsOffsetAttr, b.getI64IntegerAttr(block->second));
+    };
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (isLayer(func))
+        continue;
+      func.walk([&](Operation *op) {
+        if (auto weight = dyn_cast<WeightOp>(op)) {
+          outside.end = end;
+          int64_t offset = offsetIn(outside, weight);
+          if (outside.end != end)
+            layout.push_back(entry(weight, "", offset));
+          end = outside.end;
+          weight.setOffsetAttr(b.getI64IntegerAttr(offset));
+        } else if (auto call = dyn_cast<func::CallOp>(op)) {
+          if (weightsPrefix(call))
+            placeCall(call);
+        }
+      });
+    }
+  }
+
+  /// Gives the layer's weights their offsets in its block; returns the
+  /// block's size.
+  int64_t layOutLayer(func::FuncOp layer) {
+    Builder b(&getContext());
+    OffsetTable block;
+    layer.walk([&](WeightOp weight) {
+      weight.setOffsetAttr(b.getI64IntegerAttr(offsetIn(block, weight)));
+    });
+    return block.end;
+  }
+
+  /// The entries of a block of the layer's weights bound with `prefix`.
+  void recordBlock(func::FuncOp layer, StringRef prefix, int64_t base) {
+    llvm::DenseSet<std::pair<StringRef, int64_t>> seen;
+    layer.walk([&](WeightOp weight) {
+      if (seen.insert({weight.getName(), panelOf(weight)}).second)
+        layout.push_back(entry(weight, prefix, base + *weight.getOffset()));
+    });
+  }
+
+  int64_t alignUp(int64_t offset) const {
+    return (offset + alignment - 1) / alignment * alignment;
+  }
+
+  /// The weight's offset in `table`: a new one at its end, aligned, if its
+  /// tensor and layout have none yet.
+  int64_t offsetIn(OffsetTable &table, WeightOp weight) {
+    auto [it, inserted] =
+        table.offsets.insert({{weight.getName(), panelOf(weight)}, int64_t(0)});
+    if (inserted) {
+      it->second = alignUp(table.end);
+      table.end = it->second + storedBytes(weight, panelType);
+    }
+    return it->second;
+  }
+
+  /// The layout's entry of the weight bound with `prefix`, at `offset`.
+  DictionaryAttr entry(WeightOp weight, StringRef prefix, int64_t offset) {
+    Builder b(&getContext());
+    std::string name = boundWeightName(weight, prefix);
+    SmallVector<NamedAttribute> fields = {
+        b.getNamedAttr("name", b.getStringAttr(name)),
+        b.getNamedAttr("offset", b.getI64IntegerAttr(offset)),
+        b.getNamedAttr("shape",
+                       b.getDenseI64ArrayAttr(weight.getType().getShape())),
+    };
+    // A stack of checkpoint tensors (tfm-fuse-sibling-linears).
+    if (weight.getParts()) {
+      SmallVector<std::string> parts = boundTensorNames(weight, prefix);
+      fields.push_back(b.getNamedAttr(
+          "parts", b.getStrArrayAttr(llvm::to_vector_of<StringRef>(parts))));
+    }
+    int64_t panel = panelOf(weight);
+    if (!panel && bf16Products.contains(name))
+      fields.push_back(b.getNamedAttr("bf16_products", b.getUnitAttr()));
+    if (panel) {
+      fields.push_back(
+          b.getNamedAttr("panel_width", b.getI64IntegerAttr(panel)));
+      if (!panelType.isF32())
+        fields.push_back(
+            b.getNamedAttr("element_type", TypeAttr::get(panelType)));
+    }
+    return b.getDictionaryAttr(fields);
+  }
+
+  Type panelType;
+  /// The weights file's entries, and the end of the last.
+  SmallVector<Attribute> layout;
+  int64_t end = 0;
+  llvm::StringSet<> bf16Products;
 
   /// Where the rows that callers choose from are (tfm.caller_rows), for
   /// the runtime (tfm/abi/ModelInfo.h): per argument name, the offset of

@@ -11,6 +11,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
+
+#include "dialects/Tfm/IR/TfmLayers.h"
 #include "passes/PassStatistics.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -85,7 +87,7 @@ struct TfmOutlineKernelsPass
     ModuleOp module = getOperation();
     SmallVector<Operation *> loops;
     for (auto func : module.getOps<func::FuncOp>()) {
-      if (!func.isPublic() || func.isExternal())
+      if ((!func.isPublic() && !tfm::isLayer(func)) || func.isExternal())
         continue;
       func.walk<WalkOrder::PreOrder>([&](Operation *op) {
         if (!isKernel(op))

@@ -33,7 +33,25 @@ def Tfm_Dialect : Dialect {
 
     Weights are never dense constants: `tfm.weight` names a tensor of the
     checkpoint, and code generation resolves the name to an address.
+
+    A layer that the model repeats is one private `func.func` marked
+    `tfm.layer`, called once per layer: its `tfm.weight` names are relative,
+    and each `func.call` of it binds them with its `tfm.weights_prefix` (the
+    checkpoint prefix of that layer's tensors). `tfm-layout-weights` sets
+    `tfm.weights_offset` on each call, where its layer's block of the
+    weights file starts.
+
+    ```mlir
+    func.func private @encoder_layer(%x: tensor<?x?x512xf32>)
+        -> tensor<?x?x512xf32> attributes {tfm.layer} {
+      %w = tfm.weight "fc1.weight" : tensor<2048x512xf32>
+      ...
+    }
+    %y = func.call @encoder_layer(%x)
+        {tfm.weights_prefix = "model.encoder.layers.3."} : ...
+    ```
   }];
+  let hasOperationAttrVerify = 1;
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::tensor::TensorDialect"
   ];

@@ -8,6 +8,8 @@
 
 #include "passes/Conversion/TfmToLinalg/Common.h"
 
+#include "dialects/Tfm/IR/TfmLayers.h"
+
 namespace mlir {
 namespace tfm {
 #define GEN_PASS_DEF_CONVERTTFMTOLINALGPASS
@@ -33,6 +35,48 @@ void addBytesArgument(func::FuncOp func, unsigned index, StringRef name) {
                       StringAttr::get(ctx, name));
   func.insertArgument(index, bytes, DictionaryAttr::get(ctx, {attr}),
                       func.getLoc());
+}
+
+/// Whether the function reads weights: its own, or through the layers it
+/// calls.
+bool readsWeights(func::FuncOp func) {
+  if (!func.getBody().getOps<WeightOp>().empty())
+    return true;
+  WalkResult calls = func.walk([](func::CallOp call) {
+    return call->hasAttr(kWeightsOffsetAttr) ? WalkResult::interrupt()
+                                             : WalkResult::advance();
+  });
+  return calls.wasInterrupted();
+}
+
+/// Each call of a layer hands it its block of the weights: a view of the
+/// caller's weights from the call's offset on, which the layer's weights'
+/// offsets are relative to.
+LogicalResult passLayerWeights(ModuleOp module) {
+  SymbolTable symbols(module);
+  WalkResult result = module.walk([&](func::CallOp call) {
+    auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+    if (!callee || !isLayer(callee) ||
+        callee.getNumArguments() == call.getNumOperands())
+      return WalkResult::advance();
+    auto offset = call->getAttrOfType<IntegerAttr>(kWeightsOffsetAttr);
+    if (!offset) {
+      call.emitOpError("calls a layer that reads weights but has no ")
+          << kWeightsOffsetAttr << "; run tfm-layout-weights first";
+      return WalkResult::interrupt();
+    }
+    OpBuilder b(call);
+    Location loc = call.getLoc();
+    Value weights = call->getParentOfType<func::FuncOp>().getArgument(0);
+    Value at = b.create<arith::ConstantIndexOp>(loc, offset.getInt());
+    Value size = b.create<arith::SubIOp>(
+        loc, b.create<memref::DimOp>(loc, weights, 0), at);
+    Value block = b.create<memref::ViewOp>(loc, weights.getType(), weights, at,
+                                           ValueRange{size});
+    call->insertOperands(0, block);
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
 }
 
 /// Erases the ops of type OpTy that the lowering left legal for the
@@ -64,7 +108,7 @@ struct ConvertTfmToLinalgPass
     // callers choose (tfm.caller_rows) an argument of bytes each, after the
     // others, in order of first use.
     for (auto func : module.getOps<func::FuncOp>()) {
-      if (func.isExternal() || func.getBody().getOps<WeightOp>().empty())
+      if (func.isExternal() || !readsWeights(func))
         continue;
       addBytesArgument(func, 0, "weights");
       SmallVector<StringRef> chosen;
@@ -75,6 +119,8 @@ struct ConvertTfmToLinalgPass
       for (StringRef name : chosen)
         addBytesArgument(func, func.getNumArguments(), name);
     }
+    if (failed(passLayerWeights(module)))
+      return signalPassFailure();
 
     ConversionTarget target(*ctx);
     target.addIllegalDialect<TfmDialect>();
