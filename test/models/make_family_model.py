@@ -56,8 +56,9 @@ dropped (the tied copies of model.shared.weight are written from its one
 array), so that a multi-GB checkpoint is never held whole in memory.
 --shards N writes it as Hugging Face saves large models:
 model-0000k-of-0000N.safetensors, the tensors in order cut into N runs of
-about equal bytes, and model.safetensors.index.json ({"metadata":
-{"total_size": bytes}, "weight_map": {tensor: shard}}).
+about equal bytes (each cut at the tensor boundary nearest to an N-th; no
+run empty), and model.safetensors.index.json ({"metadata": {"total_size":
+bytes}, "weight_map": {tensor: shard}}).
 
 t5 and mt5 (T5Config / MT5Config, the same model; see t5_config_json) write
 config.json, generation_config.json (decoder start = pad = 0, EOS 1),
@@ -327,18 +328,24 @@ def write_array(f, a, dtype, chunk=1 << 24):
 
 def shard_files(shapes, dtype, shards):
     """[(file, [names])]: model.safetensors holding every tensor, or the
-    tensors in order cut into `shards` runs of about equal bytes, as
-    test/models/shard_checkpoint.py cuts them."""
+    tensors in order cut into `shards` runs, each cut at the tensor
+    boundary nearest to a shards-th of the bytes, every run holding at
+    least one tensor (a tensor that is most of the checkpoint, as NLLB's
+    embedding nearly is, leaves the other runs small)."""
+    names = list(shapes)
     if shards == 1:
-        return [("model.safetensors", list(shapes))]
-    sizes = {n: int(np.prod(s, dtype=np.int64)) * DTYPE_SIZES[dtype] for n, s in shapes.items()}
-    total, begin = sum(sizes.values()), 0
-    runs = [[] for _ in range(shards)]
-    for name in shapes:
-        runs[min(shards - 1, begin * shards // max(total, 1))].append(name)
-        begin += sizes[name]
-    return [(f"model-{k:05d}-of-{shards:05d}.safetensors", run)
-            for k, run in enumerate(runs, 1)]
+        return [("model.safetensors", names)]
+    if shards > len(names):
+        raise ValueError(f"{len(names)} tensors cannot fill {shards} shards")
+    sizes = [int(np.prod(shapes[n], dtype=np.int64)) * DTYPE_SIZES[dtype] for n in names]
+    begins = np.cumsum([0] + sizes[:-1])
+    cuts = [0]
+    for k in range(1, shards):
+        nearest = int(np.argmin(np.abs(begins - k * sum(sizes) / shards)))
+        cuts.append(min(max(nearest, cuts[-1] + 1), len(names) - (shards - k)))
+    cuts.append(len(names))
+    return [(f"model-{k:05d}-of-{shards:05d}.safetensors", names[cuts[k - 1]:cuts[k]])
+            for k in range(1, shards + 1)]
 
 
 def write_tensor_files(out, shapes, items, dtype="F32", shards=1):
