@@ -456,15 +456,12 @@ func::FuncOp ModelImporter::buildLayer(StringRef kind, StringRef prefix,
   return layer;
 }
 
-/// A layer of the same kind built before whose body is the same ops over
-/// the same relative weight names, or null.
+/// A layer of the same kind built before that can serve for this one, or
+/// null.
 func::FuncOp ModelImporter::findEqualLayer(func::FuncOp layer) {
   for (func::FuncOp other : layers)
     if (other.getSymName().starts_with(layer.getSymName()) &&
-        other.getFunctionType() == layer.getFunctionType() &&
-        OperationEquivalence::isRegionEquivalentTo(
-            &other.getBody(), &layer.getBody(),
-            OperationEquivalence::IgnoreLocations))
+        areEqualLayers(other, layer))
       return other;
   return {};
 }

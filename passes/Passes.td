@@ -74,6 +74,19 @@ def TfmFuseSiblingLinearsPass : Pass<"tfm-fuse-sibling-linears"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def TfmMergeEqualLayersPass
+    : Pass<"tfm-merge-equal-layers", "::mlir::ModuleOp"> {
+  let summary = "Make layers that compute alike one function";
+  let description = [{
+    Each call of a layer (`tfm.layer`) equal to an earlier one (the same
+    signature and argument names, the same ops over the same relative
+    weight names) calls that one instead, and the layer goes: its calls'
+    `tfm.weights_prefix` still bind each call's own tensors. The importer
+    builds layers this way; the pass does it for graphs written or edited
+    by hand.
+  }];
+}
+
 def TfmDecomposePass : Pass<"tfm-decompose"> {
   let summary = "Spell fused tfm ops out in primitive ops";
   let description = [{

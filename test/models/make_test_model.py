@@ -83,6 +83,8 @@ def marian_vocab(*spm_models):
 
 def build(args, vocab_override=None):
     d, heads, ffn, n_enc, n_dec, vocab = SIZES[args.size]
+    if args.layers:
+        n_enc = n_dec = args.layers
     if vocab_override:
         vocab = vocab_override
     rng = np.random.default_rng(args.seed)
@@ -181,6 +183,8 @@ def main():
     ap.add_argument("--eos-bias", type=float, default=0.0,
                     help="added to EOS's logits bias")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--layers", type=int,
+                    help="encoder and decoder layers instead of the size's")
     ap.add_argument("--sentences", type=int, default=16)
     ap.add_argument("--tokenizer", action="store_true",
                     help="train source.spm/target.spm on Inputs/corpus.{en,de}, write vocab.json")

@@ -3,6 +3,7 @@
 
 #include "dialects/Tfm/IR/TfmLayers.h"
 
+#include "mlir/IR/OperationSupport.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/StringExtras.h"
 
@@ -30,6 +31,37 @@ void mlir::tfm::forEachBoundWeight(
         layer.walk([&](WeightOp weight) { fn(weight, prefix.getValue()); });
     });
   }
+}
+
+bool mlir::tfm::areEqualLayers(func::FuncOp a, func::FuncOp b) {
+  return isLayer(a) && isLayer(b) &&
+         a.getFunctionType() == b.getFunctionType() &&
+         a.getArgAttrsAttr() == b.getArgAttrsAttr() &&
+         OperationEquivalence::isRegionEquivalentTo(
+             &a.getBody(), &b.getBody(), OperationEquivalence::IgnoreLocations);
+}
+
+int64_t mlir::tfm::mergeEqualLayers(ModuleOp module) {
+  SmallVector<func::FuncOp> kept;
+  llvm::DenseMap<StringAttr, func::FuncOp> replacement;
+  for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
+    if (!isLayer(func))
+      continue;
+    auto equal = llvm::find_if(
+        kept, [&](func::FuncOp other) { return areEqualLayers(other, func); });
+    if (equal == kept.end()) {
+      kept.push_back(func);
+      continue;
+    }
+    replacement[func.getSymNameAttr()] = *equal;
+  }
+  module.walk([&](func::CallOp call) {
+    if (func::FuncOp into = replacement.lookup(call.getCalleeAttr().getAttr()))
+      call.setCallee(into.getSymName());
+  });
+  for (auto &[name, into] : replacement)
+    SymbolTable::lookupSymbolIn(module, name)->erase();
+  return replacement.size();
 }
 
 SmallVector<std::string> mlir::tfm::boundTensorNames(WeightOp weight,

@@ -50,6 +50,14 @@ StringAttr weightsPrefix(func::CallOp call);
 void forEachBoundWeight(ModuleOp module,
                         llvm::function_ref<void(WeightOp, StringRef)> fn);
 
+/// Whether one function can serve as both layers: the same signature and
+/// the same ops over the same relative weight names (locations aside).
+bool areEqualLayers(func::FuncOp a, func::FuncOp b);
+
+/// Makes each call of a layer equal to an earlier layer call that one and
+/// erases the layer; returns how many layers went.
+int64_t mergeEqualLayers(ModuleOp module);
+
 /// The checkpoint tensors `weight` stands for under `prefix`.
 SmallVector<std::string> boundTensorNames(WeightOp weight, StringRef prefix);
 
