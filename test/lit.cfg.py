@@ -74,6 +74,9 @@ if config.tfm_sanitize.upper() in ("ON", "1", "TRUE", "YES"):
                         "translate-configs.test", "translate-backends.test",
                         "translate-bf16.test", "translate-int8.test",
                         "torch-checkpoint.test", "marian-checkpoint.test",
+                        # every family 24 + 24 layers deep: the layer calls
+                        # run in each end-to-end test left in
+                        "deep-layers.test",
                         # a cluster's scheduling, not our code, is its time
                         "slurm.test"]
     # And the tests with lines in Python that import the module, which a
