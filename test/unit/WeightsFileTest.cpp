@@ -6,7 +6,8 @@
 // checksums: the test builds that file itself and compares bytes. The
 // entries read one checkpoint tensor several times (as the tied embedding
 // is read as a table and as the output's panels), each read releasing its
-// pages, and stack F16 / BF16 parts. Failures name the file and leave none.
+// pages (or, for a file read into memory, leaving them), and stack F16 /
+// BF16 parts. Failures name the file and leave none.
 //
 //===----------------------------------------------------------------------===//
 
@@ -287,6 +288,23 @@ TEST(WeightsFile, StreamedFileIsTheWholeEntriesFile) {
     EXPECT_TRUE(written == expected)
         << "chunk " << chunk << ": " << firstDifference(written, expected);
   }
+}
+
+// A file under 16 KiB is read into memory, not mapped: release() must
+// leave its bytes alone (dropping heap pages would zero them).
+TEST(WeightsFile, SmallFileInMemoryIsReadTwice) {
+  std::unique_ptr<Fixture> f(new Fixture(
+      {makeTensor("s", "F32", {40, 24}, 5)},
+      {{"s", {40, 24}, 0, "f32", {}}, {"s", {40, 24}, 16, "i8", {}}}));
+  auto checkpoint = Checkpoint::open(f->dir);
+  ASSERT_TRUE(bool(checkpoint)) << llvm::toString(checkpoint.takeError());
+  std::string path = f->outputPath("model.tfmw");
+  llvm::Error err =
+      writeWeightsFile(*f->module, *checkpoint, path, WeightsFileOptions{1});
+  ASSERT_FALSE(bool(err)) << llvm::toString(std::move(err));
+  std::string expected = expectedFile(*f->module, f->entries, f->tensors);
+  std::string written = readFile(path);
+  EXPECT_TRUE(written == expected) << firstDifference(written, expected);
 }
 
 TEST(WeightsFile, FailedWriteNamesTheFile) {
