@@ -391,15 +391,33 @@ static int linkTranslator(ArrayRef<std::string> objectPaths,
   return 0;
 }
 
+/// Appends the file at `path` to `out` a chunk at a time: a weights file
+/// of gigabytes is never held (nor mapped and touched) whole. Returns its
+/// size.
+static Expected<uint64_t> appendFile(raw_ostream &out, StringRef path) {
+  Expected<sys::fs::file_t> file = sys::fs::openNativeFileForRead(path);
+  if (!file)
+    return file.takeError();
+  std::vector<char> chunk(8 << 20);
+  uint64_t size = 0;
+  while (true) {
+    Expected<size_t> read = sys::fs::readNativeFile(*file, chunk);
+    if (!read || *read == 0) {
+      sys::fs::closeFile(*file);
+      if (!read)
+        return read.takeError();
+      return size;
+    }
+    out.write(chunk.data(), *read);
+    size += *read;
+  }
+}
+
 /// Appends the weights to the translator, page-aligned, then the tokenizer
 /// files, with a trailer that the runtime finds at the end of its own
 /// executable.
 static int embed(StringRef translatorPath, StringRef weightsPath,
                  ArrayRef<std::string> tokenizerFiles) {
-  auto weights = MemoryBuffer::getFile(weightsPath, /*IsText=*/false,
-                                       /*RequiresNullTerminator=*/false);
-  if (!weights)
-    return reportError(weightsPath + ": " + weights.getError().message());
   uint64_t size = 0;
   if (std::error_code ec = sys::fs::file_size(translatorPath, size))
     return reportError(translatorPath + ": " + ec.message());
@@ -409,11 +427,13 @@ static int embed(StringRef translatorPath, StringRef weightsPath,
     return reportError(translatorPath + ": " + ec.message());
   uint64_t offset = (size + 4095) / 4096 * 4096;
   out.write_zeros(offset - size);
-  out << (*weights)->getBuffer();
-  if (Error err = mlir::tfm::appendEmbeddedFiles(
-          out, offset + (*weights)->getBufferSize(), tokenizerFiles))
+  Expected<uint64_t> weightsSize = appendFile(out, weightsPath);
+  if (!weightsSize)
+    return reportError(weightsPath + ": " + toString(weightsSize.takeError()));
+  if (Error err = mlir::tfm::appendEmbeddedFiles(out, offset + *weightsSize,
+                                                 tokenizerFiles))
     return reportError(toString(std::move(err)));
-  tfm_runtime::EmbedTrailer trailer{offset, (*weights)->getBufferSize(), {}};
+  tfm_runtime::EmbedTrailer trailer{offset, *weightsSize, {}};
   std::memcpy(trailer.magic, tfm_runtime::kEmbedMagic, 8);
   out.write(reinterpret_cast<const char *>(&trailer), sizeof trailer);
   out.close();
