@@ -3,8 +3,9 @@
 // Turns a Hugging Face checkpoint directory of a supported family
 // (config.json and its tensors; ModelConfig.h) or a Marian .npz release
 // into a module in primitive `tfm` form with two entry points, `encode` and
-// `decode_step`. Only the safetensors header is read: weights stay in the
-// file and the IR names them.
+// `decode_step`, which call each distinct layer's function once per layer
+// (dialects/Tfm/IR/TfmLayers.h). Only the safetensors header is read:
+// weights stay in the file and the IR names them.
 //
 //===----------------------------------------------------------------------===//
 
