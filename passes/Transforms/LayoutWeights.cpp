@@ -107,7 +107,7 @@ struct TfmLayoutWeightsPass
     recordChosenRows();
     module->setAttr("tfm.precision", b.getStringAttr(precision));
     module->setAttr("tfm.weights_layout", b.getArrayAttr(layout));
-    module->setAttr("tfm.weights_size", b.getI64IntegerAttr(end));
+    module->setAttr("tfm.weights_size", b.getI64IntegerAttr(file.end));
   }
 
   LogicalResult checkOptions() {
@@ -166,7 +166,6 @@ struct TfmLayoutWeightsPass
   /// layer's one layout, whose offsets its tfm.weight ops get.
   void layOut() {
     Builder b(&getContext());
-    OffsetTable outside;
     llvm::DenseMap<Operation *, int64_t> layerSizes;
     llvm::DenseMap<std::pair<Operation *, Attribute>, int64_t> blocks;
     SymbolTable symbols(getOperation());
@@ -178,9 +177,9 @@ struct TfmLayoutWeightsPass
       auto [block, inserted] =
           blocks.try_emplace({layer, weightsPrefix(call)}, 0);
       if (inserted) {
-        block->second = alignUp(end);
+        block->second = alignUp(file.end);
         recordBlock(layer, weightsPrefix(call).getValue(), block->second);
-        end = block->second + size->second;
+        file.end = block->second + size->second;
       }
       call->setAttr(kWeightsOffsetAttr, b.getI64IntegerAttr(block->second));
     };
@@ -189,11 +188,10 @@ struct TfmLayoutWeightsPass
         continue;
       func.walk([&](Operation *op) {
         if (auto weight = dyn_cast<WeightOp>(op)) {
-          outside.end = end;
-          int64_t offset = offsetIn(outside, weight);
-          if (outside.end != end)
+          size_t known = file.offsets.size();
+          int64_t offset = offsetIn(file, weight);
+          if (file.offsets.size() != known)
             layout.push_back(entry(weight, "", offset));
-          end = outside.end;
           weight.setOffsetAttr(b.getI64IntegerAttr(offset));
         } else if (auto call = dyn_cast<func::CallOp>(op)) {
           if (weightsPrefix(call))
@@ -269,9 +267,10 @@ struct TfmLayoutWeightsPass
   }
 
   Type panelType;
-  /// The weights file's entries, and the end of the last.
+  /// The weights file: its entries, the offsets of the tensors outside
+  /// layers, and its end (layers' blocks included).
   SmallVector<Attribute> layout;
-  int64_t end = 0;
+  OffsetTable file;
   llvm::StringSet<> bf16Products;
 
   /// Where the rows that callers choose from are (tfm.caller_rows), for
