@@ -15,7 +15,7 @@ all in one run.
            [--sentences 128] [--reference-sentences 16] [--runs 3]
            [--cases greedy-b1,greedy-b32,beam4-b1,beam4-b32]
            [--no-micro | --micro-only] [--plot] [--build build]
-           [--out bench-results]
+           [--baseline OLD_BUILD] [--out bench-results]
 
 Writes results.json (every figure), results.md (the tables) and with --plot
 results.png (tokens/s per case and engine) to --out. End to end, per case
@@ -34,6 +34,13 @@ case run at each; the memory bound of batch-1 decoding per precision (bf16
 weights take half the bytes, int8 a quarter and a scale per feature), and
 the translations identical to the fp32 reference's as an accuracy figure
 for bf16 and int8.
+
+--baseline OLD_BUILD: every tfmc engine twice, compiled by this build's
+tfmc and by OLD_BUILD's (an older checkout's build directory; its engines
+are named baseline-...), taking turns like the others; a table gives each
+case's tokens/s, encode and decode time as ratios of this build's to the
+baseline's and the translations identical between the two. This is how a
+change that must not cost speed is shown.
 
 --quick: the tiny test model (test/models/make_test_model.py), 8 sentences,
 one run, small micro-benchmark shapes: ~1.5 minutes with three backends;
@@ -226,6 +233,23 @@ def tfmc_backends(tfmc, wanted, notes):
     return chosen, bool(section)
 
 
+def compile_engine(tfmc, has_flag, model, backend, precision, out_dir, name):
+    """(translator path, facts) of `tfmc compile` of model with one backend
+    and precision into out_dir: its time and the sizes of what it made."""
+    shutil.rmtree(out_dir, ignore_errors=True)
+    cmd = [tfmc, "compile", model, "-o", out_dir] + ([f"--backend={backend}"] if has_flag else [])
+    if precision != "fp32":
+        cmd.append(f"--precision={precision}")
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True)
+    compile_s = time.perf_counter() - start
+    translator = os.path.join(out_dir, "translator")
+    print(f"{name}: compiled in {compile_s:.1f} s", file=sys.stderr)
+    return translator, {"precision": precision, "compile_seconds": compile_s,
+                        "translator_bytes": os.path.getsize(translator),
+                        "weights_bytes": os.path.getsize(os.path.join(out_dir, "model.tfmw"))}
+
+
 def end_to_end(args, notes):
     os.makedirs(args.out, exist_ok=True)
     model = os.path.join(args.out, f"model-{args.size}")
@@ -249,26 +273,19 @@ def end_to_end(args, notes):
 
     common = ["--suppress-eos", "--max-length", str(TOKENS), "--threads", str(args.threads)]
     engines = {}
-    builds = [(b, p) for p in args.precisions for b in backends]
-    for backend, precision in builds:
-        name = f"tfmc-{backend}" + ("" if precision == "fp32" else f"-{precision}")
-        out_dir = os.path.join(args.out, f"{name}-{args.size}")
-        shutil.rmtree(out_dir, ignore_errors=True)
-        cmd = [tfmc, "compile", model, "-o", out_dir] + ([f"--backend={backend}"] if has_flag else [])
-        if precision != "fp32":
-            cmd.append(f"--precision={precision}")
-        start = time.perf_counter()
-        subprocess.run(cmd, check=True)
-        compile_s = time.perf_counter() - start
-        translator = os.path.join(out_dir, "translator")
-        info = {"precision": precision, "compile_seconds": compile_s,
-                "translator_bytes": os.path.getsize(translator),
-                "weights_bytes": os.path.getsize(os.path.join(out_dir, "model.tfmw"))}
-        print(f"{name}: compiled in {compile_s:.1f} s", file=sys.stderr)
-        engines[name] = (
-            lambda beam, batch, src, t=translator: [t, src, "-b", str(beam), "--batch-size",
-                                                    str(batch)] + common,
-            args.sentences, info)
+    compilers = [("", tfmc, has_flag)]
+    if args.baseline:
+        base_tfmc = os.path.join(args.baseline, "bin", "tfmc")
+        compilers.append(("baseline-", base_tfmc, tfmc_backends(base_tfmc, backends, notes)[1]))
+    for prefix, compiler, flag in compilers:
+        for backend, precision in [(b, p) for p in args.precisions for b in backends]:
+            name = prefix + f"tfmc-{backend}" + ("" if precision == "fp32" else f"-{precision}")
+            translator, info = compile_engine(compiler, flag, model, backend, precision,
+                                              os.path.join(args.out, f"{name}-{args.size}"), name)
+            engines[name] = (
+                lambda beam, batch, src, t=translator: [t, src, "-b", str(beam), "--batch-size",
+                                                        str(batch)] + common,
+                args.sentences, info)
     engines["reference"] = (
         lambda beam, batch, src: [PY, os.path.join(ROOT, "test", "reference", "reference.py"),
                                   model, src, "-b", str(beam), "--batch-size", str(batch)] + common,
@@ -364,6 +381,9 @@ def end_to_end(args, notes):
                 r["weights_gbs"] = weights_gbs
             if (name, case) in parts:
                 r["parts"] = parts[(name, case)]
+            if ("baseline-" + name, case) in outputs:
+                base = outputs[("baseline-" + name, case)]
+                r["identical_to_baseline"] = sum(a == b for a, b in zip(outputs[(name, case)], base))
     return results
 
 
@@ -425,7 +445,34 @@ def e2e_table(results):
         summary += (f" The reference's OpenBLAS ran its {core['used']} kernels "
                     f"(OPENBLAS_CORETYPE); it takes this CPU for a {core['detected']}.")
     return (summary + "\n\n" + "\n".join(rows) + "\n\n" + "\n".join(compile_rows)
-            + parts_table(results))
+            + parts_table(results) + baseline_table(results))
+
+
+def baseline_table(results):
+    """Markdown: each engine against the same engine compiled by --baseline's
+    tfmc, in the same run: tokens/s, encoder and decoder time (the median
+    run's --timing) as ratios of this build's to the baseline's, and the
+    translations identical to the baseline's."""
+    engines = results["engines"]
+    rows = ["| case | engine | tokens/s | baseline's | ratio | encode ratio | decode ratio | "
+            "identical to baseline |", "|---|---|---|---|---|---|---|---|"]
+    for name, engine in engines.items():
+        base = engines.get("baseline-" + name)
+        if not base:
+            continue
+        for case, r in engine["cases"].items():
+            b = base["cases"][case]
+            p, q = r.get("parts"), b.get("parts")
+            encode = f"{p['encode'] / q['encode']:.3f}" if p and q and q["encode"] else "-"
+            decode = f"{p['decode'] / q['decode']:.3f}" if p and q and q["decode"] else "-"
+            rows.append(f"| {case} | {name} | {r['tokens_per_second']:.1f} | "
+                        f"{b['tokens_per_second']:.1f} | "
+                        f"{r['tokens_per_second'] / b['tokens_per_second']:.3f} | {encode} | "
+                        f"{decode} | {r['identical_to_baseline']}/{engine['sentences']} |")
+    if len(rows) == 2:
+        return ""
+    return ("\n\n**Against the baseline build** (same run, engines taking turns; ratios "
+            "this build / baseline, times lower is faster)\n\n" + "\n".join(rows))
 
 
 def parts_table(results):
@@ -525,6 +572,9 @@ def main():
     group.add_argument("--micro-only", action="store_true", help="micro-benchmarks only")
     ap.add_argument("--plot", action="store_true", help="also write results.png (matplotlib)")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--baseline",
+                    help="another build directory (an older checkout's): its tfmc compiles "
+                         "every engine again, the two take turns and a table compares them")
     ap.add_argument("--out", default="bench-results")
     args = ap.parse_args()
     known = {c[0]: c for c in CASES}
@@ -553,6 +603,11 @@ def main():
         ap.error("--shortlist measures the translator alone: it cannot take --families, "
                  "--serve or --micro-only")
     whole = args.families or args.serve or args.shortlist
+    if args.baseline and (whole or args.micro_only):
+        ap.error("--baseline compares the end-to-end cases: it cannot take --families, "
+                 "--serve, --shortlist or --micro-only")
+    if args.baseline and not os.path.exists(os.path.join(args.baseline, "bin", "tfmc")):
+        ap.error(f"--baseline {args.baseline}: no bin/tfmc in that build directory")
     args.backends = args.backends or ("auto" if whole else "llvm,onednn,auto")
     args.precisions = (args.precisions or ("fp32,int8" if whole else "fp32")).split(",")
     bad = [p for p in args.precisions if p not in ("fp32", "bf16", "int8")]
