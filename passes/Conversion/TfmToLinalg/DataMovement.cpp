@@ -269,6 +269,19 @@ struct RelativePositionBiasLowering
 /// copy than threads to fork and join.
 constexpr int64_t kHeadCopySerialRows = 256;
 
+/// for i in [0, count): value = body(i, value); the last value.
+static Value
+loopCarrying(OpBuilder &b, Location loc, Value count, Value init,
+             function_ref<Value(OpBuilder &, Location, Value, Value)> body) {
+  auto loop = b.create<scf::ForOp>(
+      loc, indexConstant(b, loc, 0), count, indexConstant(b, loc, 1),
+      ValueRange{init},
+      [&](OpBuilder &lb, Location ll, Value i, ValueRange iter) {
+        lb.create<scf::YieldOp>(ll, body(lb, ll, i, iter[0]));
+      });
+  return loop.getResult(0);
+}
+
 /// Copies the heads between the rows layout [B, S, H·Dh] and the heads
 /// layout [B, H, S, Dh], `toHeads` from the first to the second:
 ///   heads[b, h, s, :] = rows[b, s, h·Dh : (h + 1)·Dh]
@@ -295,36 +308,44 @@ static Value copyHeads(OpBuilder &b, Location loc, Value input,
   Value bSize = getValueOrCreateConstantIndexOp(b, loc, batch);
   Value sSize = getValueOrCreateConstantIndexOp(b, loc, seq);
 
+  // Head h of row (bi, si) into `t`: Dh / lanes vector copies, unrolled.
+  auto copyHead = [&](OpBuilder &hb, Location hl, Value bi, Value si, Value h,
+                      Value t, ArrayRef<Value> prefix) {
+    Value first =
+        hb.create<arith::MulIOp>(hl, h, indexConstant(hb, hl, headDim));
+    for (int64_t c = 0; c < headDim; c += lanes) {
+      Value cC = indexConstant(hb, hl, c);
+      Value rowColumn = hb.create<arith::AddIOp>(hl, first, cC);
+      SmallVector<Value> from = toHeads ? SmallVector<Value>{bi, si, rowColumn}
+                                        : SmallVector<Value>{bi, h, si, cC};
+      SmallVector<Value> to(prefix);
+      if (toHeads)
+        to.append({h, si, cC});
+      else
+        to.append({si, rowColumn});
+      Value v = hb.create<vector::TransferReadOp>(hl, vecType, input, from,
+                                                  zero, ArrayRef<bool>{true});
+      t = hb.create<vector::TransferWriteOp>(hl, v, t, to, ArrayRef<bool>{true})
+              .getResult();
+    }
+    return t;
+  };
   // Sentence `bi`'s heads into `dest`: `out` itself (prefix {bi}) or its
-  // slice of sentence bi (no prefix).
+  // slice of sentence bi (no prefix). The heads are a loop, not unrolled:
+  // one-shot bufferization's analysis walks each chain of writes into a
+  // tensor once per write, so an unrolled chain of H·Dh / lanes writes
+  // (128 at a width of 2048) costs its square.
   auto copySentence = [&](OpBuilder &sb, Location sl, Value bi, Value dest,
                           ArrayRef<Value> prefix) {
-    auto loop = sb.create<scf::ForOp>(
-        sl, indexConstant(sb, sl, 0), sSize, indexConstant(sb, sl, 1),
-        ValueRange{dest},
-        [&](OpBuilder &lb, Location ll, Value si, ValueRange iter) {
-          Value t = iter[0];
-          for (int64_t h = 0; h < heads; ++h)
-            for (int64_t c = 0; c < headDim; c += lanes) {
-              Value hC = indexConstant(lb, ll, h), cC = indexConstant(lb, ll, c);
-              Value rowColumn = indexConstant(lb, ll, h * headDim + c);
-              SmallVector<Value> from =
-                  toHeads ? SmallVector<Value>{bi, si, rowColumn}
-                          : SmallVector<Value>{bi, hC, si, cC};
-              SmallVector<Value> to(prefix);
-              if (toHeads)
-                to.append({hC, si, cC});
-              else
-                to.append({si, rowColumn});
-              Value v = lb.create<vector::TransferReadOp>(
-                  ll, vecType, input, from, zero, ArrayRef<bool>{true});
-              t = lb.create<vector::TransferWriteOp>(ll, v, t, to,
-                                                     ArrayRef<bool>{true})
-                      .getResult();
-            }
-          lb.create<scf::YieldOp>(ll, t);
+    return loopCarrying(
+        sb, sl, sSize, dest,
+        [&](OpBuilder &lb, Location ll, Value si, Value t) {
+          return loopCarrying(
+              lb, ll, indexConstant(lb, ll, heads), t,
+              [&](OpBuilder &hb, Location hl, Value h, Value th) {
+                return copyHead(hb, hl, bi, si, h, th, prefix);
+              });
         });
-    return loop.getResult(0);
   };
 
   Value rows = b.create<arith::MulIOp>(loc, bSize, sSize);
