@@ -53,7 +53,8 @@ static void addPackedWrappers(llvm::Module &module) {
         type, llvm::GlobalValue::ExternalLinkage, name, module);
     llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", wrapper));
     SmallVector<llvm::Value *> args;
-    for (auto [i, param] : llvm::enumerate(entry->getFunctionType()->params())) {
+    for (auto [i, param] :
+         llvm::enumerate(entry->getFunctionType()->params())) {
       llvm::Value *slot = b.CreateGEP(ptr, wrapper->getArg(0), b.getInt64(i));
       llvm::Value *argPtr = b.CreateLoad(ptr, slot);
       args.push_back(param->isPointerTy() ? argPtr
@@ -73,7 +74,8 @@ static LogicalResult addModelInfo(llvm::Module &llvmModule, ModuleOp module) {
   auto size = module->getAttrOfType<IntegerAttr>("tfm.weights_size");
   if (!model || !size)
     return failure();
-  SmallVector<uint64_t> fields = {tfm_runtime::kAbiVersion, layoutFingerprint(module)};
+  SmallVector<uint64_t> fields = {tfm_runtime::kAbiVersion,
+                                  layoutFingerprint(module)};
   for (StringRef key : kModelInfoKeys) {
     auto value = model.getAs<IntegerAttr>(key);
     if (!value)
@@ -134,8 +136,8 @@ static LogicalResult addModelInfo(llvm::Module &llvmModule, ModuleOp module) {
   // Which backend runs each op kind and shape (tfm-select-backend), as text
   // in the artifact: `translator --model-info` prints it.
   auto choice = module->getAttrOfType<StringAttr>("tfm.backend_choice");
-  llvm::Constant *text = llvm::ConstantDataArray::getString(
-      ctx, choice ? choice.getValue() : "");
+  llvm::Constant *text =
+      llvm::ConstantDataArray::getString(ctx, choice ? choice.getValue() : "");
   new llvm::GlobalVariable(llvmModule, text->getType(), /*isConstant=*/true,
                            llvm::GlobalValue::ExternalLinkage, text,
                            "tfm_model_backends");
@@ -143,8 +145,7 @@ static LogicalResult addModelInfo(llvm::Module &llvmModule, ModuleOp module) {
 }
 
 static llvm::Error codegenError(const Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 message.str());
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
 }
 
 /// The TargetMachine for `options`' CPU and features (the host's by
@@ -155,7 +156,8 @@ createTargetMachine(const CodegenOptions &options) {
   llvm::InitializeNativeTargetAsmPrinter();
   std::string triple = llvm::sys::getDefaultTargetTriple();
   std::string error;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return codegenError("no LLVM target for " + triple + ": " + error);
   std::string cpu = options.targetCpu.empty()
@@ -206,9 +208,8 @@ static std::string optimizeAndEmit(StringRef bitcode, const std::string &path,
     return toString(machine.takeError());
   (*module)->setDataLayout((*machine)->createDataLayout());
   (*module)->setTargetTriple((*machine)->getTargetTriple().str());
-  if (llvm::Error err = makeOptimizingTransformer(options.optLevel, 0,
-                                                  machine->get())(
-          module->get()))
+  if (llvm::Error err = makeOptimizingTransformer(
+          options.optLevel, 0, machine->get())(module->get()))
     return toString(std::move(err));
   std::error_code ec;
   llvm::ToolOutputFile out(path, ec, llvm::sys::fs::OF_None);
@@ -238,8 +239,8 @@ mlir::tfm::emitObjectFiles(ModuleOp module, llvm::StringRef pathStem,
   // The module's tfm.* attributes mean nothing to LLVM: read what the
   // runtime needs from them, then translate without them.
   llvm::LLVMContext llvmContext;
-  auto infoModule = std::make_unique<llvm::Module>("tfm_model_info",
-                                                   llvmContext);
+  auto infoModule =
+      std::make_unique<llvm::Module>("tfm_model_info", llvmContext);
   if (failed(addModelInfo(*infoModule, module)))
     return codegenError("the module lacks tfm.model or its weights layout");
   OwningOpRef<ModuleOp> stripped = module.clone();
@@ -276,9 +277,8 @@ mlir::tfm::emitObjectFiles(ModuleOp module, llvm::StringRef pathStem,
     paths.push_back((pathStem + "." + Twine(i) + ".o").str());
   std::vector<std::thread> workers;
   for (size_t i = 0; i < bitcode.size(); ++i)
-    workers.emplace_back([&, i] {
-      errors[i] = optimizeAndEmit(bitcode[i], paths[i], options);
-    });
+    workers.emplace_back(
+        [&, i] { errors[i] = optimizeAndEmit(bitcode[i], paths[i], options); });
   for (std::thread &worker : workers)
     worker.join();
   for (const std::string &error : errors)

@@ -24,9 +24,9 @@ namespace tfm {
 /// The integer keys of the module's `tfm.model` that tfm_model_info
 /// carries, in its field order (tfm/abi/ModelInfo.h).
 constexpr const char *kModelInfoKeys[] = {
-    "d_model",           "encoder_layers",    "decoder_layers",
-    "encoder_heads",     "decoder_heads",     "source_vocab_size",
-    "target_vocab_size", "max_positions",     "eos_token_id",
+    "d_model",           "encoder_layers",        "decoder_layers",
+    "encoder_heads",     "decoder_heads",         "source_vocab_size",
+    "target_vocab_size", "max_positions",         "eos_token_id",
     "pad_token_id",      "decoder_start_token_id"};
 
 struct CodegenOptions {

@@ -19,8 +19,7 @@ using namespace mlir;
 using namespace mlir::tfm;
 
 static llvm::Error graphError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 message.str());
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
 }
 
 /// "FILE:LINE" of an op parsed from `graphPath`, for messages; the file

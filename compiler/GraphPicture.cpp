@@ -1,4 +1,4 @@
-//===- GraphPicture.cpp - The model graph as a Graphviz picture ---*- C++ -*-===//
+//===- GraphPicture.cpp - The model graph as a Graphviz picture -----------===//
 
 #include "compiler/GraphPicture.h"
 
@@ -15,8 +15,8 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -217,9 +217,10 @@ private:
     }
     std::vector<std::string> replaced = replacedOps(&op);
     if (!replaced.empty()) {
-      os << llvm::formatv("    subgraph cluster_fused_{0} {{\n      label=\"fused "
-                          "{1}\"; style=filled; fillcolor=lightyellow;\n",
-                          id, op.getName().stripDialect());
+      os << llvm::formatv(
+          "    subgraph cluster_fused_{0} {{\n      label=\"fused "
+          "{1}\"; style=filled; fillcolor=lightyellow;\n",
+          id, op.getName().stripDialect());
       os << llvm::formatv("      {0}_replaced [label=\"replaces:\\n{1}\", "
                           "shape=note, fontsize=8, fillcolor=white, "
                           "style=filled];\n",

@@ -114,7 +114,9 @@ private:
         loc,
         DenseElementsAttr::get(tensor({}), builder.getF32FloatAttr(value)));
   }
-  void setLoc(StringRef name) { loc = NameLoc::get(builder.getStringAttr(name)); }
+  void setLoc(StringRef name) {
+    loc = NameLoc::get(builder.getStringAttr(name));
+  }
   void fail(const Twine &message) {
     if (!error)
       error = (weights.path() + ": " + message).str();
@@ -318,8 +320,8 @@ Value ModelImporter::relativeBias(StringRef stack, int64_t heads, Value queries,
 /// holds two dynamic sizes.
 Value ModelImporter::reshape(Value x, Value s0, Value s1, Value width) {
   int64_t d = cast<RankedTensorType>(x.getType()).getDimSize(2);
-  Value shape = builder.create<tensor::FromElementsOp>(
-      loc, ValueRange{s0, s1, width});
+  Value shape =
+      builder.create<tensor::FromElementsOp>(loc, ValueRange{s0, s1, width});
   return builder.create<tensor::ReshapeOp>(loc, tensor({kDyn, kDyn, d}), x,
                                            shape);
 }
@@ -612,8 +614,9 @@ void ModelImporter::buildEncode(ModuleOp module) {
 
   setLoc("model.encoder");
   Value zero = builder.create<arith::ConstantIndexOp>(loc, 0);
-  StringRef table = config.shareEmbeddings ? "model.shared.weight"
-                                           : "model.encoder.embed_tokens.weight";
+  StringRef table = config.shareEmbeddings
+                        ? "model.shared.weight"
+                        : "model.encoder.embed_tokens.weight";
   Value x = embed(srcIds, zero, table, config.vocabSize, "model.encoder");
   Value bias;
   if (config.relativeBuckets) {
@@ -685,8 +688,9 @@ void ModelImporter::buildDecodeStep(ModuleOp module) {
         srcLengths = func.getArgument(2), cacheRows = func.getArgument(3);
 
   setLoc("model.decoder");
-  StringRef table = config.shareEmbeddings ? "model.shared.weight"
-                                           : "model.decoder.embed_tokens.weight";
+  StringRef table = config.shareEmbeddings
+                        ? "model.shared.weight"
+                        : "model.decoder.embed_tokens.weight";
   Value x = embed(tokens, step, table, vocab, "model.decoder");
   Value bias;
   if (config.relativeBuckets) {
@@ -850,8 +854,9 @@ mlir::tfm::importModel(MLIRContext &context, llvm::StringRef modelDir,
   context.loadDialect<TfmDialect, func::FuncDialect, arith::ArithDialect,
                       tensor::TensorDialect>();
   if (!llvm::sys::fs::is_directory(modelDir))
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   (modelDir + ": not a model directory").str());
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        (modelDir + ": not a model directory").str());
   SmallString<256> configPath(modelDir);
   llvm::sys::path::append(configPath, "config.json");
   // Without config.json, a Marian model's .npz brings its config.

@@ -203,9 +203,9 @@ static llvm::Error readConfig(const std::string &where, const MarianYaml &yaml,
     if (!s)
       return fail(where, formatv("missing key '{0}'", key));
     if (llvm::StringRef(*s).getAsInteger(10, out) || out < 1)
-      return fail(where,
-                  formatv("key '{0}' must be an integer >= 1, found '{1}'",
-                          key, *s));
+      return fail(
+          where,
+          formatv("key '{0}' must be an integer >= 1, found '{1}'", key, *s));
     return llvm::Error::success();
   };
   // Settings the MarianMT architecture has (absent keys take Marian's
@@ -265,7 +265,8 @@ static llvm::Error readConfig(const std::string &where, const MarianYaml &yaml,
       return e;
   c.decoderHeads = c.encoderHeads;
   c.decoderFfnDim = c.encoderFfnDim;
-  std::string activation = scalar("transformer-ffn-activation").value_or("swish");
+  std::string activation =
+      scalar("transformer-ffn-activation").value_or("swish");
   if (activation == "relu")
     c.activation = Activation::relu;
   else if (activation == "swish")
@@ -273,10 +274,11 @@ static llvm::Error readConfig(const std::string &where, const MarianYaml &yaml,
   else if (activation == "gelu")
     c.activation = Activation::gelu;
   else
-    return fail(where, "unsupported transformer-ffn-activation '" +
-                           activation + "' (supported: relu, swish, gelu)");
+    return fail(where, "unsupported transformer-ffn-activation '" + activation +
+                           "' (supported: relu, swish, gelu)");
   auto flag = [&](const char *key) { return scalar(key) == "true"; };
-  c.shareEmbeddings = flag("tied-embeddings-all") || flag("tied-embeddings-src");
+  c.shareEmbeddings =
+      flag("tied-embeddings-all") || flag("tied-embeddings-src");
   c.tieWordEmbeddings = flag("tied-embeddings-all") || flag("tied-embeddings");
   if (!c.tieWordEmbeddings)
     return fail(where, "the output layer is not tied to the target "
@@ -392,9 +394,9 @@ MarianCheckpointFile::open(llvm::StringRef path) {
     llvm::StringRef name = entry.getKey();
     if (!name.consume_back(".npy"))
       continue;
-    llvm::Expected<NpyArray> array = parseNpy(
-        (path + ": " + name).str(),
-        archive.substr(entry.second.offset, entry.second.size));
+    llvm::Expected<NpyArray> array =
+        parseNpy((path + ": " + name).str(),
+                 archive.substr(entry.second.offset, entry.second.size));
     if (!array)
       return array.takeError();
     arrays[name.str()] = std::move(*array);
@@ -410,8 +412,8 @@ MarianCheckpointFile::open(llvm::StringRef path) {
     yamlText = yamlText.substr(0, yamlText.find('\0'));
   } else {
     llvm::SmallString<256> dir = llvm::sys::path::parent_path(path);
-    for (std::string beside : {(path + ".yml").str(),
-                               (dir + "/decoder.yml").str()}) {
+    for (std::string beside :
+         {(path + ".yml").str(), (dir + "/decoder.yml").str()}) {
       auto text = llvm::MemoryBuffer::getFile(beside, /*IsText=*/true);
       if (!text)
         continue;
@@ -450,8 +452,8 @@ MarianCheckpointFile::open(llvm::StringRef path) {
     else
       return bad(name, "numpy type '" + array.descr +
                            "'; weights must be float32 or float16");
-    bool embedding = name == "Wemb" || name == "encoder_Wemb" ||
-                     name == "decoder_Wemb";
+    bool embedding =
+        name == "Wemb" || name == "encoder_Wemb" || name == "decoder_Wemb";
     std::string hfName;
     if (name == "Wemb")
       hfName = "model.shared.weight";
@@ -471,8 +473,8 @@ MarianCheckpointFile::open(llvm::StringRef path) {
                              "encoder_lN_*, decoder_lN_*, "
                              "decoder_ff_logit_out_b)");
     if (array.shape.size() != 2 || array.shape[0] < 1 || array.shape[1] < 1)
-      return bad(name, "expected a matrix, found shape " +
-                           formatShape(array.shape));
+      return bad(name,
+                 "expected a matrix, found shape " + formatShape(array.shape));
     int64_t rows = array.shape[0], cols = array.shape[1];
     uint64_t size = dtypeSize(*dtype);
     TensorInfo info;

@@ -3,9 +3,9 @@
 #include "compiler/ModelConfig.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -35,8 +35,8 @@ public:
     }
     std::optional<int64_t> i = v->getAsInteger();
     if (!i || *i < min)
-      return fail(llvm::formatv("key '{0}' must be an integer >= {1}, found {2}",
-                                key, min, *v));
+      return fail(llvm::formatv(
+          "key '{0}' must be an integer >= {1}, found {2}", key, min, *v));
     out = *i;
   }
 
@@ -66,8 +66,8 @@ public:
     }
     std::optional<bool> b = v->getAsBoolean();
     if (!b)
-      return fail(llvm::formatv("key '{0}' must be true or false, found {1}",
-                                key, *v));
+      return fail(
+          llvm::formatv("key '{0}' must be true or false, found {1}", key, *v));
     out = *b;
   }
 
@@ -135,8 +135,7 @@ private:
 };
 } // namespace
 
-static llvm::Error fileError(llvm::StringRef path,
-                             const llvm::Twine &message) {
+static llvm::Error fileError(llvm::StringRef path, const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  (path + ": " + message).str());
 }

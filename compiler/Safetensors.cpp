@@ -1,4 +1,4 @@
-//===- Safetensors.cpp - Read the safetensors checkpoint format ---*- C++ -*-===//
+//===- Safetensors.cpp - Read the safetensors checkpoint format -----------===//
 
 #include "compiler/Safetensors.h"
 
@@ -22,9 +22,9 @@ struct DTypeEntry {
   size_t size;
 };
 constexpr DTypeEntry kDTypes[] = {
-    {"F64", DType::F64, 8},  {"F32", DType::F32, 4}, {"F16", DType::F16, 2},
+    {"F64", DType::F64, 8},   {"F32", DType::F32, 4}, {"F16", DType::F16, 2},
     {"BF16", DType::BF16, 2}, {"I64", DType::I64, 8}, {"I32", DType::I32, 4},
-    {"I16", DType::I16, 2},  {"I8", DType::I8, 1},   {"U8", DType::U8, 1},
+    {"I16", DType::I16, 2},   {"I8", DType::I8, 1},   {"U8", DType::U8, 1},
     {"BOOL", DType::Bool, 1},
 };
 } // namespace
@@ -79,9 +79,8 @@ static llvm::Expected<TensorInfo> parseEntry(llvm::StringRef path,
   std::optional<llvm::StringRef> dtype = obj->getString("dtype");
   if (!dtype)
     return bad("missing string 'dtype'");
-  auto it = llvm::find_if(kDTypes, [&](const DTypeEntry &e) {
-    return *dtype == e.name;
-  });
+  auto it = llvm::find_if(
+      kDTypes, [&](const DTypeEntry &e) { return *dtype == e.name; });
   if (it == std::end(kDTypes))
     return bad("unsupported dtype '" + *dtype + "'");
   info.dtype = it->dtype;
@@ -133,8 +132,7 @@ llvm::Expected<SafetensorsFile> SafetensorsFile::open(llvm::StringRef path) {
     return fail(path, formatv("file is {0} bytes, too short for the 8-byte "
                               "header length",
                               contents.size()));
-  uint64_t headerSize =
-      llvm::support::endian::read64le(contents.data());
+  uint64_t headerSize = llvm::support::endian::read64le(contents.data());
   if (headerSize > contents.size() - 8)
     return fail(path, formatv("header length {0} exceeds the {1} bytes that "
                               "follow it; the file is truncated or not "

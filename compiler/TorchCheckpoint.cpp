@@ -1,4 +1,4 @@
-//===- TorchCheckpoint.cpp - Read torch.save's state_dict files ----*- C++ -*-===//
+//===- TorchCheckpoint.cpp - Read torch.save's state_dict files -----------===//
 
 #include "compiler/TorchCheckpoint.h"
 
@@ -29,7 +29,17 @@ namespace {
 /// A value on the unpickler's stack: only what a state_dict holds.
 struct PyValue {
   enum class Kind {
-    None, Bool, Int, Float, String, Tuple, Dict, Global, Storage, Tensor, Mark
+    None,
+    Bool,
+    Int,
+    Float,
+    String,
+    Tuple,
+    Dict,
+    Global,
+    Storage,
+    Tensor,
+    Mark
   } kind = Kind::None;
   int64_t integer = 0; // Int, Bool; Storage: elements; Tensor: offset
   double real = 0;
@@ -37,7 +47,7 @@ struct PyValue {
   std::string text;
   /// Tuple (and list) items; Dict: key, value, key, value, ...
   std::vector<PyValue> items;
-  DType dtype = DType::F32; // Storage, Tensor
+  DType dtype = DType::F32;                  // Storage, Tensor
   llvm::SmallVector<int64_t> sizes, strides; // Tensor
   /// Values in this one, itself included, and how deeply they nest: a
   /// hostile pickle must not blow up memory or the stack.
@@ -254,7 +264,7 @@ llvm::Expected<PyValue> Unpickler::run() {
                      "state_dict");
     }
     switch (opcode) {
-    case 0x80: // PROTO
+    case 0x80:   // PROTO
     case 0x95: { // FRAME: a length hint
       if (auto n = takeUnsigned(opcode == 0x80 ? 1 : 8); !n)
         return n.takeError();
@@ -288,7 +298,7 @@ llvm::Expected<PyValue> Unpickler::run() {
     case 'N': // NONE
       push(PyValue());
       break;
-    case 0x88: // NEWTRUE
+    case 0x88:   // NEWTRUE
     case 0x89: { // NEWFALSE
       PyValue v = integer(opcode == 0x88);
       v.kind = Kind::Bool;
@@ -339,8 +349,9 @@ llvm::Expected<PyValue> Unpickler::run() {
     case 'X':    // BINUNICODE
     case 0x8c:   // SHORT_BINUNICODE
     case 0x8d: { // BINUNICODE8
-      llvm::Expected<uint64_t> n =
-          takeUnsigned(opcode == 'X' ? 4 : opcode == 0x8c ? 1 : 8);
+      llvm::Expected<uint64_t> n = takeUnsigned(opcode == 'X'    ? 4
+                                                : opcode == 0x8c ? 1
+                                                                 : 8);
       if (!n)
         return n.takeError();
       llvm::Expected<llvm::StringRef> text = take(*n);
@@ -356,8 +367,8 @@ llvm::Expected<PyValue> Unpickler::run() {
       push(tuple(std::move(*items)));
       break;
     }
-    case 0x85: // TUPLE1
-    case 0x86: // TUPLE2
+    case 0x85:   // TUPLE1
+    case 0x86:   // TUPLE2
     case 0x87: { // TUPLE3
       std::vector<PyValue> items(opcode - 0x84);
       for (size_t i = items.size(); i-- > 0;) {
@@ -415,8 +426,8 @@ llvm::Expected<PyValue> Unpickler::run() {
         return std::move(e);
       break;
     }
-    case 'q':   // BINPUT
-    case 'r':   // LONG_BINPUT
+    case 'q':    // BINPUT
+    case 'r':    // LONG_BINPUT
     case 0x94: { // MEMOIZE
       uint64_t slot = memo.size();
       if (opcode != 0x94) {
@@ -546,8 +557,7 @@ TorchCheckpointFile::open(llvm::StringRef path) {
   std::string prefix;
   for (const auto &entry : *entries) {
     llvm::StringRef name = entry.getKey();
-    if (name.ends_with("/data.pkl") &&
-        name.count('/') == 1)
+    if (name.ends_with("/data.pkl") && name.count('/') == 1)
       prefix = name.drop_back(strlen("data.pkl")).str();
   }
   auto pickle = entries->find(prefix + "data.pkl");
@@ -555,13 +565,12 @@ TorchCheckpointFile::open(llvm::StringRef path) {
     return fail(path, "not a torch.save archive: no PREFIX/data.pkl entry");
   auto byteorder = entries->find(prefix + "byteorder");
   if (byteorder != entries->end() &&
-      data.substr(byteorder->second.offset, byteorder->second.size) !=
-          "little")
+      data.substr(byteorder->second.offset, byteorder->second.size) != "little")
     return fail(path, "tensors saved big-endian; tfmc reads little-endian");
 
   std::string where = (path + ": " + prefix + "data.pkl").str();
-  Unpickler unpickler(where, data.substr(pickle->second.offset,
-                                         pickle->second.size));
+  Unpickler unpickler(where,
+                      data.substr(pickle->second.offset, pickle->second.size));
   llvm::Expected<PyValue> dict = unpickler.run();
   if (!dict)
     return dict.takeError();
@@ -587,9 +596,8 @@ TorchCheckpointFile::open(llvm::StringRef path) {
     bool overflow = false;
     for (size_t d = value.sizes.size(); d-- > 0;) {
       if (value.sizes[d] != 1 && value.strides[d] != int64_t(elements))
-        return bad("not contiguous (strides " +
-                   formatShape(value.strides) + " for sizes " +
-                   formatShape(value.sizes) + ")");
+        return bad("not contiguous (strides " + formatShape(value.strides) +
+                   " for sizes " + formatShape(value.sizes) + ")");
       elements = llvm::SaturatingMultiply<uint64_t>(elements, value.sizes[d],
                                                     &overflow);
     }

@@ -50,8 +50,8 @@ mlir::tfm::readZipDirectory(llvm::StringRef path, llvm::StringRef data,
   if (data.size() < kEocd)
     return malformed("too short");
   std::optional<uint64_t> eocd;
-  uint64_t lowest = data.size() > kEocd + 0xFFFF ? data.size() - kEocd - 0xFFFF
-                                                 : 0;
+  uint64_t lowest =
+      data.size() > kEocd + 0xFFFF ? data.size() - kEocd - 0xFFFF : 0;
   for (uint64_t at = data.size() - kEocd + 1; at-- > lowest;)
     if (b.u32(at) == 0x06054b50) {
       eocd = at;
@@ -117,4 +117,3 @@ mlir::tfm::readZipDirectory(llvm::StringRef path, llvm::StringRef data,
   }
   return result;
 }
-

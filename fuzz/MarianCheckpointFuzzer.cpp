@@ -1,4 +1,4 @@
-//===- MarianCheckpointFuzzer.cpp - Fuzz the Marian .npz reader --*- C++ -*-===//
+//===- MarianCheckpointFuzzer.cpp - Fuzz the Marian .npz reader -----------===//
 //
 // Input: a whole Marian model.npz (numpy's zip of .npy arrays, the YAML
 // config in special:model.yml). Either MarianCheckpointFile::open rejects

@@ -32,8 +32,8 @@ static std::unique_ptr<MLIRContext> makeContext() {
   DialectRegistry registry;
   registry.insert<tfm::TfmDialect, func::FuncDialect, arith::ArithDialect,
                   tensor::TensorDialect, math::MathDialect, scf::SCFDialect>();
-  auto context = std::make_unique<MLIRContext>(
-      registry, MLIRContext::Threading::DISABLED);
+  auto context =
+      std::make_unique<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
   context->loadAllAvailableDialects();
   return context;
 }

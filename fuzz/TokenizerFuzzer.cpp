@@ -112,8 +112,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     "decoder_attention_heads": 2, "encoder_ffn_dim": 32,
     "decoder_ffn_dim": 32, "max_position_embeddings": 32,
     "activation_function": "relu", "eos_token_id": 0, "vocab_size": )" +
-                       std::to_string(vocab) +
-                       R"(, "pad_token_id": )" + std::to_string(vocab - 1) +
+                       std::to_string(vocab) + R"(, "pad_token_id": )" +
+                       std::to_string(vocab - 1) +
                        R"(, "decoder_start_token_id": )" +
                        std::to_string(vocab - 1) + "}";
   writeFile(dir + "/config.json", config);
@@ -148,8 +148,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     tfm_runtime::EmbedTrailer trailer{filesAt, 0, {}};
     std::memcpy(trailer.magic, tfm_runtime::kEmbedMagic, 8);
-    executable.append(reinterpret_cast<const char *>(&trailer),
-                      sizeof trailer);
+    executable.append(reinterpret_cast<const char *>(&trailer), sizeof trailer);
     for (const std::string &path : embedded)
       unlink(path.c_str());
   }
@@ -181,8 +180,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!tok) // no tokenizer at all: only when the files are absent
     return 0;
   int32_t *ids = nullptr, length = 0;
-  if (tfm_status s = tfm_tokenizer_encode(tok, parts[3].data(),
-                                          parts[3].size(), &ids, &length)) {
+  if (tfm_status s = tfm_tokenizer_encode(tok, parts[3].data(), parts[3].size(),
+                                          &ids, &length)) {
     tfm_status_free(s);
   } else {
     TFM_FUZZ_CHECK(length >= 1 && ids[length - 1] == cfg.eos_token_id);
@@ -190,8 +189,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       TFM_FUZZ_CHECK(ids[i] >= 0 && ids[i] < vocab);
     char *text = nullptr;
     size_t textLength = 0;
-    if (tfm_status s = tfm_tokenizer_decode(tok, ids, length, &text,
-                                            &textLength))
+    if (tfm_status s =
+            tfm_tokenizer_decode(tok, ids, length, &text, &textLength))
       tfm_status_free(s);
     tfm_free(text);
   }
@@ -199,8 +198,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // Ids the model could never produce are refused, not looked up.
   std::vector<int32_t> raw;
   for (size_t i = 0; i + 2 <= parts[3].size() && raw.size() < 16; i += 2)
-    raw.push_back(int32_t(int16_t(uint8_t(parts[3][i]) |
-                                  (uint8_t(parts[3][i + 1]) << 8))));
+    raw.push_back(int32_t(
+        int16_t(uint8_t(parts[3][i]) | (uint8_t(parts[3][i + 1]) << 8))));
   char *text = nullptr;
   size_t textLength = 0;
   if (tfm_status s = tfm_tokenizer_decode(tok, raw.data(), int32_t(raw.size()),

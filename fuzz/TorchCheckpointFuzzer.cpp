@@ -1,4 +1,4 @@
-//===- TorchCheckpointFuzzer.cpp - Fuzz the pytorch_model.bin reader -*- C++ -*-===//
+//===- TorchCheckpointFuzzer.cpp - Fuzz the pytorch_model.bin reader ------===//
 //
 // Input: a whole pytorch_model.bin (torch.save's zip of a pickled
 // state_dict). Either TorchCheckpointFile::open rejects it with an error

@@ -6,8 +6,9 @@ set -euo pipefail
 packages=(
   # compiler toolchain and build
   build-essential cmake ninja-build pkg-config
-  # the format check of changed lines (scripts/check-format.sh)
-  clang-format git
+  # the format check of the tree (scripts/check-format.sh), with the
+  # clang-format of the LLVM the project builds with
+  clang-format-19 git
   # LLVM/MLIR 19: headers and static libraries, mlir-opt & co, lit + FileCheck
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools clang-19 lld-19
   libomp-19-dev libclang-rt-19-dev zlib1g-dev libzstd-dev libedit-dev libxml2-dev libcurl4-openssl-dev libffi-dev

@@ -1,6 +1,7 @@
-//===- tfm-bench.cpp - Micro-benchmarks of the model's hot shapes --*- C++ -*-===//
+//===- tfm-bench.cpp - Micro-benchmarks of the model's hot shapes ---------===//
 //
-//   tfm-bench [--linear=MxKxN,...] [--attention=encoder:S[:B],decoder:S[:B],...]
+//   tfm-bench [--linear=MxKxN,...]
+//             [--attention=encoder:S[:B],decoder:S[:B],...]
 //             [--layer-norm=RxD,...] [--backends=llvm] [--num-threads=2]
 //             [--precisions=fp32,bf16,int8] [--min-time=0.1] [--repetitions=5]
 //             [--settle=0.25]
@@ -69,8 +70,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <thread>
@@ -78,7 +79,8 @@
 
 using namespace llvm;
 
-extern "C" void memrefCopy(int64_t, void *, void *); // runtime/src/MemrefCopy.cpp
+extern "C" void memrefCopy(int64_t, void *,
+                           void *); // runtime/src/MemrefCopy.cpp
 
 static cl::list<std::string>
     linears("linear", cl::CommaSeparated,
@@ -91,18 +93,18 @@ static cl::list<std::string> attentions(
 static cl::list<std::string>
     layerNorms("layer-norm", cl::CommaSeparated,
                cl::desc("Layer norms RxD: R rows of D, with residual"));
-static cl::list<std::string>
-    backends("backends", cl::CommaSeparated,
-             cl::desc("tfmc backends to compile each snippet with: llvm, onednn, "
-                      "auto (default: llvm)"));
+static cl::list<std::string> backends(
+    "backends", cl::CommaSeparated,
+    cl::desc("tfmc backends to compile each snippet with: llvm, onednn, "
+             "auto (default: llvm)"));
 static cl::list<std::string>
     precisions("precisions", cl::CommaSeparated,
                cl::desc("Precisions of our linears: fp32 (always), bf16, "
                         "int8"));
-static cl::opt<double> bf16Rtol(
-    "bf16-rtol", cl::init(3e-2),
-    cl::desc("Largest difference of a bf16 engine from the fp32 peer, "
-             "relative to the peer's largest value"));
+static cl::opt<double>
+    bf16Rtol("bf16-rtol", cl::init(3e-2),
+             cl::desc("Largest difference of a bf16 engine from the fp32 peer, "
+                      "relative to the peer's largest value"));
 static cl::opt<double> int8Rtol(
     "int8-rtol", cl::init(5e-2),
     cl::desc("Largest difference of an int8 engine from the fp32 peer, "
@@ -289,30 +291,29 @@ Benchmark attentionBenchmark(StringRef spec) {
                    : formatv("encoder self-attention, {0} tokens", s).str();
   if (batch > 1)
     b.name += formatv(", batch {0}", batch).str();
-  b.shape = json::Object{{"batch", batch}, {"heads", heads}, {"head_dim", dh},
-                         {"queries", sq}, {"keys", s},
-                         {"mask", decoder ? "causal" : "key lengths"}};
+  b.shape = json::Object{
+      {"batch", batch}, {"heads", heads},
+      {"head_dim", dh}, {"queries", sq},
+      {"keys", s},      {"mask", decoder ? "causal" : "key lengths"}};
   // The model's attention ops (tfmc import): the encoder's with key
   // lengths, the decoder's self-attention over its cache causal.
   const char *type = "tensor<?x8x?x64xf32>";
-  b.source =
-      decoder
-          ? formatv(R"mlir(
+  b.source = decoder ? formatv(R"mlir(
 func.func @bench(%q: {0}, %k: {0}, %v: {0}) -> {0} {{
   %o = tfm.attention %q, %k, %v causal scale 0.125 : {0}, {0}, {0} -> {0}
   return %o : {0}
 }
 )mlir",
-                    type)
-                .str()
-          : formatv(R"mlir(
+                               type)
+                           .str()
+                     : formatv(R"mlir(
 func.func @bench(%q: {0}, %k: {0}, %v: {0}, %len: tensor<?xi32>) -> {0} {{
   %o = tfm.attention %q, %k, %v lengths(%len : tensor<?xi32>) scale 0.125 : {0}, {0}, {0} -> {0}
   return %o : {0}
 }
 )mlir",
-                    type)
-                .str();
+                               type)
+                           .str();
   b.args.push_back(f32Operand({batch, heads, sq, dh}));
   b.args.push_back(f32Operand({batch, heads, s, dh}));
   b.args.push_back(f32Operand({batch, heads, s, dh}));
@@ -399,21 +400,25 @@ Compiled compile(mlir::ModuleOp module, StringRef backend,
   // The C interface's arguments: the weights file first if the function
   // reads weights (convert-tfm-to-linalg names it), then one descriptor per
   // argument and result.
-  auto entry = module.lookupSymbol<mlir::LLVM::LLVMFuncOp>("_mlir_ciface_bench");
+  auto entry =
+      module.lookupSymbol<mlir::LLVM::LLVMFuncOp>("_mlir_ciface_bench");
   if (!entry)
     fail("the " + backend + " lowering has no _mlir_ciface_bench");
   auto name = entry.getArgAttrOfType<mlir::StringAttr>(0, "tfm.name");
   out.hasWeights = name && name.getValue() == "weights";
   out.numArguments = entry.getNumArguments();
-  if (auto layout = module->getAttrOfType<mlir::ArrayAttr>("tfm.weights_layout"))
+  if (auto layout =
+          module->getAttrOfType<mlir::ArrayAttr>("tfm.weights_layout"))
     for (auto entry : layout.getAsRange<mlir::DictionaryAttr>()) {
       Compiled::Weight w;
       w.name = cast<mlir::StringAttr>(entry.get("name")).str();
       w.offset = cast<mlir::IntegerAttr>(entry.get("offset")).getInt();
-      auto shape = cast<mlir::DenseI64ArrayAttr>(entry.get("shape")).asArrayRef();
+      auto shape =
+          cast<mlir::DenseI64ArrayAttr>(entry.get("shape")).asArrayRef();
       w.rows = shape[0];
       w.columns = shape.size() > 1 ? shape[1] : 1;
-      auto panel = dyn_cast_or_null<mlir::IntegerAttr>(entry.get("panel_width"));
+      auto panel =
+          dyn_cast_or_null<mlir::IntegerAttr>(entry.get("panel_width"));
       w.panelWidth = panel ? panel.getInt() : 0;
       auto type = dyn_cast_or_null<mlir::TypeAttr>(entry.get("element_type"));
       w.bf16 = type && type.getValue().isBF16();
@@ -561,8 +566,8 @@ void measure(std::vector<Engine> &engines) {
 }
 
 /// Max |a - b| and that relative to max |b|.
-std::pair<double, double> difference(const float *a, const float *b,
-                                     int64_t n, bool &finite) {
+std::pair<double, double> difference(const float *a, const float *b, int64_t n,
+                                     bool &finite) {
   double maxDiff = 0, maxRef = 0;
   finite = true;
   for (int64_t i = 0; i < n; ++i) {
@@ -642,7 +647,8 @@ double readBandwidth(int threads, int64_t bytes = int64_t(1) << 30) {
     std::vector<std::thread> workers;
     for (int t = 0; t < threads; ++t)
       workers.emplace_back([&, t] {
-        int64_t begin = vectors * t / threads, end = vectors * (t + 1) / threads;
+        int64_t begin = vectors * t / threads,
+                end = vectors * (t + 1) / threads;
         Vec acc[8] = {};
         for (int64_t p = 0; p < passes; ++p)
           for (int64_t i = begin; i + 8 <= end; i += 8)
@@ -836,8 +842,8 @@ json::Value runBenchmark(Benchmark &b, mlir::MLIRContext &context,
           << b.name << ": " << e.name << " differs from " << reference->name
           << " by " << format("%.3g", absDiff) << " ("
           << format("%.3g", relDiff) << " relative, rtol "
-          << format("%.0e", tolerance) << ")"
-          << (finite ? "" : ", not finite") << "\n";
+          << format("%.0e", tolerance) << ")" << (finite ? "" : ", not finite")
+          << "\n";
       ok = false;
     }
     checks.push_back(json::Object{{"engine", e.name},

@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/Passes.h"
 #include "passes/PassStatistics.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Bufferization/Transforms/BufferViewFlowAnalysis.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -77,8 +77,7 @@ struct FreeAfterLastUsePass
       ++moved;
     }
     tfm::recordPassStatistic(getName(), "deallocs-moved",
-                             "frees moved up to the buffer's last use",
-                             moved);
+                             "frees moved up to the buffer's last use", moved);
   }
 };
 

@@ -77,7 +77,7 @@ struct AttentionParts {
   Value query, key;
   Value keyLengths;
   Value additiveMask;
-  /// select(keep, scores, -inf): becomes the additive mask select(keep, 0, -inf).
+  /// select(keep, scores, -inf): the additive mask select(keep, 0, -inf).
   Value keepCondition;
   bool causal = false;
   double scale = 1.0;
@@ -94,7 +94,8 @@ struct FuseAttentionPattern : public OpRewritePattern<MatmulOp> {
     if (!softmax)
       return rewriter.notifyMatchFailure(probsTimesV, "lhs is no softmax");
     if (!softmax->hasOneUse())
-      return rewriter.notifyMatchFailure(softmax, "probabilities have other users");
+      return rewriter.notifyMatchFailure(softmax,
+                                         "probabilities have other users");
     int64_t rank = softmax.getType().getRank();
     if (rank < 3 || softmax.getAxis() != uint64_t(rank - 1))
       return rewriter.notifyMatchFailure(softmax, "softmax is not over keys");
@@ -103,7 +104,8 @@ struct FuseAttentionPattern : public OpRewritePattern<MatmulOp> {
     if (failed(matchScores(softmax.getInput(), parts, rewriter)))
       return failure();
     if (!std::isfinite(parts.scale) || parts.scale == 0.0)
-      return rewriter.notifyMatchFailure(softmax, "scale is zero or not finite");
+      return rewriter.notifyMatchFailure(softmax,
+                                         "scale is zero or not finite");
 
     Location loc = probsTimesV.getLoc();
     Value mask = parts.additiveMask;
@@ -187,7 +189,8 @@ private:
         bool lhsIsScores = lhs.getType() == add.getType() && isScoreChain(lhs);
         bool rhsIsScores = rhs.getType() == add.getType() && isScoreChain(rhs);
         if (lhsIsScores == rhsIsScores)
-          return rewriter.notifyMatchFailure(op, "cannot tell scores from mask");
+          return rewriter.notifyMatchFailure(op,
+                                             "cannot tell scores from mask");
         scores = lhsIsScores ? lhs : rhs;
         parts.additiveMask = lhsIsScores ? rhs : lhs;
         continue;
@@ -230,7 +233,8 @@ struct TfmFuseAttentionPass
     int64_t before = countOps<AttentionOp>(getOperation());
     RewritePatternSet patterns(&getContext());
     populateFuseAttentionPatterns(patterns);
-    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+    if (failed(
+            applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     recordPassStatistic(getName(), "attention-blocks-fused",
                         "Number of attention blocks fused into tfm.attention",

@@ -186,10 +186,12 @@ struct TfmFuseLayerNormPass
   void runOnOperation() override {
     auto withResidual = [](LayerNormOp op) { return bool(op.getResidual()); };
     int64_t before = countOps<LayerNormOp>(getOperation()),
-            residualsBefore = countOps<LayerNormOp>(getOperation(), withResidual);
+            residualsBefore =
+                countOps<LayerNormOp>(getOperation(), withResidual);
     RewritePatternSet patterns(&getContext());
     populateFuseLayerNormPatterns(patterns);
-    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+    if (failed(
+            applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     recordPassStatistic(getName(), "layer-norms-fused",
                         "Number of layer norms fused into tfm.layer_norm",

@@ -93,14 +93,16 @@ struct FuseLinearEpiloguePattern : public OpRewritePattern<LinearOp> {
 };
 
 struct TfmFuseLinearEpiloguePass
-    : public tfm::impl::TfmFuseLinearEpiloguePassBase<TfmFuseLinearEpiloguePass> {
+    : public tfm::impl::TfmFuseLinearEpiloguePassBase<
+          TfmFuseLinearEpiloguePass> {
   using Base::Base;
 
   void runOnOperation() override {
     int64_t before = countOps<FusedLinearOp>(getOperation());
     RewritePatternSet patterns(&getContext());
     populateFuseLinearEpiloguePatterns(patterns);
-    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+    if (failed(
+            applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     recordPassStatistic(getName(), "linears-fused",
                         "Number of linears given a fused epilogue",
@@ -110,6 +112,7 @@ struct TfmFuseLinearEpiloguePass
 
 } // namespace
 
-void mlir::tfm::populateFuseLinearEpiloguePatterns(RewritePatternSet &patterns) {
+void mlir::tfm::populateFuseLinearEpiloguePatterns(
+    RewritePatternSet &patterns) {
   patterns.add<FuseLinearEpiloguePattern>(patterns.getContext());
 }

@@ -1,4 +1,4 @@
-//===- LayoutWeights.cpp - Offsets and layouts in the weights file -*- C++ -*-===//
+//===- LayoutWeights.cpp - Offsets and layouts in the weights file --------===//
 
 #include "passes/Passes.h"
 

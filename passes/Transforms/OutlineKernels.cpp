@@ -1,4 +1,4 @@
-//===- OutlineKernels.cpp - One function per distinct loop nest --*- C++ -*-===//
+//===- OutlineKernels.cpp - One function per distinct loop nest -----------===//
 //
 // A model repeats the same layer many times, and lowering gives each layer's
 // ops the same loop nests over other weight views (memref.view of the
@@ -42,8 +42,7 @@ bool isKernel(Operation *op) {
 /// conditions) and what its regions use. Constants among them are not
 /// arguments: cloned into the kernel, they keep bounds and offsets static.
 SetVector<Value> capturedValues(Operation *op) {
-  SetVector<Value> captured(op->getOperands().begin(),
-                            op->getOperands().end());
+  SetVector<Value> captured(op->getOperands().begin(), op->getOperands().end());
   getUsedValuesDefinedAbove(op->getRegions(), captured);
   return captured;
 }
@@ -64,9 +63,9 @@ func::FuncOp outline(Operation *loop, ArrayRef<Value> arguments,
   auto kernel = moduleBuilder.create<func::FuncOp>(
       loop->getLoc(), name, moduleBuilder.getFunctionType(types, {}));
   kernel.setPrivate();
-  kernel->setAttr("llvm.linkage",
-                  LLVM::LinkageAttr::get(kernel.getContext(),
-                                         LLVM::Linkage::Internal));
+  kernel->setAttr(
+      "llvm.linkage",
+      LLVM::LinkageAttr::get(kernel.getContext(), LLVM::Linkage::Internal));
   Block *body = kernel.addEntryBlock();
   OpBuilder b = OpBuilder::atBlockBegin(body);
   IRMapping mapping;

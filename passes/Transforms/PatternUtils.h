@@ -51,7 +51,8 @@ inline Value otherOperand(Operation *binary, Value operand) {
 /// How many `OpTy` ops under `root` satisfy `keep` (all when it is null);
 /// the fusion passes count their fused ops before and after rewriting.
 template <typename OpTy>
-int64_t countOps(Operation *root, llvm::function_ref<bool(OpTy)> keep = nullptr) {
+int64_t countOps(Operation *root,
+                 llvm::function_ref<bool(OpTy)> keep = nullptr) {
   int64_t n = 0;
   root->walk([&](OpTy op) { n += !keep || keep(op); });
   return n;

@@ -127,7 +127,8 @@ struct TfmSelectBackendPass
         record(op, "llvm (rows chosen by the caller)");
       if (!isOneDnnCandidate(op))
         return;
-      StringRef chosen = backend == "auto" ? autoBackend(op) : StringRef(backend);
+      StringRef chosen =
+          backend == "auto" ? autoBackend(op) : StringRef(backend);
       op->setAttr(kBackendAttr, StringAttr::get(op->getContext(), chosen));
       record(op, chosen);
     });

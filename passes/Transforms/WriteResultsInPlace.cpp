@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/Passes.h"
 #include "passes/PassStatistics.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"

@@ -36,8 +36,8 @@ struct SoftmaxTerms {
 /// copies for AVX-512 and AVX2, chosen when the program loads, take expf 8
 /// lanes at a time instead of 4 (glibc's _ZGVdN8v_expf: LLVM 19 calls no
 /// 16-lane one) and the max 16 or 8.
-__attribute__((target_clones("avx512f", "avx2", "default")))
-float addChunk(SoftmaxTerms &terms, const float *x, int64_t n) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) float
+addChunk(SoftmaxTerms &terms, const float *x, int64_t n) {
   constexpr int64_t kLanes = 16;
   float lanes[kLanes];
   std::fill(lanes, lanes + kLanes, x[0]);
@@ -55,9 +55,8 @@ float addChunk(SoftmaxTerms &terms, const float *x, int64_t n) {
   }
   // While every logit so far is -inf (or NaN), exp(x - 0) keeps the sum 0
   // (or NaN) where exp(-inf - -inf) would make a NaN of nothing.
-  float shift = terms.max == -std::numeric_limits<float>::infinity()
-                    ? 0.0f
-                    : terms.max;
+  float shift =
+      terms.max == -std::numeric_limits<float>::infinity() ? 0.0f : terms.max;
   double sum = 0;
 #pragma omp simd reduction(+ : sum)
   for (int64_t i = 0; i < n; ++i)

@@ -61,8 +61,8 @@ TEST(ModelConfig, NamesAMissingKey) {
 }
 
 TEST(ModelConfig, NamesAKeyOfTheWrongType) {
-  std::string err = errorOf(edited(R"("encoder_layers": 2)",
-                                   R"("encoder_layers": "two")"));
+  std::string err =
+      errorOf(edited(R"("encoder_layers": 2)", R"("encoder_layers": "two")"));
   EXPECT_NE(err.find("key 'encoder_layers' must be an integer >= 1, found "
                      "\"two\""),
             std::string::npos)
@@ -174,14 +174,15 @@ TEST(ModelConfig, RefusesUnknownT5FeedForward) {
 TEST(ModelConfig, RejectsHeadsThatDoNotDivide) {
   std::string err = errorOf(edited(R"("decoder_attention_heads": 8)",
                                    R"("decoder_attention_heads": 6)"));
-  EXPECT_NE(err.find("d_model 64 is not a multiple of decoder_attention_heads 6"),
-            std::string::npos)
+  EXPECT_NE(
+      err.find("d_model 64 is not a multiple of decoder_attention_heads 6"),
+      std::string::npos)
       << err;
 }
 
 TEST(ModelConfig, RejectsTokenOutsideVocabulary) {
-  std::string err = errorOf(edited(R"("pad_token_id": 999)",
-                                   R"("pad_token_id": 1000)"));
+  std::string err =
+      errorOf(edited(R"("pad_token_id": 999)", R"("pad_token_id": 1000)"));
   EXPECT_NE(err.find("pad_token_id 1000 is outside the target vocabulary"),
             std::string::npos)
       << err;

@@ -70,16 +70,16 @@ TEST(Safetensors, RejectsUnknownDType) {
 }
 
 TEST(Safetensors, RejectsSizeMismatch) {
-  std::string err = errorOf(
-      makeFile(R"({"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,8]}})", 8));
+  std::string err = errorOf(makeFile(
+      R"({"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,8]}})", 8));
   EXPECT_NE(err.find("hold 8 bytes, but shape [2, 2] of F32 needs 16"),
             std::string::npos)
       << err;
 }
 
 TEST(Safetensors, RejectsOffsetsPastTheEnd) {
-  std::string err = errorOf(
-      makeFile(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8));
+  std::string err = errorOf(makeFile(
+      R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8));
   EXPECT_NE(err.find("tensor 'w': data_offsets [0, 16] lie outside the 8-byte "
                      "data section"),
             std::string::npos)

@@ -1,4 +1,4 @@
-//===- SearchTest.cpp - A search step's row scan and cache moves -*- C++ -*-===//
+//===- SearchTest.cpp - A search step's row scan and cache moves ----------===//
 //
 // The runtime's one-pass row scan against a plain one (sort every token by
 // score), and its order of cache row moves simulated on row numbers.
@@ -39,8 +39,8 @@ static std::vector<Candidate> plainBest(const std::vector<float> &row,
   tokens.resize(std::min(want, tokens.size()));
   std::vector<Candidate> best;
   for (int64_t t : tokens)
-    best.push_back({float(score + (double(row[t]) - max - std::log(sum))),
-                    base + t});
+    best.push_back(
+        {float(score + (double(row[t]) - max - std::log(sum))), base + t});
   return best;
 }
 

@@ -6,11 +6,12 @@
 //           [--decompose] [--reference-backend=B]
 //
 // Compiles the function with the backend B (llvm, onednn, auto; the same
-// lowering pipeline as tfmc), JIT-runs it on deterministic pseudo-random inputs of the given
-// shapes and prints or checks its results. With --compare-decomposed it
-// also compiles the function after tfm-decompose (fused ops spelled out in
-// primitive ops) and checks that both give the same results within rtol:
-// the numeric test of each fused kernel against the graph it replaces.
+// lowering pipeline as tfmc), JIT-runs it on deterministic pseudo-random inputs
+// of the given shapes and prints or checks its results. With
+// --compare-decomposed it also compiles the function after tfm-decompose (fused
+// ops spelled out in primitive ops) and checks that both give the same results
+// within rtol: the numeric test of each fused kernel against the graph it
+// replaces.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,7 +41,8 @@
 
 using namespace llvm;
 
-extern "C" void memrefCopy(int64_t, void *, void *); // runtime/src/MemrefCopy.cpp
+extern "C" void memrefCopy(int64_t, void *,
+                           void *); // runtime/src/MemrefCopy.cpp
 
 static cl::opt<std::string> inputFile(cl::Positional, cl::Required,
                                       cl::desc("<input .mlir>"));
@@ -217,9 +219,10 @@ int main(int argc, char **argv) {
   auto argShapes = parseShapes(argText), resultShapes = parseShapes(resultText);
   if (argShapes.size() != func.getNumArguments() ||
       resultShapes.size() != func.getNumResults())
-    fail(Twine("--shapes gives ") + Twine(argShapes.size()) + " arguments and " +
-         Twine(resultShapes.size()) + " results; @" + entry + " has " +
-         Twine(func.getNumArguments()) + " and " + Twine(func.getNumResults()));
+    fail(Twine("--shapes gives ") + Twine(argShapes.size()) +
+         " arguments and " + Twine(resultShapes.size()) + " results; @" +
+         entry + " has " + Twine(func.getNumArguments()) + " and " +
+         Twine(func.getNumResults()));
 
   // Inputs: uniform in [-1, 1) for floats, [1, int-max] for integers, from
   // a fixed linear congruential sequence.
@@ -297,8 +300,12 @@ int main(int argc, char **argv) {
     ok &= pass;
     outs() << "result " << r << ": " << results[r].size()
            << " values, fused vs decomposed max difference "
-           << format("%.2e", rel) << " relative (rtol " << format("%.0e", double(rtol))
-           << "): " << (pass ? "ok" : finite ? "MISMATCH" : "NOT FINITE") << "\n";
+           << format("%.2e", rel) << " relative (rtol "
+           << format("%.0e", double(rtol)) << "): "
+           << (pass     ? "ok"
+               : finite ? "MISMATCH"
+                        : "NOT FINITE")
+           << "\n";
   }
   return ok ? 0 : 1;
 }

@@ -128,8 +128,7 @@ ShortlistBuilder::rankAll(const Cooccurrences &counts, unsigned minPairs,
 void ShortlistBuilder::writeLine(raw_ostream &os, StringRef key,
                                  ArrayRef<uint32_t> targets) const {
   os << key << '\t';
-  interleave(
-      targets, os, [&](uint32_t t) { os << targetPieces.text[t]; }, " ");
+  interleave(targets, os, [&](uint32_t t) { os << targetPieces.text[t]; }, " ");
   os << '\n';
 }
 

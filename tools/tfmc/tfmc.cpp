@@ -363,8 +363,8 @@ static int linkTranslator(ArrayRef<std::string> objectPaths,
   if (sharedLibrary)
     // All of the runtime, bound to itself: two models loaded in one process
     // keep their own code.
-    args.append({"-shared", "-Wl,-Bsymbolic", "-Wl,--whole-archive",
-                 runtimeLib, "-Wl,--no-whole-archive"});
+    args.append({"-shared", "-Wl,-Bsymbolic", "-Wl,--whole-archive", runtimeLib,
+                 "-Wl,--no-whole-archive"});
   else
     args.append({mainLib, runtimeLib});
   if (withOneDnn)
@@ -383,8 +383,8 @@ static int linkTranslator(ArrayRef<std::string> objectPaths,
   args.append({"-fsanitize=address,undefined", "-fno-sanitize-recover=all"});
 #endif
   std::string errorMessage;
-  int rc = sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
-                               &errorMessage);
+  int rc =
+      sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0, &errorMessage);
   if (rc != 0)
     return reportError("linking " + translatorPath + " failed" +
                        (errorMessage.empty() ? "" : ": " + errorMessage));
@@ -585,9 +585,9 @@ static int compileTranslator(mlir::ModuleOp module,
   mlir::tfm::CodegenOptions options;
   options.targetCpu = targetCpu;
   options.targetFeatures = targetFeatures;
-  options.threads =
-      codegenThreads ? codegenThreads.getValue()
-                     : std::max(1u, std::thread::hardware_concurrency());
+  options.threads = codegenThreads
+                        ? codegenThreads.getValue()
+                        : std::max(1u, std::thread::hardware_concurrency());
   Expected<std::vector<std::string>> objects =
       mlir::tfm::emitObjectFiles(module, object, options);
   if (!objects)
@@ -666,7 +666,8 @@ static int drawGraph(mlir::ModuleOp module) {
   ::close(output.fd());
   ErrorOr<std::string> graphviz = sys::findProgramByName("dot");
   if (!graphviz)
-    return reportError("drawing " + outputFile + " needs Graphviz's `dot` "
+    return reportError("drawing " + outputFile +
+                       " needs Graphviz's `dot` "
                        "(Debian's graphviz; scripts/setup.sh installs it); "
                        "-o NAME.dot writes the graph without it");
   Expected<StringSet<>> formats = graphvizFormats(*graphviz);
@@ -696,9 +697,9 @@ static int drawGraph(mlir::ModuleOp module) {
   std::string typeFlag = ("-T" + format).str(),
               outFlag = "-o" + output.writePath();
   std::string errorMessage;
-  int rc = sys::ExecuteAndWait(*graphviz,
-                               {*graphviz, typeFlag, outFlag, dotPath},
-                               std::nullopt, {}, 0, 0, &errorMessage);
+  int rc =
+      sys::ExecuteAndWait(*graphviz, {*graphviz, typeFlag, outFlag, dotPath},
+                          std::nullopt, {}, 0, 0, &errorMessage);
   sys::fs::remove(dotPath);
   if (rc != 0)
     return reportError("dot failed to draw " + outputFile +
@@ -795,8 +796,8 @@ static int run(StringRef command) {
                        " needs --weights MODEL_DIR: the checkpoint whose "
                        "tensors it names");
   if (!graph && !graphWeights.empty())
-    return reportError("--weights is for compiling a graph file; " +
-                       modelDir + " is a model directory");
+    return reportError("--weights is for compiling a graph file; " + modelDir +
+                       " is a model directory");
   Expected<mlir::OwningOpRef<mlir::ModuleOp>> module =
       graph ? mlir::tfm::loadGraph(context, modelDir, graphWeights)
             : mlir::tfm::importModel(context, modelDir,
@@ -843,8 +844,8 @@ static int run(StringRef command) {
           mlir::tfm::targetVectorUnit(target);
       if (!vectorUnit)
         return reportError(toString(vectorUnit.takeError()));
-      mlir::tfm::buildLoweringPipeline(pm, backend, printBackends,
-                                       *vectorUnit, precision);
+      mlir::tfm::buildLoweringPipeline(pm, backend, printBackends, *vectorUnit,
+                                       precision);
     }
     if (failed(pm.run(**module)))
       return reportError("compiling " + modelDir + " failed");
@@ -906,14 +907,14 @@ int main(int argc, char **argv) {
   }
   if (command != "import" && command != "compile" && command != "graph") {
     if (command == "--help" || command == "-h" || command == "help") {
-      outs() << kUsage << "\nRun `tfmc import --help` or `tfmc compile "
-                          "--help` for the options.\n";
+      outs() << kUsage
+             << "\nRun `tfmc import --help` or `tfmc compile "
+                "--help` for the options.\n";
       return 0;
     }
     errs() << kUsage;
-    return reportError(command.empty()
-                           ? Twine("no command given")
-                           : "unknown command '" + command + "'");
+    return reportError(command.empty() ? Twine("no command given")
+                                       : "unknown command '" + command + "'");
   }
   // Parse the rest as if "tfmc <command>" were the program name.
   std::string program = (Twine("tfmc ") + command).str();

@@ -464,7 +464,7 @@ private:
   size_t sentencesDone = 0, tokensOut = 0;
   int64_t linesRead = 0;
   double translateSeconds = 0;
-  tfm_translate_timing parts{}; // summed over the batches
+  tfm_translate_timing parts{};      // summed over the batches
   std::vector<int64_t> outputTokens; // per batch
 };
 

@@ -1,4 +1,4 @@
-//===- Peers.cpp - OpenBLAS and oneDNN for the micro-benchmarks ---*- C++ -*-===//
+//===- Peers.cpp - OpenBLAS and oneDNN for the micro-benchmarks -----------===//
 //
 // Built with exceptions (plain add_library): the oneDNN C++ API throws
 // dnnl::error, caught here and returned as messages.
@@ -12,7 +12,6 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <memory>
-
 
 namespace tfm_bench {
 
@@ -47,8 +46,10 @@ OneDnnLinear *oneDnnLinearCreate(const float *w, int64_t m, int64_t k,
   using dnnl::memory;
   try {
     auto linear = std::make_unique<OneDnnLinear>();
-    memory::desc srcDesc({m, k}, memory::data_type::f32, memory::format_tag::ab);
-    memory::desc dstDesc({m, n}, memory::data_type::f32, memory::format_tag::ab);
+    memory::desc srcDesc({m, k}, memory::data_type::f32,
+                         memory::format_tag::ab);
+    memory::desc dstDesc({m, n}, memory::data_type::f32,
+                         memory::format_tag::ab);
     // The checkpoint's [N, K] row-major matrix is the [K, N] operand in
     // column-major ("ba") order; oneDNN picks its own layout ("any").
     memory::desc userWeights({k, n}, memory::data_type::f32,
@@ -77,10 +78,9 @@ bool oneDnnLinearRun(OneDnnLinear *linear, const float *x, float *y,
   try {
     linear->src.set_data_handle(const_cast<float *>(x));
     linear->dst.set_data_handle(y);
-    linear->matmul.execute(linear->stream,
-                           {{DNNL_ARG_SRC, linear->src},
-                            {DNNL_ARG_WEIGHTS, linear->weights},
-                            {DNNL_ARG_DST, linear->dst}});
+    linear->matmul.execute(linear->stream, {{DNNL_ARG_SRC, linear->src},
+                                            {DNNL_ARG_WEIGHTS, linear->weights},
+                                            {DNNL_ARG_DST, linear->dst}});
     linear->stream.wait();
     return true;
   } catch (const dnnl::error &e) {

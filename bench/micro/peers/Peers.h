@@ -1,4 +1,4 @@
-//===- Peers.h - Libraries the micro-benchmarks compare against ---*- C++ -*-===//
+//===- Peers.h - The libraries the micro-benchmarks measure ----*- C++ -*-===//
 //
 // OpenBLAS sgemm and oneDNN matmul behind an interface without exceptions,
 // so that tfm-bench (built with LLVM's -fno-exceptions) can call them; the

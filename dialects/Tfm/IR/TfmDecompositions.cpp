@@ -84,9 +84,9 @@ FailureOr<SmallVector<Value>> LayerNormOp::decomposeOperation(OpBuilder &b) {
       b.create<MeanOp>(loc, b.create<MulOp>(loc, centered, centered), axis);
   Type elt = type.getElementType();
   Value eps = b.create<arith::ConstantOp>(
-      loc, DenseElementsAttr::get(RankedTensorType::get({}, elt),
-                                  b.getFloatAttr(elt, getEpsilon()
-                                                          .convertToDouble())));
+      loc, DenseElementsAttr::get(
+               RankedTensorType::get({}, elt),
+               b.getFloatAttr(elt, getEpsilon().convertToDouble())));
   Value invStd = b.create<RsqrtOp>(loc, b.create<AddOp>(loc, variance, eps));
   Value y = b.create<MulOp>(loc, centered, invStd);
   // result = y · γ + β

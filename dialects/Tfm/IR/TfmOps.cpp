@@ -53,8 +53,7 @@ static RankedTensorType tensorType(Value v) {
 
 /// Same rank, and every dimension agrees.
 static bool shapesAgree(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
-  return a.size() == b.size() &&
-         llvm::all_of(llvm::zip(a, b), [](auto pair) {
+  return a.size() == b.size() && llvm::all_of(llvm::zip(a, b), [](auto pair) {
            return dimsAgree(std::get<0>(pair), std::get<1>(pair));
          });
 }
@@ -88,10 +87,10 @@ static LogicalResult verifyOneElementType(Operation *op) {
     }
     if (tensor.getElementType() == expected)
       return success();
-    return op->emitOpError() << "expected all floating-point tensors to have "
-                             << "element type " << expected << ", found "
-                             << tensor.getElementType() << " for " << role
-                             << " #" << index;
+    return op->emitOpError()
+           << "expected all floating-point tensors to have "
+           << "element type " << expected << ", found "
+           << tensor.getElementType() << " for " << role << " #" << index;
   };
   for (auto [i, operand] : llvm::enumerate(op->getOperandTypes()))
     if (failed(check(operand, "operand", i)))
@@ -172,8 +171,8 @@ static bool broadcast3(ArrayRef<int64_t> a, ArrayRef<int64_t> b,
   return broadcastShapes(a, b, ab) && broadcastShapes(ab, c, out);
 }
 
-void SelectOp::build(OpBuilder &builder, OperationState &state,
-                     Value condition, Value trueValue, Value falseValue) {
+void SelectOp::build(OpBuilder &builder, OperationState &state, Value condition,
+                     Value trueValue, Value falseValue) {
   SmallVector<int64_t> shape;
   bool ok = broadcast3(tensorType(condition).getShape(),
                        tensorType(trueValue).getShape(),
@@ -269,8 +268,8 @@ void EmbeddingOp::build(OpBuilder &builder, OperationState &state, Value table,
   RankedTensorType tableType = tensorType(table);
   SmallVector<int64_t> shape(tensorType(ids).getShape());
   shape.push_back(tableType.getDimSize(1));
-  build(builder, state, RankedTensorType::get(shape, tableType.getElementType()),
-        table, ids);
+  build(builder, state,
+        RankedTensorType::get(shape, tableType.getElementType()), table, ids);
 }
 
 LogicalResult EmbeddingOp::verify() {
@@ -465,8 +464,8 @@ verifyLinearShapes(Operation *op, Value input, Value weight, Value bias) {
   if (failed(verifyShape(op, "weight", w, {kDynamic, k},
                          "in_features = the input's last dimension")))
     return failure();
-  if (bias && failed(verifyShape(op, "bias", bias.getType(), {n},
-                                 "[out_features]")))
+  if (bias &&
+      failed(verifyShape(op, "bias", bias.getType(), {n}, "[out_features]")))
     return failure();
   SmallVector<int64_t> shape(in.getShape().drop_back());
   shape.push_back(n);
@@ -619,8 +618,8 @@ LogicalResult KeyPaddingMaskOp::verify() {
 // SplitHeadsOp and MergeHeadsOp
 //===----------------------------------------------------------------------===//
 
-void SplitHeadsOp::build(OpBuilder &builder, OperationState &state,
-                         Value input, int64_t numHeads) {
+void SplitHeadsOp::build(OpBuilder &builder, OperationState &state, Value input,
+                         int64_t numHeads) {
   RankedTensorType type = tensorType(input);
   SmallVector<int64_t> shape = {type.getDimSize(0), numHeads,
                                 type.getDimSize(1),
@@ -645,10 +644,10 @@ LogicalResult SplitHeadsOp::verify() {
     return emitOpError() << "expected the input's last dimension to be a "
                             "multiple of "
                          << heads << " heads, found " << formatDim(dim);
-  return verifyShape(*this, "result", getType(),
-                     {input.getDimSize(0), heads, input.getDimSize(1),
-                      dim / heads},
-                     "[batch, heads, sequence, head_dim]");
+  return verifyShape(
+      *this, "result", getType(),
+      {input.getDimSize(0), heads, input.getDimSize(1), dim / heads},
+      "[batch, heads, sequence, head_dim]");
 }
 
 void MergeHeadsOp::build(OpBuilder &builder, OperationState &state,
@@ -695,8 +694,8 @@ static LogicalResult verifyAlongAxis(Operation *op, int64_t axis,
                                      StringRef bName, RankedTensorType b) {
   if (a.getRank() != b.getRank())
     return op->emitOpError() << "expected " << aName << " and " << bName
-                             << " of the same rank, found ranks "
-                             << a.getRank() << " and " << b.getRank();
+                             << " of the same rank, found ranks " << a.getRank()
+                             << " and " << b.getRank();
   if (failed(verifyAxis(op, axis, a.getRank())))
     return failure();
   SmallVector<int64_t> expected(b.getShape());
@@ -811,8 +810,7 @@ LogicalResult AttentionOp::verify() {
   }
   double scale = getScale().convertToDouble();
   if (!std::isfinite(scale) || scale == 0.0)
-    return emitOpError() << "expected a finite non-zero scale, found "
-                         << scale;
+    return emitOpError() << "expected a finite non-zero scale, found " << scale;
   return success();
 }
 
@@ -836,8 +834,8 @@ LogicalResult LayerNormOp::verify() {
                          input.getShape(), "the input's shape")))
     return failure();
   int64_t dim = input.getShape().back();
-  for (auto [name, param] : {std::pair<StringRef, Value>{"scale", getScale()},
-                             {"bias", getBias()}})
+  for (auto [name, param] :
+       {std::pair<StringRef, Value>{"scale", getScale()}, {"bias", getBias()}})
     if (param && failed(verifyShape(*this, name, param.getType(), {dim},
                                     "the input's last dimension")))
       return failure();

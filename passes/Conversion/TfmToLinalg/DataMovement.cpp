@@ -1,4 +1,4 @@
-//===- DataMovement.cpp - Lower weights, embeddings, heads, caches --*- C++ -*-===//
+//===- DataMovement.cpp - Lower weights, embeddings, heads, caches --------===//
 //
 // Ops that move data: weights as views of the weights file, embedding
 // lookups, position encodings, head split/merge, cache updates, slices.
@@ -98,8 +98,8 @@ struct EmbeddingLowering : public OpConversionPattern<EmbeddingOp> {
         op, TypeRange{type}, ValueRange{ids}, ValueRange{init},
         ArrayRef<AffineMap>{in, out}, parallel(rank),
         [&](OpBuilder &b, Location l, ValueRange args) {
-          Value row = b.create<arith::IndexCastOp>(l, b.getIndexType(),
-                                                   args[0]);
+          Value row =
+              b.create<arith::IndexCastOp>(l, b.getIndexType(), args[0]);
           Value col = b.create<linalg::IndexOp>(l, rank - 1);
           b.create<linalg::YieldOp>(
               l, b.create<tensor::ExtractOp>(l, table, ValueRange{row, col})
@@ -175,12 +175,12 @@ struct PositionEncodingLowering
     // 10000^(i/n)
     Value exponent = b.create<arith::DivFOp>(
         l, toF64(i), floatConstant(b, l, f64, double(n)));
-    Value denom = b.create<math::PowFOp>(
-        l, floatConstant(b, l, f64, 10000.0), exponent);
+    Value denom =
+        b.create<math::PowFOp>(l, floatConstant(b, l, f64, 10000.0), exponent);
     Value angle = b.create<arith::DivFOp>(l, toF64(pos), denom);
-    Value value = b.create<arith::SelectOp>(
-        l, isSin, b.create<math::SinOp>(l, angle),
-        b.create<math::CosOp>(l, angle));
+    Value value =
+        b.create<arith::SelectOp>(l, isSin, b.create<math::SinOp>(l, angle),
+                                  b.create<math::CosOp>(l, angle));
     return b.create<arith::TruncFOp>(l, elt, value);
   }
 };
@@ -349,9 +349,9 @@ static Value copyHeads(OpBuilder &b, Location loc, Value input,
   };
 
   Value rows = b.create<arith::MulIOp>(loc, bSize, sSize);
-  Value few = b.create<arith::CmpIOp>(
-      loc, arith::CmpIPredicate::ule, rows,
-      indexConstant(b, loc, kHeadCopySerialRows));
+  Value few =
+      b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ule, rows,
+                              indexConstant(b, loc, kHeadCopySerialRows));
   auto choice = b.create<scf::IfOp>(
       loc, few,
       [&](OpBuilder &sb, Location sl) {
@@ -359,8 +359,8 @@ static Value copyHeads(OpBuilder &b, Location loc, Value input,
             sl, indexConstant(sb, sl, 0), bSize, indexConstant(sb, sl, 1),
             ValueRange{out},
             [&](OpBuilder &lb, Location ll, Value bi, ValueRange iter) {
-              lb.create<scf::YieldOp>(
-                  ll, copySentence(lb, ll, bi, iter[0], {bi}));
+              lb.create<scf::YieldOp>(ll,
+                                      copySentence(lb, ll, bi, iter[0], {bi}));
             });
         sb.create<scf::YieldOp>(sl, loop.getResult(0));
       },
@@ -418,14 +418,13 @@ struct SplitHeadsLowering : public OpConversionPattern<SplitHeadsOp> {
       rewriter.replaceOpWithNewOp<tensor::CastOp>(op, type, y);
       return success();
     }
-    auto expandedType = RankedTensorType::get(
-        {tensorTypeOf(x).getDimSize(0), tensorTypeOf(x).getDimSize(1), heads,
-         headDim},
-        type.getElementType());
-    SmallVector<OpFoldResult> shape = {dimOf(rewriter, loc, x, 0),
-                                       dimOf(rewriter, loc, x, 1),
-                                       rewriter.getIndexAttr(heads),
-                                       rewriter.getIndexAttr(headDim)};
+    auto expandedType =
+        RankedTensorType::get({tensorTypeOf(x).getDimSize(0),
+                               tensorTypeOf(x).getDimSize(1), heads, headDim},
+                              type.getElementType());
+    SmallVector<OpFoldResult> shape = {
+        dimOf(rewriter, loc, x, 0), dimOf(rewriter, loc, x, 1),
+        rewriter.getIndexAttr(heads), rewriter.getIndexAttr(headDim)};
     Value expanded = rewriter.create<tensor::ExpandShapeOp>(
         loc, expandedType, x, ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}},
         shape);
@@ -465,8 +464,8 @@ struct MergeHeadsLowering : public OpConversionPattern<MergeHeadsOp> {
     SmallVector<OpFoldResult> sizes = sizesOf(rewriter, loc, x);
     SmallVector<OpFoldResult> outSizes = {sizes[0], sizes[2], sizes[1],
                                           sizes[3]};
-    Value init = emptyTensor(rewriter, loc, outSizes,
-                             op.getType().getElementType());
+    Value init =
+        emptyTensor(rewriter, loc, outSizes, op.getType().getElementType());
     Value t = rewriter
                   .create<linalg::TransposeOp>(loc, x, init,
                                                ArrayRef<int64_t>{0, 2, 1, 3})
@@ -490,8 +489,8 @@ struct CacheUpdateLowering : public OpConversionPattern<CacheUpdateOp> {
     SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
     offsets[op.getAxis()] = adaptor.getOffset();
     rewriter.replaceOpWithNewOp<tensor::InsertSliceOp>(
-        op, update, adaptor.getCache(), offsets,
-        sizesOf(rewriter, loc, update), unitStrides(rewriter, rank));
+        op, update, adaptor.getCache(), offsets, sizesOf(rewriter, loc, update),
+        unitStrides(rewriter, rank));
     return success();
   }
 };

@@ -31,12 +31,11 @@ struct ElementwisePattern : public OpConversionPattern<OpTy> {
   matchAndRewrite(OpTy op, Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     auto type = cast<RankedTensorType>(op.getType());
-    rewriter.replaceOp(op, elementwise(rewriter, op.getLoc(), type,
-                                       adaptor.getOperands(),
-                                       [&](OpBuilder &b, Location loc,
-                                           ValueRange args) {
-                                         return scalar(b, loc, op, args);
-                                       }));
+    rewriter.replaceOp(
+        op, elementwise(rewriter, op.getLoc(), type, adaptor.getOperands(),
+                        [&](OpBuilder &b, Location loc, ValueRange args) {
+                          return scalar(b, loc, op, args);
+                        }));
     return success();
   }
 };
@@ -56,13 +55,16 @@ TFM_ELEMENTWISE(MulOp, return b.create<arith::MulFOp>(loc, args[0], args[1]);)
 TFM_ELEMENTWISE(DivOp, return b.create<arith::DivFOp>(loc, args[0], args[1]);)
 TFM_ELEMENTWISE(RsqrtOp, return b.create<math::RsqrtOp>(loc, args[0]);)
 TFM_ELEMENTWISE(SqrtOp, return b.create<math::SqrtOp>(loc, args[0]);)
-TFM_ELEMENTWISE(ReluOp, return applyActivation(b, loc, Activation::relu, args[0]);)
-TFM_ELEMENTWISE(GeluOp, return applyActivation(b, loc, Activation::gelu, args[0]);)
-TFM_ELEMENTWISE(SiluOp, return applyActivation(b, loc, Activation::silu, args[0]);)
+TFM_ELEMENTWISE(ReluOp,
+                return applyActivation(b, loc, Activation::relu, args[0]);)
+TFM_ELEMENTWISE(GeluOp,
+                return applyActivation(b, loc, Activation::gelu, args[0]);)
+TFM_ELEMENTWISE(SiluOp,
+                return applyActivation(b, loc, Activation::silu, args[0]);)
 TFM_ELEMENTWISE(GeluTanhOp,
                 return applyActivation(b, loc, Activation::gelu_tanh, args[0]);)
-TFM_ELEMENTWISE(SelectOp,
-                return b.create<arith::SelectOp>(loc, args[0], args[1], args[2]);)
+TFM_ELEMENTWISE(SelectOp, return b.create<arith::SelectOp>(loc, args[0],
+                                                           args[1], args[2]);)
 TFM_ELEMENTWISE(ScaleOp, {
   Value factor = floatConstant(b, loc, args[0].getType(),
                                op.getFactor().convertToDouble());
@@ -128,13 +130,13 @@ struct KeyPaddingMaskLowering : public OpConversionPattern<KeyPaddingMaskOp> {
         ValueRange{init}, ArrayRef<AffineMap>{full, batch, full},
         parallel(rank), [&](OpBuilder &b, Location l, ValueRange args) {
           Value j = b.create<linalg::IndexOp>(l, rank - 1);
-          Value len = b.create<arith::IndexCastOp>(l, b.getIndexType(),
-                                                   args[1]);
+          Value len =
+              b.create<arith::IndexCastOp>(l, b.getIndexType(), args[1]);
           Value hidden =
               b.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, j, len);
           b.create<linalg::YieldOp>(
-              l, b.create<arith::SelectOp>(l, hidden, ninf, args[0])
-                     .getResult());
+              l,
+              b.create<arith::SelectOp>(l, hidden, ninf, args[0]).getResult());
         });
     return success();
   }

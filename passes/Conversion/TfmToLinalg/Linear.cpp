@@ -48,10 +48,10 @@ struct MatmulLowering : public OpConversionPattern<MatmulOp> {
     SmallVector<OpFoldResult> sizes;
     for (int64_t n = 0; n < rank - 2; ++n)
       sizes.push_back(dimOf(rewriter, loc, lhs, n));
-    sizes.push_back(dimOf(rewriter, loc, lhs, op.getTransposeLhs() ? rank - 1
-                                                                   : rank - 2));
-    sizes.push_back(dimOf(rewriter, loc, rhs, op.getTransposeRhs() ? rank - 2
-                                                                   : rank - 1));
+    sizes.push_back(
+        dimOf(rewriter, loc, lhs, op.getTransposeLhs() ? rank - 1 : rank - 2));
+    sizes.push_back(
+        dimOf(rewriter, loc, rhs, op.getTransposeRhs() ? rank - 2 : rank - 1));
     Value init = filled(rewriter, loc, sizes, type.getElementType(), 0.0);
     SmallVector<IteratorType> iters = parallel(rank + 1);
     iters.back() = IteratorType::reduction;
@@ -231,7 +231,8 @@ static Value packPanels(OpBuilder &b, Location loc, Value weight,
             Value kk = nb.create<linalg::IndexOp>(nl, 1);
             Value j = nb.create<linalg::IndexOp>(nl, 2);
             Value row = nb.create<arith::AddIOp>(
-                nl, nb.create<arith::MulIOp>(nl, p, indexConstant(nb, nl, panel)),
+                nl,
+                nb.create<arith::MulIOp>(nl, p, indexConstant(nb, nl, panel)),
                 j);
             Value last = indexConstant(nb, nl, n - 1);
             Value inside = nb.create<arith::CmpIOp>(

@@ -130,12 +130,11 @@ struct ConvertTfmToLinalgPass
     target.addDynamicallyLegalOp<CallerRowsOp>([](CallerRowsOp op) {
       return op.getInput().getDefiningOp()->hasAttr(kPanelWidthAttr);
     });
-    target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
-                           arith::ArithDialect, math::MathDialect,
-                           scf::SCFDialect, memref::MemRefDialect,
-                           bufferization::BufferizationDialect,
-                           func::FuncDialect, vector::VectorDialect,
-                           LLVM::LLVMDialect>();
+    target.addLegalDialect<
+        linalg::LinalgDialect, tensor::TensorDialect, arith::ArithDialect,
+        math::MathDialect, scf::SCFDialect, memref::MemRefDialect,
+        bufferization::BufferizationDialect, func::FuncDialect,
+        vector::VectorDialect, LLVM::LLVMDialect>();
     RewritePatternSet patterns(ctx);
     if (vectorWidth < 1 || (vectorWidth & (vectorWidth - 1))) {
       module.emitError() << "vector-width must be a power of two, found "
@@ -159,8 +158,8 @@ struct ConvertTfmToLinalgPass
 void mlir::tfm::populateTfmToLinalgPatterns(RewritePatternSet &patterns,
                                             int64_t queryBlock,
                                             int64_t keyBlock,
-                                            int64_t vectorWidth,
-                                            bool bf16Dot, bool int8Dot) {
+                                            int64_t vectorWidth, bool bf16Dot,
+                                            bool int8Dot) {
   lowering::populateElementwiseLoweringPatterns(patterns);
   lowering::populateDataMovementLoweringPatterns(patterns, vectorWidth);
   lowering::populateLinearLoweringPatterns(patterns, vectorWidth, bf16Dot,

@@ -1,4 +1,4 @@
-//===- TfmToOneDnn.cpp - Lower tfm ops to calls of oneDNN kernels --*- C++ -*-===//
+//===- TfmToOneDnn.cpp - Lower tfm ops to calls of oneDNN kernels ---------===//
 //
 // Each op that oneDNN can run, and that tfm-select-backend did not give to
 // LLVM, becomes a call of a runtime kernel (tfm/abi/OneDnnAbi.h):
@@ -101,12 +101,11 @@ public:
   void read(Value tensor) {
     auto type = cast<RankedTensorType>(tensor.getType());
     SmallVector<int64_t> strides(type.getRank(), ShapedType::kDynamic);
-    auto layout = StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic,
-                                         strides);
+    auto layout =
+        StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, strides);
     auto memrefType =
         MemRefType::get(type.getShape(), type.getElementType(), layout);
-    auto buffer =
-        b.create<bufferization::ToMemrefOp>(loc, memrefType, tensor);
+    auto buffer = b.create<bufferization::ToMemrefOp>(loc, memrefType, tensor);
     buffer.setReadOnly(true);
     operands.push_back(unranked(buffer));
   }
@@ -121,8 +120,7 @@ public:
         dynamic.push_back(
             b.create<tensor::DimOp>(loc, source.first, source.second));
     out = b.create<memref::AllocOp>(
-        loc, MemRefType::get(type.getShape(), type.getElementType()),
-        dynamic);
+        loc, MemRefType::get(type.getShape(), type.getElementType()), dynamic);
     operands.push_back(unranked(out));
   }
 
@@ -130,8 +128,7 @@ public:
     operands.push_back(b.create<arith::ConstantIntOp>(loc, v, 64));
   }
   void scalar(float v) {
-    operands.push_back(
-        b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(v)));
+    operands.push_back(b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(v)));
   }
   /// A placeholder for an absent optional operand (the code says absent).
   void absent() { operands.push_back(operands.front()); }
@@ -180,8 +177,8 @@ private:
 };
 
 /// The result's dimensions: those of `v` but the last, then `last`.
-SmallVector<std::pair<Value, int64_t>> leadingOf(Value v,
-                                                  std::pair<Value, int64_t> last) {
+SmallVector<std::pair<Value, int64_t>>
+leadingOf(Value v, std::pair<Value, int64_t> last) {
   SmallVector<std::pair<Value, int64_t>> dims;
   for (int64_t d = 0; d + 1 < rankOf(v); ++d)
     dims.push_back({v, d});
@@ -257,9 +254,8 @@ void lowerLinear(KernelCall &call, Value input, Value weight, Value bias,
     emitted->setAttr("tfm.products",
                      StringAttr::get(emitted.getContext(), precision));
   if (!postOps.empty())
-    emitted->setAttr("tfm.post_ops",
-                     StringAttr::get(emitted.getContext(),
-                                     llvm::join(postOps, ",")));
+    emitted->setAttr("tfm.post_ops", StringAttr::get(emitted.getContext(),
+                                                     llvm::join(postOps, ",")));
 }
 
 /// The scale op that is the sole user of a matmul's result, if any and not
@@ -269,7 +265,8 @@ ScaleOp scaleOfProduct(Operation *op) {
   if (!mm || !mm->hasOneUse())
     return nullptr;
   auto scale = dyn_cast<ScaleOp>(*mm->user_begin());
-  auto backend = scale ? scale->getAttrOfType<StringAttr>(kBackendAttr) : nullptr;
+  auto backend =
+      scale ? scale->getAttrOfType<StringAttr>(kBackendAttr) : nullptr;
   if (backend && backend.getValue() == "llvm")
     return nullptr;
   return scale;
@@ -298,8 +295,10 @@ void lower(IRRewriter &rewriter, ModuleOp module, Operation *op,
         SmallVector<std::pair<Value, int64_t>> dims;
         for (int64_t d = 0; d < rank - 2; ++d)
           dims.push_back({mm.getLhs(), d});
-        dims.push_back({mm.getLhs(), mm.getTransposeLhs() ? rank - 1 : rank - 2});
-        dims.push_back({mm.getRhs(), mm.getTransposeRhs() ? rank - 2 : rank - 1});
+        dims.push_back(
+            {mm.getLhs(), mm.getTransposeLhs() ? rank - 1 : rank - 2});
+        dims.push_back(
+            {mm.getRhs(), mm.getTransposeRhs() ? rank - 2 : rank - 1});
         call.result(dims);
         // A scale of the product (attention scores) rides along as an
         // eltwise post-op: the call replaces it and the matmul.
@@ -380,8 +379,7 @@ struct ConvertTfmToOneDnnPass
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
       auto backend = op->getAttrOfType<StringAttr>(kBackendAttr);
-      if ((!backend || backend.getValue() == "onednn") &&
-          isOneDnnCandidate(op))
+      if ((!backend || backend.getValue() == "onednn") && isOneDnnCandidate(op))
         ops.push_back(op);
     });
     IRRewriter rewriter(&getContext());

@@ -36,9 +36,9 @@ void tfm_status_free(tfm_status status);
 
 /* The architecture of the compiled model. */
 typedef struct tfm_model_config {
-  int64_t d_model, encoder_layers, decoder_layers, encoder_heads,
-      decoder_heads, source_vocab_size, target_vocab_size, max_positions,
-      eos_token_id, pad_token_id, decoder_start_token_id;
+  int64_t d_model, encoder_layers, decoder_layers, encoder_heads, decoder_heads,
+      source_vocab_size, target_vocab_size, max_positions, eos_token_id,
+      pad_token_id, decoder_start_token_id;
   /* The token that ends a sentence at its length limit (the checkpoint's
    * forced_eos_token_id), or -1. */
   int64_t forced_eos_token_id;

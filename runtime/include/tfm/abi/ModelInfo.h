@@ -201,7 +201,7 @@ struct tfm_model_info {
   int64_t forcedEosTokenId; // -1: none
   int64_t forcedBosTokenId; // -1: none
   int64_t weightsSize;
-  int64_t precision; // kPrecisionFp32, kPrecisionBf16 or kPrecisionInt8
+  int64_t precision;      // kPrecisionFp32, kPrecisionBf16 or kPrecisionInt8
   int64_t decoderHeadDim; // T5's d_kv; else d_model / decoder heads
   // The output projection's panels in the weights file (all target
   // vocabulary rows, tfm/abi/Panels.h), their width, and the logits bias
