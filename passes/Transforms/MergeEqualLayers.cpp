@@ -1,5 +1,4 @@
-//===- MergeEqualLayers.cpp - One function per distinct layer ----*- C++
-//-*-===//
+//===- MergeEqualLayers.cpp - One function per distinct layer -------------===//
 
 #include "passes/PassStatistics.h"
 #include "passes/Passes.h"

@@ -1,5 +1,4 @@
-//===- TfmLayers.cpp - Layers as functions, weights bound per call -*- C++
-//-*-===//
+//===- TfmLayers.cpp - Layers as functions, weights bound per call --------===//
 
 #include "dialects/Tfm/IR/TfmLayers.h"
 

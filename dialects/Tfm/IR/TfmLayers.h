@@ -1,5 +1,4 @@
-//===- TfmLayers.h - Layers as functions, weights bound per call -*- C++
-//-*-===//
+//===- TfmLayers.h - Layers as functions, calls bind weights ----*- C++ -*-===//
 //
 // A model repeats its layers: every encoder layer is the same computation
 // over other weights, and so is every decoder layer. The importer emits

@@ -1,5 +1,4 @@
-//===- Panels.h - A linear's weight as the panels its kernel reads -*- C++
-//-*-===//
+//===- Panels.h - A linear's weight as its kernel's panels ------*- C++ -*-===//
 //
 // tfm-layout-weights stores the weight W [N, K] of a linear that our code
 // runs as panels of P output features with K contiguous (P = 4 vectors):
