@@ -139,11 +139,12 @@ static uint64_t regionBytes(const LayoutEntry &entry) {
   case Packing::None:
     return ShapedType::getNumElements(shape) * 4;
   case Packing::F32Panels:
-    return panelsSize(shape[0], shape[1], width) * 4;
+    return tfm_runtime::panelsSize(shape[0], shape[1], width) * 4;
   case Packing::Bf16Panels:
-    return panelsSize(shape[0], shape[1], width, /*pairK=*/true) * 2;
+    return tfm_runtime::panelsSize(shape[0], shape[1], width, /*pairK=*/true) *
+           2;
   case Packing::Int8Panels:
-    return int8PanelsBytes(shape[0], shape[1], width);
+    return tfm_runtime::int8PanelsBytes(shape[0], shape[1], width);
   }
   llvm_unreachable("unknown packing");
 }
@@ -433,7 +434,7 @@ static void decode(const Source &source, int64_t from, int64_t count,
     for (int64_t i = 0; i < count; ++i) {
       uint16_t b;
       std::memcpy(&b, bytes + 2 * (from + i), 2);
-      out[i] = fromBFloat16(b);
+      out[i] = tfm_runtime::fromBFloat16(b);
     }
     return;
   default:
@@ -459,7 +460,8 @@ static llvm::Error checkValues(const Source &source, StringRef checkpoint,
     if (!std::isfinite(value))
       return bad(std::isnan(value) ? "NaN" : "an infinity",
                  " of " + Twine(n) + "; the model's weights must be finite");
-    if (roundsToBf16 && std::isinf(fromBFloat16(toBFloat16(value))))
+    if (roundsToBf16 &&
+        std::isinf(tfm_runtime::fromBFloat16(tfm_runtime::toBFloat16(value))))
       return bad(llvm::formatv("{0:e}", value),
                  ", which rounds to an infinity in bf16; compile it with "
                  "--precision fp32");
@@ -545,21 +547,23 @@ llvm::Error EntryWriter::packRows(const LayoutEntry &entry, int64_t rows,
   int64_t cols = entry.shape[1], width = entry.panelWidth;
   auto at = [&](int64_t row, int64_t col) { return rowsF32[row * cols + col]; };
   if (entry.packing == Packing::F32Panels) {
-    uint64_t size = panelsSize(rows, cols, width) * 4;
-    packPanels(rows, cols, width, at,
-               reinterpret_cast<float *>(region.reserve(size)));
+    uint64_t size = tfm_runtime::panelsSize(rows, cols, width) * 4;
+    tfm_runtime::packPanels(rows, cols, width, at,
+                            reinterpret_cast<float *>(region.reserve(size)));
     return region.append(size);
   }
   if (entry.packing == Packing::Bf16Panels) {
-    uint64_t size = panelsSize(rows, cols, width, /*pairK=*/true) * 2;
-    packBf16Panels(rows, cols, width, at,
-                   reinterpret_cast<uint16_t *>(region.reserve(size)));
+    uint64_t size =
+        tfm_runtime::panelsSize(rows, cols, width, /*pairK=*/true) * 2;
+    tfm_runtime::packBf16Panels(
+        rows, cols, width, at,
+        reinterpret_cast<uint16_t *>(region.reserve(size)));
     return region.append(size);
   }
-  uint64_t size = int8PanelsBytes(rows, cols, width);
+  uint64_t size = tfm_runtime::int8PanelsBytes(rows, cols, width);
   uint64_t features = llvm::alignTo(rows, width), panels = size - 8 * features;
   uint8_t *out = region.reserve(size);
-  packInt8Panels(rows, cols, width, at, out);
+  tfm_runtime::packInt8Panels(rows, cols, width, at, out);
   int8Scales.insert(int8Scales.end(), out + panels,
                     out + panels + 4 * features);
   int8Sums.insert(int8Sums.end(), out + panels + 4 * features, out + size);

@@ -482,13 +482,13 @@ struct Weights {
       auto *dst = reinterpret_cast<float *>(data.get() + w.offset);
       auto at = [&](int64_t r, int64_t c) { return values[r * w.columns + c]; };
       if (w.panelWidth && w.int8)
-        mlir::tfm::packInt8Panels(w.rows, w.columns, w.panelWidth, at,
-                                  reinterpret_cast<uint8_t *>(dst));
+        tfm_runtime::packInt8Panels(w.rows, w.columns, w.panelWidth, at,
+                                    reinterpret_cast<uint8_t *>(dst));
       else if (w.panelWidth && w.bf16)
-        mlir::tfm::packBf16Panels(w.rows, w.columns, w.panelWidth, at,
-                                  reinterpret_cast<uint16_t *>(dst));
+        tfm_runtime::packBf16Panels(w.rows, w.columns, w.panelWidth, at,
+                                    reinterpret_cast<uint16_t *>(dst));
       else if (w.panelWidth)
-        mlir::tfm::packPanels(w.rows, w.columns, w.panelWidth, at, dst);
+        tfm_runtime::packPanels(w.rows, w.columns, w.panelWidth, at, dst);
       else
         std::copy(values.begin(), values.end(), dst);
     }

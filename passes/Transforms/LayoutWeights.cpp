@@ -61,9 +61,10 @@ int64_t storedBytes(WeightOp weight, Type panelType) {
   if (!panel)
     return type.getNumElements() * 4;
   if (panelType.isInteger(8))
-    return int8PanelsBytes(type.getDimSize(0), type.getDimSize(1), panel);
-  return panelsSize(type.getDimSize(0), type.getDimSize(1), panel,
-                    panelType.isBF16()) *
+    return tfm_runtime::int8PanelsBytes(type.getDimSize(0), type.getDimSize(1),
+                                        panel);
+  return tfm_runtime::panelsSize(type.getDimSize(0), type.getDimSize(1), panel,
+                                 panelType.isBF16()) *
          panelType.getIntOrFloatBitWidth() / 8;
 }
 

@@ -31,6 +31,10 @@ extern "C" const char *tfm_status_message(tfm_status status) {
   return status ? status->message.c_str() : "ok";
 }
 
+extern "C" int32_t tfm_status_sentence(tfm_status status) {
+  return status ? status->sentence : -1;
+}
+
 extern "C" void tfm_status_free(tfm_status status) { delete status; }
 
 //===----------------------------------------------------------------------===//

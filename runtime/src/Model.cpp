@@ -143,7 +143,7 @@ tfm_status readOutputProjection(tfm_model_t &model) {
   model.outputElementBytes = elementBytes;
   model.outputPanelCount = (vocab + width - 1) / width;
   model.outputPanelBytes =
-      mlir::tfm::bytesPerPanel(info.dModel, width, elementBytes);
+      tfm_runtime::bytesPerPanel(info.dModel, width, elementBytes);
   int64_t end =
       info.outputPanelsOffset + model.outputPanelCount * model.outputPanelBytes;
   int64_t biasEnd = info.outputBiasOffset + vocab * int64_t(sizeof(float));

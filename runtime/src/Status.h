@@ -12,11 +12,14 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <string>
 #include <utility>
 
 struct tfm_status_t {
   std::string message;
+  /// The sentence of the batch (from 0) the error concerns, or -1.
+  int32_t sentence = -1;
 };
 
 namespace tfm_runtime {
@@ -33,6 +36,19 @@ tfm_status makeError(fmt::format_string<Arg, Args...> format, Arg &&arg,
                      Args &&...args) {
   return makeError(
       fmt::format(format, std::forward<Arg>(arg), std::forward<Args>(args)...));
+}
+/// An error about sentence `sentence` (from 0) of a batch: "sentence N"
+/// (from 1) and fmt::format(format, args...) for a reader,
+/// tfm_status_sentence for a program.
+template <typename... Args>
+tfm_status makeSentenceError(int32_t sentence,
+                             fmt::format_string<Args...> format,
+                             Args &&...args) {
+  tfm_status status =
+      makeError(fmt::format("sentence {}", sentence + 1) +
+                fmt::format(format, std::forward<Args>(args)...));
+  status->sentence = sentence;
+  return status;
 }
 } // namespace tfm_runtime
 

@@ -83,7 +83,9 @@ private:
 
 /// What ends a search with an error instead of results.
 struct SearchError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  SearchError(const std::string &message, int32_t sentence = -1)
+      : std::runtime_error(message), sentence(sentence) {}
+  int32_t sentence; ///< of the batch, from 0; -1: the whole batch
 };
 
 class Translator {
@@ -322,7 +324,7 @@ void Translator::chooseOutputRows(const Batch &input) {
     columnOfToken[tokenOfColumn[c]] = int32_t(c);
   outputPanelsBytes = panels * model.outputPanelBytes;
   chosenPanels.resize(size_t(outputPanelsBytes) / sizeof(float));
-  mlir::tfm::selectPanelFeatures(
+  tfm_runtime::selectPanelFeatures(
       model.outputPanels, model.outputPanelCount, cfg.d_model, width,
       model.outputElementBytes, tokenOfColumn.data(), outputTokens,
       reinterpret_cast<uint8_t *>(chosenPanels.data));
@@ -848,13 +850,14 @@ tfm_status checkTargetTokens(const tfm_model_config &cfg, const int32_t *tokens,
   for (int32_t t = 0; t < count; ++t) {
     int32_t token = tokens[t];
     if (token < 0 || token >= cfg.target_vocab_size)
-      return makeError("sentence {}: {} token {} is outside the target "
-                       "vocabulary of {}",
-                       i + 1, what, token, cfg.target_vocab_size);
+      return makeSentenceError(i,
+                               ": {} token {} is outside the target "
+                               "vocabulary of {}",
+                               what, token, cfg.target_vocab_size);
     if (token == cfg.eos_token_id || token == cfg.pad_token_id)
-      return makeError("sentence {}: the {} holds token {}, the model's {}{}",
-                       i + 1, what, token,
-                       token == cfg.eos_token_id ? "EOS" : "padding", why);
+      return makeSentenceError(
+          i, ": the {} holds token {}, the model's {}{}", what, token,
+          token == cfg.eos_token_id ? "EOS" : "padding", why);
   }
   return nullptr;
 }
@@ -864,9 +867,10 @@ tfm_status checkPrefix(const tfm_model_config &cfg, const Batch &batch,
                        int32_t i) {
   std::vector<int32_t> prefix = batch.prefix(i);
   if (int64_t(prefix.size()) >= cfg.max_positions)
-    return makeError("sentence {}: a target prefix of {} tokens leaves no "
-                     "room in the model's {} positions",
-                     i + 1, prefix.size(), cfg.max_positions);
+    return makeSentenceError(i,
+                             ": a target prefix of {} tokens leaves no "
+                             "room in the model's {} positions",
+                             prefix.size(), cfg.max_positions);
   return checkTargetTokens(cfg, prefix.data(), int32_t(prefix.size()), i,
                            "target prefix", "");
 }
@@ -875,12 +879,13 @@ tfm_status checkPrefix(const tfm_model_config &cfg, const Batch &batch,
 tfm_status checkTarget(const tfm_model_config &cfg, const Batch &batch,
                        int32_t i) {
   if (!batch.targets[i] && batch.targetLengths[i] > 0)
-    return makeError("sentence {}: no target to score", i + 1);
+    return makeSentenceError(i, ": no target to score");
   if (batch.targetLengths[i] < 0 ||
       int64_t(batch.targetLengths[i]) + 1 > cfg.max_positions)
-    return makeError("sentence {}: a target of {} tokens and EOS exceeds the "
-                     "model's {} positions",
-                     i + 1, batch.targetLengths[i], cfg.max_positions);
+    return makeSentenceError(i,
+                             ": a target of {} tokens and EOS exceeds the "
+                             "model's {} positions",
+                             batch.targetLengths[i], cfg.max_positions);
   return checkTargetTokens(cfg, batch.targets[i], batch.targetLengths[i], i,
                            "target", " (EOS ends every target by itself)");
 }
@@ -934,15 +939,15 @@ tfm_status checkRequest(const tfm_model_config &cfg,
     return makeError("the max length ratio must be a finite number >= 0");
   for (int32_t i = 0; i < count; ++i) {
     if (lengths[i] < 1)
-      return makeError("sentence {} is empty", i + 1);
+      return makeSentenceError(i, " is empty");
     if (lengths[i] > cfg.max_positions)
-      return makeError("sentence {} has {} tokens; the model takes at most {}",
-                       i + 1, lengths[i], cfg.max_positions);
+      return makeSentenceError(i, " has {} tokens; the model takes at most {}",
+                               lengths[i], cfg.max_positions);
     for (int32_t t = 0; t < lengths[i]; ++t)
       if (sources[i][t] < 0 || sources[i][t] >= cfg.source_vocab_size)
-        return makeError(
-            "sentence {}: token id {} is outside the vocabulary of {}", i + 1,
-            sources[i][t], cfg.source_vocab_size);
+        return makeSentenceError(
+            i, ": token id {} is outside the vocabulary of {}", sources[i][t],
+            cfg.source_vocab_size);
     if (tfm_status s = checkPrefix(cfg, batch, i))
       return s;
     if (batch.targets)
@@ -961,7 +966,9 @@ tfm_status run(tfm_model &model, const tfm_search_options &options,
     *out_results = results.release();
     return nullptr;
   } catch (const SearchError &e) {
-    return makeError(e.what());
+    tfm_status status = makeError(e.what());
+    status->sentence = e.sentence;
+    return status;
   } catch (const std::bad_alloc &) {
     return makeError("out of memory {} a batch of {} sentences",
                      batch.targets ? "scoring" : "translating", batch.count);

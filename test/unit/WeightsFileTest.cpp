@@ -111,9 +111,9 @@ static uint64_t entryBytes(const Entry &e) {
   if (!e.panelWidth)
     return elements * 4;
   if (e.elementType == "i8")
-    return int8PanelsBytes(e.shape[0], e.shape[1], e.panelWidth);
+    return tfm_runtime::int8PanelsBytes(e.shape[0], e.shape[1], e.panelWidth);
   bool bf16 = e.elementType == "bf16";
-  return panelsSize(e.shape[0], e.shape[1], e.panelWidth, bf16) *
+  return tfm_runtime::panelsSize(e.shape[0], e.shape[1], e.panelWidth, bf16) *
          (bf16 ? 2 : 4);
 }
 
@@ -180,13 +180,13 @@ static std::string expectedFile(ModuleOp module,
     if (!e.panelWidth)
       std::memcpy(dst, values.data(), values.size() * 4);
     else if (e.elementType == "i8")
-      packInt8Panels(e.shape[0], cols, e.panelWidth, at, dst);
+      tfm_runtime::packInt8Panels(e.shape[0], cols, e.panelWidth, at, dst);
     else if (e.elementType == "bf16")
-      packBf16Panels(e.shape[0], cols, e.panelWidth, at,
-                     reinterpret_cast<uint16_t *>(dst));
+      tfm_runtime::packBf16Panels(e.shape[0], cols, e.panelWidth, at,
+                                  reinterpret_cast<uint16_t *>(dst));
     else
-      packPanels(e.shape[0], cols, e.panelWidth, at,
-                 reinterpret_cast<float *>(dst));
+      tfm_runtime::packPanels(e.shape[0], cols, e.panelWidth, at,
+                              reinterpret_cast<float *>(dst));
     std::string name = e.name + (!e.panelWidth             ? ""
                                  : e.elementType == "i8"   ? " (in int8 panels)"
                                  : e.elementType == "bf16" ? " (in bf16 panels)"

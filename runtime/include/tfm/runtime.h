@@ -28,10 +28,13 @@ typedef struct tfm_results_t tfm_results;
  * Python module, tfm-serve) refuses one whose version is not its own
  * rather than pass it structs of another layout. Raised with every change
  * to a struct or a signature of this header. */
-#define TFM_C_API_VERSION 3
+#define TFM_C_API_VERSION 4
 int32_t tfm_c_api_version(void);
 
 const char *tfm_status_message(tfm_status status);
+/* The sentence of the batch (counted from 0) that the error concerns, or -1
+ * for an error of the whole request; the message names it too (from 1). */
+int32_t tfm_status_sentence(tfm_status status);
 void tfm_status_free(tfm_status status);
 
 /* The architecture of the compiled model. */

@@ -100,7 +100,7 @@ const QuantizedWeights &quantizedWeights(const View &w) {
   quantized.scales.resize(n);
   quantized.sums.resize(n);
   for (int64_t row = 0; row < n; ++row) {
-    mlir::tfm::Int8Row r = mlir::tfm::quantizeInt8Row(
+    tfm_runtime::Int8Row r = tfm_runtime::quantizeInt8Row(
         k,
         [&](int64_t col) {
           return w.data[row * w.strides[0] + col * w.strides[1]];

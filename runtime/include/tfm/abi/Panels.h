@@ -12,15 +12,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TFM_COMPILER_PANELS_H
-#define TFM_COMPILER_PANELS_H
+#ifndef TFM_RUNTIME_PANELS_H
+#define TFM_RUNTIME_PANELS_H
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
-namespace mlir::tfm {
+namespace tfm_runtime {
 
 /// Elements the panels of an [n, k] matrix take: f32 panels hold every k,
 /// bf16 ones k rounded up to even (a zero pads an odd k's last pair).
@@ -218,6 +218,6 @@ inline void selectPanelFeatures(const uint8_t *src, int64_t srcPanels,
   }
 }
 
-} // namespace mlir::tfm
+} // namespace tfm_runtime
 
-#endif // TFM_COMPILER_PANELS_H
+#endif // TFM_RUNTIME_PANELS_H
