@@ -279,22 +279,6 @@ bestExtensions(const BlockedLogits &row, int64_t vocab, float score,
                         penalized, penalty);
 }
 
-std::vector<int32_t> repeatedNgramBans(const std::vector<int32_t> &input,
-                                       int32_t n) {
-  std::vector<int32_t> bans;
-  size_t length = input.size(), context = size_t(n) - 1;
-  if (n < 1 || length < context)
-    return bans;
-  // Every n-gram start i whose first n - 1 tokens are the input's last.
-  for (size_t i = 0; i + context < length; ++i)
-    if (std::equal(input.begin() + i, input.begin() + i + context,
-                   input.end() - context))
-      bans.push_back(input[i + context]);
-  std::sort(bans.begin(), bans.end());
-  bans.erase(std::unique(bans.begin(), bans.end()), bans.end());
-  return bans;
-}
-
 /// The candidate tokens, by tempered logit (highest first, ties to the
 /// lower token): all of them when top-p needs the order, else only the
 /// first K.

@@ -2,8 +2,9 @@
 //
 // The parts of a search step that do not touch the model: the best
 // extensions of a hypothesis from its row of logits (or its blocks' terms),
-// the bans and penalties that shape them, and sampling. Apart from the
-// translator, so that unit tests check them against plain implementations.
+// less the tokens banned and with the penalties that LogitsRules.h
+// decides, and sampling. Apart from the translator, so that unit tests
+// check them against plain implementations.
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,13 +72,6 @@ bestExtensions(const BlockedLogits &row, int64_t vocab, float score,
 inline float penalize(float x, float penalty) {
   return x < 0 ? x * penalty : x / penalty;
 }
-
-/// The tokens that would repeat an n-gram of `input` (a hypothesis's
-/// decoder input: start token, then its tokens), sorted: every t such that
-/// its last n - 1 tokens followed by t occur in it (Hugging Face's
-/// NoRepeatNGramLogitsProcessor; none while input is shorter than n - 1).
-std::vector<int32_t> repeatedNgramBans(const std::vector<int32_t> &input,
-                                       int32_t n);
 
 /// log p(token) of a logits row, computed as bestExtensions computes it
 /// (the same sums in the same order: the same float); none when the row's

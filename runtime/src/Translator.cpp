@@ -1,11 +1,14 @@
 //===- Translator.cpp - Translate a batch: encode, then search --*- C++ -*-===//
 //
-// A batch of `batch` sentences is searched in rows: row s·beam + j holds
-// beam j of the sentence in slot s. A step runs the compiled decoder over
-// every row, scans each row's logits for its best extensions (Search.h),
-// chooses each sentence's next beams from them, then moves the key/value
-// cache rows to follow the beams (KvCaches.h); a finished sentence's rows
-// leave the batch, so later steps run fewer.
+// The search: encode the batch, then per step decode every row, apply
+// the logits rules to each row (LogitsRules.h), scan it for its best
+// extensions (Search.h), choose each sentence's next beams from them, move
+// the key/value cache rows to follow the beams (KvCaches.h) and retire the
+// finished sentences. A batch of `batch` sentences is searched in rows:
+// row s·beam + j holds beam j of the sentence in slot s; a finished
+// sentence's rows leave the batch, so later steps run fewer. The request
+// was checked before (Request.h); the output projection's rows for the
+// batch are OutputRows.h's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,12 +16,13 @@
 
 #include "runtime/src/Buffer.h"
 #include "runtime/src/KvCaches.h"
+#include "runtime/src/LogitsRules.h"
 #include "runtime/src/Model.h"
+#include "runtime/src/OutputRows.h"
 #include "runtime/src/ParallelRegions.h"
 #include "runtime/src/Search.h"
 #include "runtime/src/Status.h"
 #include "tfm/abi/ModelInfo.h"
-#include "tfm/abi/Panels.h"
 
 #include "mlir/ExecutionEngine/CRunnerUtils.h"
 
@@ -26,7 +30,6 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
-#include <iterator>
 #include <limits>
 #include <memory>
 #include <new>
@@ -96,7 +99,9 @@ public:
         beam(std::max<int64_t>(1,
                                sampling ? options.n_best : options.beam_size)),
         vocab(cfg.target_vocab_size), heads(cfg.decoder_heads),
-        headDim(cfg.decoder_head_dim), kv(heads, headDim) {}
+        headDim(cfg.decoder_head_dim),
+        rules(cfg, model.badWords, opts, beam == 1 || sampling),
+        kv(heads, headDim) {}
 
   void run(const Batch &input, tfm_results &results);
 
@@ -112,26 +117,23 @@ private:
   // Before the search.
   void setSources(const Batch &input);
   void setLengthLimits(const int32_t *lengths);
-  /// The token the row's hypothesis must take at `step`, or -1.
-  int32_t forcedToken(int64_t row, int64_t step) const;
-  /// Its column among the batch's output rows, or -1.
-  int32_t forcedColumn(int64_t row, int64_t step) const;
   void startSearch();
   /// The output projection's rows for the batch: the shortlist's, or all.
   void chooseOutputRows(const Batch &input);
-  void chooseAllRows();
-  int32_t tokenOf(int64_t column) const {
-    return tokenOfColumn.empty() ? int32_t(column) : tokenOfColumn[column];
-  }
-  /// The columns of `tokens` (sorted: so are the columns), those not
-  /// among the batch's left out.
-  std::vector<int32_t> columnsOf(const std::vector<int32_t> &tokens) const;
   // The compiled model.
   void encode();
   void decodeStep(int64_t step);
   // A step's search.
   void search(int64_t step, tfm_results &results);
   void scanRows(int64_t step, std::vector<char> &nonFinite);
+  /// The row's best 2k extensions under the logits rules (or its one, in
+  /// scoring and sampling); false when the logits are not finite.
+  bool scanRow(int64_t row, int64_t step, bool eosAllowed);
+  /// The token the row's hypothesis must take at `step`, or -1: the
+  /// target's next (scoring), else the logits rules' forced token.
+  int32_t forcedToken(int64_t row, int64_t step) const;
+  /// Its column among the batch's output rows, or -1.
+  int32_t forcedColumn(int64_t row, int64_t step) const;
   /// Scoring: the row's one extension, its target's next token (then EOS)
   /// with its log p; false when the logits are not finite.
   bool scoreRow(int64_t row, int64_t step);
@@ -140,21 +142,6 @@ private:
   /// finite.
   bool sampleRow(int64_t row, int64_t step, const std::vector<int32_t> &banned);
   void checkFinite(const std::vector<char> &nonFinite, int64_t step) const;
-  /// A row's input, as Hugging Face's logits processors see it: the
-  /// decoder start token, then the tokens generated.
-  std::vector<int32_t> rowInput(const std::vector<int32_t> &prefix) const;
-  /// The tokens a row whose input is `input` must not take next, sorted:
-  /// padding, EOS when `eosAllowed` is false, the last token of every bad
-  /// word whose other tokens end the input (as Hugging Face's
-  /// NoBadWordsLogitsProcessor bans them), and those that would repeat an
-  /// n-gram (--no-repeat-ngram-size).
-  std::vector<int32_t> bannedTokens(const std::vector<int32_t> &input,
-                                    bool eosAllowed) const;
-  /// The tokens of `input`, sorted, when they are penalized
-  /// (--repetition-penalty); else none.
-  std::vector<int32_t> repeatedTokens(const std::vector<int32_t> &input) const;
-  static std::vector<int32_t> withoutBanned(const std::vector<int32_t> &tokens,
-                                            const std::vector<int32_t> &banned);
   void selectBeams(int64_t step);
   std::vector<Candidate> sentenceCandidates(size_t slot) const;
   void selectSentence(size_t slot, int64_t step, Beams &next);
@@ -176,6 +163,7 @@ private:
   // Rows per sentence: the beam width, or the samples drawn (n-best).
   const int64_t beam;
   const int64_t vocab, heads, headDim;
+  const LogitsRules rules;
 
   int64_t batch = 0, srcLen = 0, rows = 0, capacity = 0;
   // liveLengths: the source lengths of the sentences still decoded.
@@ -190,26 +178,17 @@ private:
   bool scoring = false;
   std::vector<std::vector<int32_t>> targets;
   std::vector<size_t> forcedTargetTokens;
+  // The output projection's rows this batch: logits rows are `columns()`
+  // apart, and their first `outputRows.tokens()` are tokens.
+  OutputRows outputRows;
+  int64_t columns() const { return outputRows.columns(); }
   // logitBlocks: decode_step's log-sum-exp terms of each row's blocks of
   // kLogitBlock logits (ModelInfo.h).
   Buffer encoderOut, logits, logitBlocks;
   int64_t blocksPerRow() const {
-    return (columns + kLogitBlock - 1) / kLogitBlock;
+    return (columns() + kLogitBlock - 1) / kLogitBlock;
   }
   KvCaches kv;
-  // The output projection's columns this batch: the rows of the
-  // vocabulary its shortlist allows (all without one), then the last
-  // panel's padding. Logits rows are `columns` apart; the first
-  // `outputTokens` are tokens: tokenOfColumn[c] (the column itself when
-  // empty), columnOfToken[t] (-1: not among them).
-  int64_t columns = 0, outputTokens = 0;
-  std::vector<int32_t> tokenOfColumn, columnOfToken;
-  // The panels and bias of the chosen rows (ModelInfo.h's output_panels,
-  // output_bias): the weights file's own for the whole vocabulary.
-  Buffer chosenPanels, chosenBias;
-  const void *outputPanels = nullptr;
-  int64_t outputPanelsBytes = 0;
-  const float *outputBias = nullptr;
 
   Beams beams;
   std::vector<int32_t> tokens;                 // each row's next input
@@ -266,7 +245,7 @@ void Translator::setSources(const Batch &input) {
 void Translator::setLengthLimits(const int32_t *lengths) {
   maxLen.assign(batch, 0);
   for (int64_t b = 0; b < batch; ++b) {
-    if (scoring) { // the target and EOS (checkTargets bounds them)
+    if (scoring) { // the target and EOS (RequestCheck bounds them)
       maxLen[b] = int64_t(targets[b].size()) + 1;
       continue;
     }
@@ -282,7 +261,7 @@ void Translator::setLengthLimits(const int32_t *lengths) {
 
 void Translator::startSearch() {
   kv.allocateSelf(cfg.decoder_layers, rows, capacity);
-  logits.resize(rows * columns);
+  logits.resize(rows * columns());
   logitBlocks.resize(rows * blocksPerRow() * 2);
   beams.prefixes.assign(rows, {});
   beams.scores.assign(rows, 0.0f);
@@ -305,59 +284,15 @@ void Translator::startSearch() {
   rowBest.assign(rows, {});
 }
 
-/// With a shortlist, the rows of the batch's candidates (Shortlist.h),
-/// their panels copied out of the weights file's (selectPanelFeatures)
-/// once for all the batch's steps; else the file's own.
+/// With a shortlist, the rows of the batch's candidates (Shortlist.h); the
+/// whole vocabulary when scoring (the targets may hold any token).
 void Translator::chooseOutputRows(const Batch &input) {
   if (!model.shortlist || !opts.use_vmap || scoring)
-    return chooseAllRows();
+    return outputRows.chooseAll(model);
   std::vector<const int32_t *> sources(input.sources,
                                        input.sources + input.count);
-  tokenOfColumn =
-      model.shortlist->candidates(sources, srcLengths, forcedPrefixes);
-  outputTokens = int64_t(tokenOfColumn.size());
-  int64_t width = model.outputPanelWidth;
-  int64_t panels = (outputTokens + width - 1) / width;
-  columns = panels * width;
-  columnOfToken.assign(vocab, -1);
-  for (int64_t c = 0; c < outputTokens; ++c)
-    columnOfToken[tokenOfColumn[c]] = int32_t(c);
-  outputPanelsBytes = panels * model.outputPanelBytes;
-  chosenPanels.resize(size_t(outputPanelsBytes) / sizeof(float));
-  tfm_runtime::selectPanelFeatures(
-      model.outputPanels, model.outputPanelCount, cfg.d_model, width,
-      model.outputElementBytes, tokenOfColumn.data(), outputTokens,
-      reinterpret_cast<uint8_t *>(chosenPanels.data));
-  outputPanels = chosenPanels.data;
-  outputBias = nullptr;
-  if (model.outputBias.size) {
-    chosenBias.resize(columns);
-    for (int64_t c = 0; c < columns; ++c)
-      chosenBias.data[c] =
-          c < outputTokens ? model.outputBias.data[tokenOfColumn[c]] : 0.0f;
-    outputBias = chosenBias.data;
-  }
-}
-
-void Translator::chooseAllRows() {
-  tokenOfColumn.clear();
-  columnOfToken.clear();
-  outputTokens = vocab;
-  columns = model.outputPanelCount * model.outputPanelWidth;
-  outputPanels = model.outputPanels;
-  outputPanelsBytes = model.outputPanelCount * model.outputPanelBytes;
-  outputBias = model.outputBias.size ? model.outputBias.data : nullptr;
-}
-
-std::vector<int32_t>
-Translator::columnsOf(const std::vector<int32_t> &tokens) const {
-  if (columnOfToken.empty())
-    return tokens;
-  std::vector<int32_t> out;
-  for (int32_t t : tokens)
-    if (columnOfToken[t] >= 0)
-      out.push_back(columnOfToken[t]);
-  return out;
+  outputRows.chooseTokens(
+      model, model.shortlist->candidates(sources, srcLengths, forcedPrefixes));
 }
 
 //===----------------------------------------------------------------------===//
@@ -392,10 +327,10 @@ void Translator::decodeStep(int64_t step) {
     args.memref(kv.selfData(2 * l), {rows, heads, capacity, headDim});
     args.memref(kv.selfData(2 * l + 1), {rows, heads, capacity, headDim});
   }
-  args.memref(outputPanels, {outputPanelsBytes});
-  if (outputBias)
-    args.memref(outputBias, {columns * int64_t(sizeof(float))});
-  args.memref(logits.data, {rows, 1, columns});
+  args.memref(outputRows.panels(), {outputRows.panelsBytes()});
+  if (const float *bias = outputRows.bias())
+    args.memref(bias, {columns() * int64_t(sizeof(float))});
+  args.memref(logits.data, {rows, 1, columns()});
   args.memref(logitBlocks.data, {rows, 1, blocksPerRow(), 2});
   tfm_decode_step(args.data());
 }
@@ -411,9 +346,9 @@ void Translator::search(int64_t step, tfm_results &results) {
       // The tokens outside the shortlist have no logit: -inf.
       std::vector<float> &first = results.firstLogits[b];
       first.assign(vocab, kNegInf);
-      const float *row = logits.data + b * beam * columns;
-      for (int64_t c = 0; c < outputTokens; ++c)
-        first[tokenOf(c)] = row[c];
+      const float *row = logits.data + b * beam * columns();
+      for (int64_t c = 0; c < outputRows.tokens(); ++c)
+        first[outputRows.tokenOf(c)] = row[c];
     }
   }
   std::vector<char> nonFinite(rows, 0);
@@ -425,98 +360,80 @@ void Translator::search(int64_t step, tfm_results &results) {
   selectBeams(step);
 }
 
+/// Each live row's best 2k extensions, rows in parallel: a row's
+/// log-softmax normalizer sums the exponentials of all its logits. One row
+/// is scanned on the calling thread (forking would take longer than the
+/// scan of its blocks).
+void Translator::scanRows(int64_t step, std::vector<char> &nonFinite) {
+  bool eosAllowed = rules.eosAllowed(step);
+#pragma omp parallel for schedule(static) if (rows > 1)
+  for (int64_t r = 0; r < rows; ++r) {
+    rowBest[r].clear();
+    if (beams.scores[r] != kNegInf)
+      nonFinite[r] = !scanRow(r, step, eosAllowed);
+  }
+}
+
+bool Translator::scanRow(int64_t r, int64_t step, bool eosAllowed) {
+  if (scoring)
+    return scoreRow(r, step);
+  // In the row's columns: the tokens of the batch's output rows.
+  float *row = logits.data + r * columns();
+  RowRules rowRules =
+      rules.applyToRow(row, beams.prefixes[r], eosAllowed, outputRows);
+  if (sampling)
+    return sampleRow(r, step, rowRules.banned);
+  // The blocks' terms hold for the logits as decode_step wrote them.
+  bool blocksHold = opts.fused_search && !rowRules.logitsChanged;
+  int64_t outputTokens = outputRows.tokens();
+  std::optional<std::vector<Candidate>> best =
+      blocksHold
+          ? bestExtensions(
+                BlockedLogits{row, logitBlocks.data + r * blocksPerRow() * 2,
+                              kLogitBlock},
+                outputTokens, beams.scores[r], 0, 2 * beam, rowRules.banned,
+                forcedColumn(r, step), rowRules.penalized,
+                opts.repetition_penalty)
+          : bestExtensions(row, outputTokens, beams.scores[r], 0, 2 * beam,
+                           rowRules.banned, forcedColumn(r, step),
+                           rowRules.penalized, opts.repetition_penalty);
+  if (!best)
+    return false;
+  for (Candidate &c : *best) // (beam, token) as the beams' choice reads it
+    c.flat = (r % beam) * vocab + outputRows.tokenOf(c.flat);
+  rowBest[r] = std::move(*best);
+  return true;
+}
+
 /// A hypothesis shorter than its sentence's prefix takes the prefix's next
-/// token. A sentence at its length limit ends with the forced EOS (if the
-/// checkpoint names one), as Hugging Face's ForcedEOSTokenLogitsProcessor
-/// ends it; it overrides --min-length, and --suppress-eos turns it off.
+/// token, and one at its length limit may have to end (LogitsRules.h);
+/// scoring forces the target, then EOS.
 int32_t Translator::forcedToken(int64_t row, int64_t step) const {
   int64_t b = live[row / beam];
   if (scoring)
     return size_t(step) < targets[b].size() ? targets[b][step]
                                             : int32_t(cfg.eos_token_id);
-  const std::vector<int32_t> &prefix = forcedPrefixes[b];
-  if (size_t(step) < prefix.size())
-    return prefix[step];
-  bool forceEos = cfg.forced_eos_token_id >= 0 && !opts.suppress_eos;
-  if (forceEos && step + 1 >= maxLen[b])
-    return int32_t(cfg.forced_eos_token_id);
-  return -1;
+  return rules.forcedToken(forcedPrefixes[b], maxLen[b], step);
 }
 
 /// The shortlist holds every forced token (the prefixes and the special
 /// tokens are among a batch's candidates).
 int32_t Translator::forcedColumn(int64_t row, int64_t step) const {
   int32_t token = forcedToken(row, step);
-  if (token < 0 || columnOfToken.empty())
+  if (token < 0)
     return token;
-  if (columnOfToken[token] < 0)
+  int32_t column = outputRows.columnOf(token);
+  if (column < 0)
     throw SearchError(fmt::format("the forced token {} is not among the "
                                   "batch's shortlist",
                                   token));
-  return columnOfToken[token];
-}
-
-/// Each live row's best 2k extensions, rows in parallel: a row's
-/// log-softmax normalizer sums the exponentials of all its logits. One row
-/// is scanned on the calling thread (forking would take longer than the
-/// scan of its blocks).
-void Translator::scanRows(int64_t step, std::vector<char> &nonFinite) {
-  bool eosAllowed = !opts.suppress_eos && step + 1 > opts.min_length;
-#pragma omp parallel for schedule(static) if (rows > 1)
-  for (int64_t r = 0; r < rows; ++r) {
-    rowBest[r].clear();
-    if (beams.scores[r] == kNegInf)
-      continue;
-    if (scoring) {
-      nonFinite[r] = !scoreRow(r, step);
-      continue;
-    }
-    // In the row's columns: the tokens of the batch's output rows.
-    float *row = logits.data + r * columns;
-    std::vector<int32_t> input = rowInput(beams.prefixes[r]);
-    std::vector<int32_t> banned = columnsOf(bannedTokens(input, eosAllowed));
-    std::vector<int32_t> penalized = columnsOf(repeatedTokens(input));
-    // Hugging Face's repetition penalty: on the logits in greedy search
-    // and sampling (banned tokens' too: they stay in the normalizer), on the
-    // log-probabilities of the tokens that can be chosen in beam search.
-    // The blocks' terms hold for the logits as decode_step wrote them: not
-    // once the penalty changes some.
-    bool blocksHold = opts.fused_search;
-    if (beam == 1 || sampling) {
-      blocksHold = blocksHold && penalized.empty();
-      for (int32_t t : penalized)
-        row[t] = penalize(row[t], opts.repetition_penalty);
-      penalized.clear();
-    }
-    if (sampling) {
-      nonFinite[r] = !sampleRow(r, step, banned);
-      continue;
-    }
-    penalized = withoutBanned(penalized, banned);
-    std::optional<std::vector<Candidate>> best =
-        blocksHold
-            ? bestExtensions(
-                  BlockedLogits{row, logitBlocks.data + r * blocksPerRow() * 2,
-                                kLogitBlock},
-                  outputTokens, beams.scores[r], 0, 2 * beam, banned,
-                  forcedColumn(r, step), penalized, opts.repetition_penalty)
-            : bestExtensions(row, outputTokens, beams.scores[r], 0, 2 * beam,
-                             banned, forcedColumn(r, step), penalized,
-                             opts.repetition_penalty);
-    if (!best) {
-      nonFinite[r] = 1;
-      continue;
-    }
-    for (Candidate &c : *best) // (beam, token) as the beams' choice reads it
-      c.flat = (r % beam) * vocab + tokenOf(c.flat);
-    rowBest[r] = std::move(*best);
-  }
+  return column;
 }
 
 bool Translator::scoreRow(int64_t r, int64_t step) {
   int32_t token = forcedToken(r, step); // scoring reads every column
   std::optional<float> logp =
-      logProbability(logits.data + r * columns, outputTokens, token);
+      logProbability(logits.data + r * columns(), outputRows.tokens(), token);
   if (!logp)
     return false;
   if (size_t(step) < forcedTargetTokens[live[r / beam]])
@@ -527,14 +444,16 @@ bool Translator::scoreRow(int64_t r, int64_t step) {
 
 bool Translator::sampleRow(int64_t row, int64_t step,
                            const std::vector<int32_t> &banned) {
-  // In the row's columns, as scanRows; `banned` too.
-  const float *logits = this->logits.data + row * columns;
+  // In the row's columns, as scanRow; `banned` too.
+  const float *logits = this->logits.data + row * columns();
+  int64_t outputTokens = outputRows.tokens();
   float score = beams.scores[row];
   if (int32_t forced = forcedColumn(row, step); forced >= 0) { // no draw
     std::optional<std::vector<Candidate>> best =
         bestExtensions(logits, outputTokens, score, 0, 1, banned, forced);
     if (best)
-      rowBest[row] = {{(*best)[0].score, tokenOf(forced), (*best)[0].logp}};
+      rowBest[row] = {
+          {(*best)[0].score, outputRows.tokenOf(forced), (*best)[0].logp}};
     return best.has_value();
   }
   SamplingFilter filter{opts.sampling_topk, opts.sampling_topp,
@@ -548,7 +467,7 @@ bool Translator::sampleRow(int64_t row, int64_t step,
   // distribution, as greedy search scores the same token.
   std::optional<float> logp = logProbability(logits, outputTokens, column);
   if (logp)
-    rowBest[row] = {{score + *logp, tokenOf(column), *logp}};
+    rowBest[row] = {{score + *logp, outputRows.tokenOf(column), *logp}};
   return logp.has_value();
 }
 
@@ -563,55 +482,6 @@ void Translator::checkFinite(const std::vector<char> &nonFinite,
           "the weights in {} are damaged (--verify-weights names the "
           "tensors) or the model overflows fp32",
           live[r / beam] + 1, step + 1, model.path));
-}
-
-std::vector<int32_t>
-Translator::rowInput(const std::vector<int32_t> &prefix) const {
-  std::vector<int32_t> input = {int32_t(cfg.decoder_start_token_id)};
-  input.insert(input.end(), prefix.begin(), prefix.end());
-  return input;
-}
-
-std::vector<int32_t> Translator::bannedTokens(const std::vector<int32_t> &input,
-                                              bool eosAllowed) const {
-  std::vector<int32_t> banned = {int32_t(cfg.pad_token_id)};
-  if (!eosAllowed)
-    banned.push_back(int32_t(cfg.eos_token_id));
-  size_t inputLength = input.size();
-  for (const std::vector<int32_t> &word : model.badWords) {
-    size_t context = word.size() - 1;
-    if (context > inputLength)
-      continue;
-    if (std::equal(word.begin(), word.end() - 1, input.end() - context))
-      banned.push_back(word.back());
-  }
-  if (opts.no_repeat_ngram_size > 0) {
-    std::vector<int32_t> repeats =
-        repeatedNgramBans(input, opts.no_repeat_ngram_size);
-    banned.insert(banned.end(), repeats.begin(), repeats.end());
-  }
-  std::sort(banned.begin(), banned.end());
-  banned.erase(std::unique(banned.begin(), banned.end()), banned.end());
-  return banned;
-}
-
-std::vector<int32_t>
-Translator::repeatedTokens(const std::vector<int32_t> &input) const {
-  if (opts.repetition_penalty == 1.0f)
-    return {};
-  std::vector<int32_t> seen = input;
-  std::sort(seen.begin(), seen.end());
-  seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
-  return seen;
-}
-
-std::vector<int32_t>
-Translator::withoutBanned(const std::vector<int32_t> &tokens,
-                          const std::vector<int32_t> &banned) {
-  std::vector<int32_t> kept;
-  std::set_difference(tokens.begin(), tokens.end(), banned.begin(),
-                      banned.end(), std::back_inserter(kept));
-  return kept;
 }
 
 /// Each live sentence's next beams from its rows' best extensions; sets
@@ -808,7 +678,7 @@ void Translator::run(const Batch &input, tfm_results &results) {
   setSources(input);
   setLengthLimits(input.lengths);
   chooseOutputRows(input);
-  timing.output_tokens = outputTokens;
+  timing.output_tokens = outputRows.tokens();
   {
     ScopedTimer timer(timing.encode);
     encode();
@@ -840,123 +710,6 @@ void Translator::run(const Batch &input, tfm_results &results) {
   collectResults(results);
 }
 
-/// Why the `count` target tokens of sentence `i` that `what` names (a
-/// prefix, a target to score) are refused, or null: each must be in the
-/// target vocabulary, and neither EOS nor padding (`why` follows that
-/// message).
-tfm_status checkTargetTokens(const tfm_model_config &cfg, const int32_t *tokens,
-                             int32_t count, int32_t i, const char *what,
-                             const char *why) {
-  for (int32_t t = 0; t < count; ++t) {
-    int32_t token = tokens[t];
-    if (token < 0 || token >= cfg.target_vocab_size)
-      return makeSentenceError(i,
-                               ": {} token {} is outside the target "
-                               "vocabulary of {}",
-                               what, token, cfg.target_vocab_size);
-    if (token == cfg.eos_token_id || token == cfg.pad_token_id)
-      return makeSentenceError(
-          i, ": the {} holds token {}, the model's {}{}", what, token,
-          token == cfg.eos_token_id ? "EOS" : "padding", why);
-  }
-  return nullptr;
-}
-
-/// Why sentence `i`'s target prefix is refused, or null.
-tfm_status checkPrefix(const tfm_model_config &cfg, const Batch &batch,
-                       int32_t i) {
-  std::vector<int32_t> prefix = batch.prefix(i);
-  if (int64_t(prefix.size()) >= cfg.max_positions)
-    return makeSentenceError(i,
-                             ": a target prefix of {} tokens leaves no "
-                             "room in the model's {} positions",
-                             prefix.size(), cfg.max_positions);
-  return checkTargetTokens(cfg, prefix.data(), int32_t(prefix.size()), i,
-                           "target prefix", "");
-}
-
-/// Why sentence `i`'s target (scoring) is refused, or null.
-tfm_status checkTarget(const tfm_model_config &cfg, const Batch &batch,
-                       int32_t i) {
-  if (!batch.targets[i] && batch.targetLengths[i] > 0)
-    return makeSentenceError(i, ": no target to score");
-  if (batch.targetLengths[i] < 0 ||
-      int64_t(batch.targetLengths[i]) + 1 > cfg.max_positions)
-    return makeSentenceError(i,
-                             ": a target of {} tokens and EOS exceeds the "
-                             "model's {} positions",
-                             batch.targetLengths[i], cfg.max_positions);
-  return checkTargetTokens(cfg, batch.targets[i], batch.targetLengths[i], i,
-                           "target", " (EOS ends every target by itself)");
-}
-
-/// Why sampling options are refused, or null.
-tfm_status checkSampling(const tfm_search_options &options) {
-  // As CTranslate2, sampling draws from one hypothesis per sample: a beam
-  // of samples would need a rule for which draws survive.
-  if (options.beam_size != 1)
-    return makeError("sampling needs beam size 1 (n-best N draws N samples)");
-  if (options.n_best < 1)
-    return makeError("need n-best >= 1");
-  if (options.sampling_topk < 0)
-    return makeError("the sampling top-k must be at least 0 (0: no limit)");
-  if (!(options.sampling_topp > 0 && options.sampling_topp <= 1))
-    return makeError("the sampling top-p must be in (0, 1]");
-  if (!(options.sampling_temperature > 0) ||
-      !std::isfinite(options.sampling_temperature))
-    return makeError("the sampling temperature must be a finite number > 0");
-  return nullptr;
-}
-
-/// Why tfm_translate refuses a batch, or null.
-tfm_status checkRequest(const tfm_model_config &cfg,
-                        const tfm_search_options &options, const Batch &batch) {
-  const int32_t *const *sources = batch.sources;
-  const int32_t *lengths = batch.lengths;
-  int32_t count = batch.count;
-  if (count <= 0)
-    return makeError("no sentences to translate");
-  if (options.sampling) {
-    if (tfm_status s = checkSampling(options))
-      return s;
-  } else if (options.beam_size < 1 || options.n_best < 1 ||
-             options.n_best > options.beam_size) {
-    return makeError("need beam size >= 1 and 1 <= n-best <= beam size");
-  }
-  if (options.max_length < 1)
-    return makeError("max length must be at least 1");
-  if (options.min_length < 0)
-    return makeError("min length must be at least 0");
-  if (!std::isfinite(options.length_penalty))
-    return makeError("the length penalty must be a finite number");
-  if (!(options.repetition_penalty > 0) ||
-      !std::isfinite(options.repetition_penalty))
-    return makeError("the repetition penalty must be a finite number > 0");
-  if (options.no_repeat_ngram_size < 0)
-    return makeError("the no-repeat n-gram size must be at least 0");
-  if (!(options.max_length_ratio >= 0) ||
-      !std::isfinite(options.max_length_ratio))
-    return makeError("the max length ratio must be a finite number >= 0");
-  for (int32_t i = 0; i < count; ++i) {
-    if (lengths[i] < 1)
-      return makeSentenceError(i, " is empty");
-    if (lengths[i] > cfg.max_positions)
-      return makeSentenceError(i, " has {} tokens; the model takes at most {}",
-                               lengths[i], cfg.max_positions);
-    for (int32_t t = 0; t < lengths[i]; ++t)
-      if (sources[i][t] < 0 || sources[i][t] >= cfg.source_vocab_size)
-        return makeSentenceError(
-            i, ": token id {} is outside the vocabulary of {}", sources[i][t],
-            cfg.source_vocab_size);
-    if (tfm_status s = checkPrefix(cfg, batch, i))
-      return s;
-    if (batch.targets)
-      if (tfm_status s = checkTarget(cfg, batch, i))
-        return s;
-  }
-  return nullptr;
-}
-
 /// Runs the translator (or scorer) over the batch, errors as statuses.
 tfm_status run(tfm_model &model, const tfm_search_options &options,
                const Batch &batch, tfm_results **out_results) {
@@ -977,49 +730,13 @@ tfm_status run(tfm_model &model, const tfm_search_options &options,
 
 } // namespace
 
-/// The options with the repetition guards they leave to the model (0 and
-/// -1) taken from its generation config.
-static tfm_search_options withModelDefaults(const tfm_model_config &cfg,
-                                            tfm_search_options options) {
-  if (options.repetition_penalty == 0.0f)
-    options.repetition_penalty = float(cfg.repetition_penalty);
-  if (options.no_repeat_ngram_size == -1)
-    options.no_repeat_ngram_size = int32_t(cfg.no_repeat_ngram_size);
-  return options;
-}
-
-tfm_search_options tfm_runtime::defaultSearchOptions() {
-  tfm_search_options o;
-  o.beam_size = 1;
-  o.n_best = 1;
-  o.max_length = 256;
-  // Marian's default factor: a sentence that runs away (repeats itself)
-  // stops after about three times its source's tokens.
-  o.max_length_ratio = 3.0f;
-  o.min_length = 0;
-  o.length_penalty = 1.0f;
-  o.suppress_eos = 0;
-  o.repetition_penalty = 0.0f; // the model's
-  o.no_repeat_ngram_size = -1; // the model's
-  o.sampling = 0;
-  o.sampling_topk = 0;
-  o.sampling_topp = 1.0f;
-  o.sampling_temperature = 1.0f;
-  o.seed = 0;
-  o.use_vmap = 1;
-  o.fused_search = 1;
-  return o;
-}
-
 tfm_status tfm_runtime::translate(tfm_model &model,
                                   const tfm_search_options &options,
                                   const Batch &batch,
                                   tfm_results **out_results) {
   *out_results = nullptr;
-  if (batch.targets)
-    return makeError("tfm_translate takes no targets (tfm_score_batch does)");
   tfm_search_options resolved = withModelDefaults(model.config, options);
-  if (tfm_status s = checkRequest(model.config, resolved, batch))
+  if (tfm_status s = RequestCheck(model.config, resolved, batch).translation())
     return s;
   return run(model, resolved, batch, out_results);
 }
@@ -1031,14 +748,8 @@ tfm_status tfm_runtime::score(tfm_model &model,
                               const tfm_search_options &options,
                               const Batch &batch, tfm_results **out_results) {
   *out_results = nullptr;
-  if (!batch.targets || !batch.targetLengths)
-    return makeError("no targets to score");
-  tfm_search_options forcing = defaultSearchOptions();
-  forcing.length_penalty = options.length_penalty;
-  forcing.use_vmap = 0;
-  forcing.repetition_penalty = 1.0f; // the model's own log p
-  forcing.no_repeat_ngram_size = 0;
-  if (tfm_status s = checkRequest(model.config, forcing, batch))
+  tfm_search_options forcing = scoringOptions(options);
+  if (tfm_status s = RequestCheck(model.config, forcing, batch).scoring())
     return s;
   return run(model, forcing, batch, out_results);
 }

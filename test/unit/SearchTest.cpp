@@ -16,7 +16,6 @@
 
 using tfm_runtime::bestExtensions;
 using tfm_runtime::Candidate;
-using tfm_runtime::repeatedNgramBans;
 
 static const float kInf = std::numeric_limits<float>::infinity();
 
@@ -216,22 +215,6 @@ TEST(Search, PenalizedTokensJoinTheBestWithTheirPenalizedLogProbabilities) {
         EXPECT_NEAR((*got)[i].logp, all[i].score + 1.0f, 1e-5f);
       }
     }
-}
-
-TEST(Search, RepeatedNgramBansAreHuggingFacesNoRepeatNGram) {
-  using V = std::vector<int32_t>;
-  // Unigrams: every token seen; bigrams: what followed the last token.
-  EXPECT_EQ(repeatedNgramBans({0, 7, 5, 7}, 1), (V{0, 5, 7}));
-  EXPECT_EQ(repeatedNgramBans({0, 7, 5, 7}, 2), (V{5}));
-  EXPECT_EQ(repeatedNgramBans({0, 7, 5, 7, 9, 7}, 2), (V{5, 9}));
-  // Trigrams: the last two tokens seen before, and what came next.
-  EXPECT_EQ(repeatedNgramBans({0, 3, 4, 5, 3, 4}, 3), (V{5}));
-  EXPECT_EQ(repeatedNgramBans({0, 3, 4, 5, 4, 3}, 3), (V{}));
-  // An input shorter than n - 1: nothing to repeat yet; n = 0: off.
-  EXPECT_EQ(repeatedNgramBans({0}, 3), (V{}));
-  EXPECT_EQ(repeatedNgramBans({0, 0}, 3), (V{}));
-  EXPECT_EQ(repeatedNgramBans({0, 0, 0}, 3), (V{0}));
-  EXPECT_EQ(repeatedNgramBans({0, 7, 7}, 0), (V{}));
 }
 
 //===----------------------------------------------------------------------===//
