@@ -71,7 +71,7 @@ static void addPackedWrappers(llvm::Module &module) {
 static LogicalResult addModelInfo(llvm::Module &llvmModule, ModuleOp module) {
   llvm::LLVMContext &ctx = llvmModule.getContext();
   auto model = module->getAttrOfType<DictionaryAttr>("tfm.model");
-  auto size = module->getAttrOfType<IntegerAttr>("tfm.weights_size");
+  auto size = module->getAttrOfType<IntegerAttr>(kWeightsSizeAttr);
   if (!model || !size)
     return failure();
   SmallVector<uint64_t> fields = {tfm_runtime::kAbiVersion,

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/WeightsFile.h"
+#include "passes/Passes.h"
 
 #include "tfm/abi/ModelInfo.h"
 #include "tfm/abi/Panels.h"
@@ -36,7 +37,7 @@ using namespace mlir::tfm;
 uint64_t mlir::tfm::layoutFingerprint(ModuleOp module) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  if (Attribute layout = module->getAttr("tfm.weights_layout"))
+  if (Attribute layout = module->getAttr(kWeightsLayoutAttr))
     layout.print(os);
   if (Attribute model = module->getAttr("tfm.model"))
     model.print(os);
@@ -614,8 +615,8 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
                                         const Checkpoint &checkpoint,
                                         llvm::StringRef path,
                                         const WeightsFileOptions &options) {
-  auto layout = module->getAttrOfType<ArrayAttr>("tfm.weights_layout");
-  auto size = module->getAttrOfType<IntegerAttr>("tfm.weights_size");
+  auto layout = module->getAttrOfType<ArrayAttr>(kWeightsLayoutAttr);
+  auto size = module->getAttrOfType<IntegerAttr>(kWeightsSizeAttr);
   if (!layout || !size)
     return errorAt(path,
                    "the module has no weights layout (run tfm-layout-weights)");

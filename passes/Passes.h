@@ -41,6 +41,15 @@ constexpr llvm::StringLiteral kPanelElementTypeAttr = "tfm.panel_element_type";
 /// value that rounds to an infinity, as it does for bf16 panels.
 constexpr llvm::StringLiteral kBf16ProductsAttr = "tfm.bf16_products";
 
+/// On the module, set by tfm-layout-weights: the weights file's entries in
+/// order (name, offset, shape; parts, panel_width, element_type,
+/// bf16_products where they apply), which the compiler writes the file by.
+constexpr llvm::StringLiteral kWeightsLayoutAttr = "tfm.weights_layout";
+
+/// On the module, set by tfm-layout-weights: the bytes of the weights
+/// file's data (the end of its last entry).
+constexpr llvm::StringLiteral kWeightsSizeAttr = "tfm.weights_size";
+
 /// The attribute tfm-select-backend sets on ops: "llvm" or "onednn".
 constexpr llvm::StringLiteral kBackendAttr = "tfm.backend";
 

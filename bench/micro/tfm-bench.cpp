@@ -408,7 +408,7 @@ Compiled compile(mlir::ModuleOp module, StringRef backend,
   out.hasWeights = name && name.getValue() == "weights";
   out.numArguments = entry.getNumArguments();
   if (auto layout =
-          module->getAttrOfType<mlir::ArrayAttr>("tfm.weights_layout"))
+          module->getAttrOfType<mlir::ArrayAttr>(mlir::tfm::kWeightsLayoutAttr))
     for (auto entry : layout.getAsRange<mlir::DictionaryAttr>()) {
       Compiled::Weight w;
       w.name = cast<mlir::StringAttr>(entry.get("name")).str();
@@ -425,7 +425,8 @@ Compiled compile(mlir::ModuleOp module, StringRef backend,
       w.int8 = type && type.getValue().isInteger(8);
       out.weights.push_back(w);
     }
-  if (auto size = module->getAttrOfType<mlir::IntegerAttr>("tfm.weights_size"))
+  if (auto size =
+          module->getAttrOfType<mlir::IntegerAttr>(mlir::tfm::kWeightsSizeAttr))
     out.weightsSize = size.getInt();
 
   auto optimize = mlir::makeOptimizingTransformer(3, 0, machine);

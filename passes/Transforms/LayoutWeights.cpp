@@ -107,8 +107,8 @@ struct TfmLayoutWeightsPass
     layOut();
     recordChosenRows();
     module->setAttr("tfm.precision", b.getStringAttr(precision));
-    module->setAttr("tfm.weights_layout", b.getArrayAttr(layout));
-    module->setAttr("tfm.weights_size", b.getI64IntegerAttr(file.end));
+    module->setAttr(kWeightsLayoutAttr, b.getArrayAttr(layout));
+    module->setAttr(kWeightsSizeAttr, b.getI64IntegerAttr(file.end));
   }
 
   LogicalResult checkOptions() {

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/WeightsFile.h"
+#include "passes/Passes.h"
 #include "test/unit/TestFiles.h"
 #include "tfm/abi/ModelInfo.h"
 #include "tfm/abi/Panels.h"
@@ -146,8 +147,8 @@ static OwningOpRef<ModuleOp> makeModule(MLIRContext &context,
     layout.push_back(attrs.getDictionary(&context));
     offset = llvm::alignTo(offset + entryBytes(e), 64);
   }
-  (*module)->setAttr("tfm.weights_layout", b.getArrayAttr(layout));
-  (*module)->setAttr("tfm.weights_size", b.getI64IntegerAttr(offset));
+  (*module)->setAttr(kWeightsLayoutAttr, b.getArrayAttr(layout));
+  (*module)->setAttr(kWeightsSizeAttr, b.getI64IntegerAttr(offset));
   (*module)->setAttr("tfm.precision", b.getStringAttr("int8"));
   return module;
 }
@@ -158,7 +159,7 @@ static std::string expectedFile(ModuleOp module,
                                 const std::vector<Entry> &entries,
                                 const std::map<std::string, Tensor> &tensors) {
   uint64_t dataSize =
-      module->getAttrOfType<IntegerAttr>("tfm.weights_size").getInt();
+      module->getAttrOfType<IntegerAttr>(kWeightsSizeAttr).getInt();
   std::vector<uint8_t> data(dataSize);
   std::string table;
   auto put = [&](uint64_t word) {
