@@ -20,6 +20,7 @@
 #include "runtime/src/ModelFiles.h"
 #include "runtime/src/Status.h"
 #include "runtime/src/TokenizerInfo.h"
+#include "tfm/Utf8.h"
 
 #include <fmt/ranges.h>
 
@@ -169,24 +170,6 @@ private:
                                  pos < text.size() ? "" : ", found the end"));
   }
 
-  static void appendUtf8(std::string &out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += char(cp);
-    } else if (cp < 0x800) {
-      out += char(0xC0 | (cp >> 6));
-      out += char(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += char(0xE0 | (cp >> 12));
-      out += char(0x80 | ((cp >> 6) & 0x3F));
-      out += char(0x80 | (cp & 0x3F));
-    } else {
-      out += char(0xF0 | (cp >> 18));
-      out += char(0x80 | ((cp >> 12) & 0x3F));
-      out += char(0x80 | ((cp >> 6) & 0x3F));
-      out += char(0x80 | (cp & 0x3F));
-    }
-  }
-
   bool parseHex4(uint32_t &value) {
     if (text.size() - pos < 4)
       return fail(pos, "truncated \\u escape");
@@ -266,7 +249,7 @@ private:
         } else if (cp >= 0xD800 && cp < 0xE000) {
           return fail(pos - 6, "unpaired surrogate in \\u escape");
         }
-        appendUtf8(out, cp);
+        tfm_runtime::appendUtf8(out, cp);
         break;
       }
       default:

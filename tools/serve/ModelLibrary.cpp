@@ -86,18 +86,14 @@ void ModelLibrary::readLanguages() {
   api.tfm_languages_pair(languageTable, &pair[0], &pair[1]);
 }
 
-void ModelLibrary::check(tfm_status status) const {
-  if (!status)
-    return;
-  std::string message = api.tfm_status_message(status);
-  api.tfm_status_free(status);
-  throw std::runtime_error(message);
-}
-
 tfm_search_options ModelLibrary::defaultSearch() const {
   tfm_search_options options;
   api.tfm_search_options_default(&options);
   return options;
+}
+
+void ModelLibrary::checkSearch(const tfm_search_options &search) const {
+  client().checkOptions(search);
 }
 
 int ModelLibrary::findLanguage(const std::string &code) const {
@@ -129,11 +125,7 @@ ModelLibrary::encode(const std::string &text,
       &ids, &length));
   std::vector<int32_t> out(ids, ids + length);
   api.tfm_free(ids);
-  // As the translator cuts a line: its start and its end, EOS last.
-  if (int64_t(out.size()) > modelConfig.max_positions) {
-    out.resize(size_t(modelConfig.max_positions));
-    out.back() = int32_t(modelConfig.eos_token_id);
-  }
+  tfm_client::cutToPositions(out, modelConfig);
   return out;
 }
 
@@ -160,39 +152,14 @@ void ModelLibrary::setThreads(int threads) const {
 void ModelLibrary::translate(const tfm_search_options &search,
                              const std::vector<const Sentence *> &sentences,
                              std::vector<Hypotheses> &out) const {
-  std::vector<const int32_t *> sources, prefixes;
-  std::vector<int32_t> lengths, prefixLengths;
-  std::vector<int64_t> indexes;
-  for (const Sentence *s : sentences) {
-    sources.push_back(s->source.data());
-    lengths.push_back(int32_t(s->source.size()));
-    prefixes.push_back(s->prefix.data());
-    prefixLengths.push_back(int32_t(s->prefix.size()));
-    indexes.push_back(s->index);
-  }
-  tfm_batch batch = {int32_t(sentences.size()),
-                     sources.data(),
-                     lengths.data(),
-                     prefixes.data(),
-                     prefixLengths.data(),
-                     nullptr,
-                     nullptr,
-                     indexes.data()};
-  tfm_results *results = nullptr;
-  check(api.tfm_translate_batch(model, &search, &batch, &results));
-  for (size_t k = 0; k < sentences.size(); ++k) {
-    int32_t index = int32_t(k);
-    for (int32_t rank = 0; rank < api.tfm_results_count(results, index);
-         ++rank) {
-      int32_t length = 0;
-      const int32_t *tokens =
-          api.tfm_results_tokens(results, index, rank, &length);
-      out[k].tokens.emplace_back(tokens, tokens + length);
-      out[k].scores.push_back(api.tfm_results_score(results, index, rank));
-      const float *tokenScores =
-          api.tfm_results_token_scores(results, index, rank, &length);
-      out[k].tokenScores.emplace_back(tokenScores, tokenScores + length);
+  tfm_client::BatchBuilder batch;
+  for (const Sentence *s : sentences)
+    batch.add(s->source, s->prefix, s->index);
+  tfm_client::Results results = client().translate(search, batch);
+  for (size_t k = 0; k < sentences.size(); ++k)
+    for (tfm_client::Hypothesis &h : results.hypotheses(int32_t(k))) {
+      out[k].tokens.push_back(std::move(h.tokens));
+      out[k].scores.push_back(h.score);
+      out[k].tokenScores.push_back(std::move(h.tokenScores));
     }
-  }
-  api.tfm_results_free(results);
 }

@@ -4,8 +4,9 @@
 // the runtime; this loads it (dlopen, RTLD_LOCAL, as the Python module
 // does) and calls the runtime's C API (tfm/runtime.h) through the addresses
 // dlsym finds, so that one server holds several models, each with its own
-// code. Runtime errors are thrown as std::runtime_error with the runtime's
-// message.
+// code. Batches go through the runtime's client (tfm/Client.h); runtime
+// errors are thrown as its tfm_client::Error (a std::runtime_error with
+// the runtime's message).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,7 +15,7 @@
 
 #include "tools/serve/Batcher.h"
 
-#include "tfm/RuntimeApi.h"
+#include "tfm/Client.h"
 
 #include <cstdint>
 #include <memory>
@@ -43,7 +44,9 @@ public:
   const std::string &name() const { return modelName; }
   const tfm_model_config &config() const { return modelConfig; }
   tfm_search_options defaultSearch() const;
-  bool hasTokenizer() const { return tokenizer != nullptr; }
+  /// Throws the runtime's error if it refuses `search`, before any
+  /// sentence is queued.
+  void checkSearch(const tfm_search_options &search) const;
 
   /// The languages in the model's order; none for a model without them.
   const std::vector<Language> &languages() const { return langs; }
@@ -74,7 +77,8 @@ private:
   void load(const std::string &dir);
   void close();
   void readLanguages();
-  void check(tfm_status status) const;
+  void check(tfm_status status) const { tfm_client::check(api, status); }
+  tfm_client::Client client() const { return {api, model}; }
 
   std::string modelName;
   void *handle = nullptr;

@@ -2,7 +2,7 @@
 
 #include "tools/serve/Request.h"
 
-#include "tools/translator/Lines.h"
+#include "tools/common/Text.h"
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -221,7 +221,7 @@ void checkTexts(const std::vector<std::string> &texts, const char *name,
                 bool batch, const RequestLimits &limits) {
   for (size_t i = 0; i < texts.size(); ++i) {
     std::string copy = texts[i];
-    if (tfm_translator::replaceInvalidUtf8(copy))
+    if (tfm_tools::replaceInvalidUtf8(copy))
       badRequest(itemName(name, i, batch) + " is not valid UTF-8");
     size_t chars = countCodePoints(texts[i]);
     if (chars > limits.maxItemChars)
@@ -350,18 +350,14 @@ void refuseUnknownFields(const json &object) {
       badRequest(fmt::format("unknown field '{}'", item.key().substr(0, 50)));
 }
 
-/// sampling_topk >= 0, sampling_topp in (0, 1], sampling_temperature > 0,
-/// seed an integer in [0, 2^53] (JSON's exact integers): any of them
-/// samples, as the translator's --sampling-* and --seed.
+/// sampling_topk, sampling_topp, sampling_temperature (numbers here; the
+/// runtime judges their values, Service::nativeSearch reports it) and seed
+/// an integer in [0, 2^53] (JSON's exact integers): any of them samples,
+/// as the translator's --sampling-* and --seed.
 void readSamplingOptions(const json &object, NativeRequest &request) {
   request.samplingTopk = intField(object, "sampling_topk", 0, 1 << 30);
   request.samplingTopp = numberField(object, "sampling_topp", 0);
-  if (request.samplingTopp &&
-      !(*request.samplingTopp > 0 && *request.samplingTopp <= 1))
-    badRequest("sampling_topp must be in (0, 1]");
   request.samplingTemperature = numberField(object, "sampling_temperature", 0);
-  if (request.samplingTemperature && !(*request.samplingTemperature > 0))
-    badRequest("sampling_temperature must be > 0");
   request.seed = intField(object, "seed", 0, int64_t(1) << 53);
   request.sampling = request.samplingTopk || request.samplingTopp ||
                      request.samplingTemperature || request.seed;

@@ -2,7 +2,7 @@
 
 #include "tools/serve/Service.h"
 
-#include "tools/translator/Lines.h"
+#include "tools/common/Text.h"
 
 #include <fmt/format.h>
 
@@ -68,7 +68,7 @@ Service::splitLines(const Route &route, const std::vector<std::string> &texts,
     for (size_t i = 0; i < texts.size(); ++i) {
       lines.index.emplace_back();
       for (const std::string &line : splitOnNewlines(texts[i])) {
-        if (tfm_translator::isBlank(line)) {
+        if (tfm_tools::isBlank(line)) {
           lines.index.back().push_back(-1);
           continue;
         }
@@ -178,20 +178,16 @@ Service::nativeSearch(const ModelLibrary &model,
   search.beam_size = request.beamSize.value_or(options.beamSize);
   search.n_best = request.nBest.value_or(1);
   if (request.sampling) {
-    if (request.beamSize.value_or(1) != 1)
-      return HttpError{400, "Invalid request: sampling draws n_best samples "
-                            "with beam_size 1"};
-    search.beam_size = 1;
+    // Sampling draws n_best samples with a beam of 1, unless told otherwise
+    // (which the runtime refuses).
+    search.beam_size = request.beamSize.value_or(1);
     search.sampling = 1;
     search.sampling_topk = request.samplingTopk.value_or(0);
     search.sampling_topp = float(request.samplingTopp.value_or(1.0));
     search.sampling_temperature =
         float(request.samplingTemperature.value_or(1.0));
     search.seed = uint64_t(request.seed.value_or(0));
-  } else if (search.n_best > search.beam_size)
-    return HttpError{400, fmt::format("Invalid request: n_best {} exceeds "
-                                      "beam_size {}",
-                                      search.n_best, search.beam_size)};
+  }
   search.max_length = request.maxLength.value_or(search.max_length);
   search.min_length = request.minLength.value_or(search.min_length);
   search.length_penalty =
@@ -206,6 +202,11 @@ Service::nativeSearch(const ModelLibrary &model,
     search.no_repeat_ngram_size = *request.noRepeatNgramSize;
   if (request.useVmap)
     search.use_vmap = *request.useVmap;
+  try {
+    model.checkSearch(search);
+  } catch (const std::exception &e) {
+    return HttpError{400, std::string("Invalid request: ") + e.what()};
+  }
   return search;
 }
 

@@ -4,7 +4,7 @@
 
 #include "tfm/abi/ModelInfo.h"
 #include "tools/Version.h"
-#include "tools/translator/Lines.h"
+#include "tools/translator/Errors.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -481,14 +481,9 @@ Options tfm_translator::parseCommandLine(int argc, char **argv) {
       app.count("--sampling-topk") + app.count("--sampling-topp") +
           app.count("--sampling-temperature") + app.count("--seed") >
       0;
-  if (o.search.sampling && o.search.beam_size != 1)
-    die(fmt::format("sampling (--sampling-*, --seed) needs --beam-size 1, "
-                    "found {}; --n-best N draws N samples",
-                    o.search.beam_size));
+  // The runtime judges the search options together (n-best and beam size,
+  // sampling's): the session asks it before reading the input.
   if (o.search.sampling && o.score)
     die("--score takes no sampling options");
-  if (!o.search.sampling && o.search.n_best > o.search.beam_size)
-    die(fmt::format("--n-best {} exceeds --beam-size {}", o.search.n_best,
-                    o.search.beam_size));
   return o;
 }

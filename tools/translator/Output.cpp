@@ -2,7 +2,7 @@
 
 #include "tools/translator/Output.h"
 
-#include "tools/translator/Lines.h"
+#include "tools/translator/Errors.h"
 
 #include <cerrno>
 #include <cstdlib>

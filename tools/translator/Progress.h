@@ -8,7 +8,7 @@
 #ifndef TFM_TOOLS_TRANSLATOR_PROGRESS_H
 #define TFM_TOOLS_TRANSLATOR_PROGRESS_H
 
-#include "tools/translator/Lines.h"
+#include "tools/common/Text.h"
 
 #include <fmt/format.h>
 
@@ -68,8 +68,8 @@ public:
   Warnings(bool quiet, Progress &progress) : quiet(quiet), progress(progress) {}
 
   template <typename... Args>
-  void warn(const Location &where, fmt::format_string<Args...> format,
-            Args &&...args) {
+  void warn(const tfm_tools::Location &where,
+            fmt::format_string<Args...> format, Args &&...args) {
     ++count;
     if (quiet || count > kWarningsShown)
       return;

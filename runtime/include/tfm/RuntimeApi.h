@@ -1,9 +1,11 @@
-//===- RuntimeApi.h - The C API, found in a loaded model --------*- C++ -*-===//
+//===- RuntimeApi.h - The C API as a table of functions ---------*- C++ -*-===//
 //
 // Programs that serve models of any shape (the Python module, tfm-serve)
 // link no model: they dlopen each model's libtranslator.so (RTLD_LOCAL, so
 // every model keeps its own runtime) and call the C API of tfm/runtime.h
-// through these pointers.
+// through these pointers. The translator, linked with its runtime, fills
+// the same table from its own symbols, so that one client (tfm/Client.h)
+// serves all three.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +19,7 @@
 
 #define TFM_RUNTIME_API_LIST(X)                                                \
   X(tfm_status_message)                                                        \
+  X(tfm_status_sentence)                                                       \
   X(tfm_status_free)                                                           \
   X(tfm_model_open)                                                            \
   X(tfm_model_close)                                                           \
@@ -30,6 +33,8 @@
   X(tfm_results_tokens)                                                        \
   X(tfm_results_score)                                                         \
   X(tfm_results_token_scores)                                                  \
+  X(tfm_results_first_logits)                                                  \
+  X(tfm_results_timing)                                                        \
   X(tfm_results_free)                                                          \
   X(tfm_tokenizer_open)                                                        \
   X(tfm_tokenizer_close)                                                       \
@@ -79,6 +84,17 @@ struct RuntimeApi {
     TFM_RUNTIME_API_LIST(TFM_RUNTIME_API_BIND)
 #undef TFM_RUNTIME_API_BIND
     return "";
+  }
+
+  /// The runtime linked into this program (the translator's): defined
+  /// only where it is called, so that programs which dlopen their models
+  /// need none of its symbols.
+  static RuntimeApi linked() {
+    RuntimeApi api;
+#define TFM_RUNTIME_API_LINK(name) api.name = &::name;
+    TFM_RUNTIME_API_LIST(TFM_RUNTIME_API_LINK)
+#undef TFM_RUNTIME_API_LINK
+    return api;
   }
 };
 

@@ -59,7 +59,7 @@ def main():
         except kind as e:
             if text not in str(e):
                 fail(f"{bad}: {kind.__name__} {e}")
-    for kwargs, text in (({"beam_size": 2, "n_best": 3}, "n_best"),
+    for kwargs, text in (({"beam_size": 2, "n_best": 3}, "n-best <= beam size"),
                          ({"max_batch_size": 0}, "max_batch_size")):
         try:
             translator.translate_batch(lines[:1], **kwargs)

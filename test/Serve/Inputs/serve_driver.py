@@ -235,7 +235,8 @@ def check_sampling(url, src, sampled):
     expect("samples", [r["hypotheses"][0] for r in answer["results"]], sampled)
     body["beam_size"] = 3
     status, answer, _ = post(url + "/v1/translate", body)
-    expect("sampling with a beam", (status, "beam_size 1" in answer.get("error", "")),
+    expect("sampling with a beam",
+           (status, "sampling needs beam size 1" in answer.get("error", "")),
            (400, True))
 
 
@@ -275,7 +276,9 @@ def run_options(model, src_path, short_path, full_path, guarded_path, sampled_pa
             ("repetition_penalty", 0, "repetition_penalty must be > 0"),
             ("no_repeat_ngram_size", -1, "no_repeat_ngram_size must be in [0"),
             ("use_vmap", "yes", "use_vmap must be a boolean"),
-            ("sampling_topp", 1.5, "sampling_topp must be in (0, 1]"),
+            ("sampling_topp", 1.5, "Invalid request: the sampling top-p must be in (0, 1]"),
+            ("sampling_temperature", 0, "Invalid request: the sampling temperature must be"),
+            ("n_best", 9, "Invalid request: need beam size >= 1 and 1 <= n-best <= beam size"),
             ("seed", -3, "seed must be in [0")):
         body = {"source": [src[0]], "source_lang": "en", "target_lang": "de", field: value}
         status, answer, _ = post(url + "/v1/translate", body)
@@ -744,6 +747,9 @@ NATIVE_INTEGERS = {"beam_size": (0, 10), "n_best": (0, 10), "max_length": (0, 1 
                    "sampling_topk": (-1, 1 << 31), "seed": (-1, 2 ** 53 + 2)}
 NATIVE_NUMBERS = {"max_length_ratio": -1, "length_penalty": -2e6, "repetition_penalty": 0,
                   "sampling_topp": 0, "sampling_temperature": 0}
+# The fields whose values the runtime judges: 400s in its words.
+RUNTIME_WORDS = {"sampling_topp": "the sampling top-p must be in (0, 1]",
+                 "sampling_temperature": "the sampling temperature must be a finite number > 0"}
 
 
 def native_cases(src):
@@ -758,7 +764,8 @@ def native_cases(src):
                   (dict(base, **{name: 1.5}), name, "not an integer")]
     for name, bad in NATIVE_NUMBERS.items():
         cases += [(dict(base, **{name: "0.5"}), name, "must be a number, found string"),
-                  (dict(base, **{name: bad}), name, name)]
+                  (dict(base, **{name: bad}), "Invalid request" if name in RUNTIME_WORDS else name,
+                   RUNTIME_WORDS.get(name, name))]
     cases.append((dict(base, return_scores=1), "return_scores", "must be a boolean"))
     raw = json.dumps(base)[:-1]
     for key, value in [("beam_size", "2"), ("target_lang", '"de"'), ("source", '["a"]')]:

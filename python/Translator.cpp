@@ -1,0 +1,292 @@
+//===- Translator.cpp - tfmc.Translator: a compiled model -------*- C++ -*-===//
+
+#include "python/Translator.h"
+
+#include "python/Arguments.h"
+#include "python/Sentences.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+
+namespace py = pybind11;
+
+using namespace tfm_python;
+
+Translator::Translator(py::handle modelDirArg, py::handle threadsArg) {
+  std::string modelDir = pathArg(modelDirArg, "model_dir");
+  int32_t threads = int32_t(intArg(threadsArg, "threads", 1, kMaxThreads));
+  std::string library = modelDir + "/libtranslator.so";
+  if (!isFile(library))
+    throw std::invalid_argument(
+        library + " does not exist: pass the directory `tfmc compile -o` "
+                  "wrote (a tfmc older than the Python API wrote none)");
+  handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle)
+    throw std::runtime_error(std::string("cannot load ") + library + ": " +
+                             dlerror());
+  if (std::string problem = api.bind(handle); !problem.empty())
+    throw std::runtime_error(library + ": " + problem);
+  // The weights beside the library, else inside the translator.
+  weights = modelDir + "/model.tfmw";
+  if (!isFile(weights))
+    weights = modelDir + "/translator";
+  tfm_client::check(api, api.tfm_model_open(weights.c_str(), &model));
+  tfm_client::check(api, api.tfm_set_num_threads(threads));
+  api.tfm_model_get_config(model, &config);
+  tfm_client::check(
+      api, api.tfm_tokenizer_open(weights.c_str(), &config, &tokenizer));
+  tfm_client::check(
+      api, api.tfm_languages_open(weights.c_str(), &config, &languages));
+}
+
+Translator::~Translator() {
+  if (languages)
+    api.tfm_languages_close(languages);
+  if (tokenizer)
+    api.tfm_tokenizer_close(tokenizer);
+  if (model)
+    api.tfm_model_close(model);
+  // The library stays loaded: OpenMP's threads may still run its code.
+}
+
+py::object Translator::readVmap(py::handle pathValue) {
+  std::string path = pathArg(pathValue, "path");
+  char *warning = nullptr;
+  if (tfm_status status =
+          api.tfm_model_read_vmap(model, path.c_str(), tokenizer, &warning))
+    throw py::value_error(tfm_client::takeError(api, status).what());
+  if (!warning)
+    return py::none();
+  py::str text(warning);
+  api.tfm_free(warning);
+  return std::move(text);
+}
+
+std::vector<TranslationResult> Translator::translateBatch(
+    py::handle source, py::handle beamSizeArg, py::handle nBestArg,
+    py::handle maxLengthArg, py::handle maxLengthRatioArg,
+    py::handle minLengthArg, py::handle lengthPenaltyArg,
+    py::handle maxBatchSizeArg, py::handle returnScoresArg,
+    py::handle returnTokenScoresArg, py::handle targetPrefixArg,
+    py::handle sourceLangArg, py::handle targetLangArg,
+    py::handle repetitionPenaltyArg, py::handle noRepeatNgramSizeArg,
+    py::handle samplingTopkArg, py::handle samplingToppArg,
+    py::handle samplingTemperatureArg, py::handle seedArgument,
+    py::handle useVmapArg) {
+  tfm_search_options opts = searchOptions(
+      beamSizeArg, nBestArg, maxLengthArg, maxLengthRatioArg, minLengthArg,
+      lengthPenaltyArg, repetitionPenaltyArg, noRepeatNgramSizeArg, useVmapArg);
+  setSampling(opts, samplingTopkArg, samplingToppArg, samplingTemperatureArg,
+              seedArgument);
+  try {
+    client().checkOptions(opts);
+  } catch (const tfm_client::Error &e) {
+    throw py::value_error(e.what());
+  }
+  size_t maxBatchSize =
+      size_t(intArg(maxBatchSizeArg, "max_batch_size", 1, kInt32Max));
+  bool returnScores = boolArg(returnScoresArg, "return_scores");
+  bool returnTokenScores = boolArg(returnTokenScoresArg, "return_token_scores");
+  SentenceReader reader(api, config, tokenizer, languages);
+  tfm_language_tokens langTokens =
+      reader.languageTokens(sourceLangArg, targetLangArg);
+
+  std::vector<bool> text;
+  std::vector<std::vector<int32_t>> ids =
+      reader.sourceSentences(source, langTokens, text);
+  std::vector<std::vector<int32_t>> prefixes =
+      reader.targetPrefixes(targetPrefixArg, ids.size());
+  // The target language's token first, as the translator forces it.
+  for (std::vector<int32_t> &prefix : prefixes)
+    prefix.insert(prefix.begin(), langTokens.target_prefix,
+                  langTokens.target_prefix + langTokens.target_prefix_length);
+  std::vector<TranslationResult> results(ids.size());
+  std::vector<size_t> pending;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (!ids[i].empty()) {
+      pending.push_back(i);
+      continue;
+    }
+    // A blank sentence: "" (or no ids), as the translator gives it.
+    if (text[i])
+      results[i].hypotheses.emplace_back(std::string());
+    else
+      results[i].hypotheses.emplace_back(std::vector<int32_t>());
+    if (returnScores)
+      results[i].scores.push_back(0.0f);
+    if (returnTokenScores)
+      results[i].tokenScores.emplace_back();
+  }
+  for (size_t start = 0; start < pending.size(); start += maxBatchSize) {
+    size_t count = std::min(pending.size() - start, maxBatchSize);
+    tfm_client::BatchBuilder batch;
+    for (size_t k = 0; k < count; ++k) {
+      size_t i = pending[start + k];
+      batch.add(ids[i], prefixes[i], int64_t(i)); // i seeds its sampling
+    }
+    tfm_client::Results out = run(false, opts, batch, &pending[start]);
+    keepTranslations(out, &pending[start], count, text, returnScores,
+                     returnTokenScores, results);
+  }
+  return results;
+}
+
+tfm_search_options Translator::searchOptions(
+    py::handle beamSizeArg, py::handle nBestArg, py::handle maxLengthArg,
+    py::handle maxLengthRatioArg, py::handle minLengthArg,
+    py::handle lengthPenaltyArg, py::handle repetitionPenaltyArg,
+    py::handle noRepeatNgramSizeArg, py::handle useVmapArg) {
+  tfm_search_options opts;
+  api.tfm_search_options_default(&opts);
+  opts.use_vmap = boolArg(useVmapArg, "use_vmap");
+  // A beam wider than the target vocabulary finds nothing more at its
+  // first step, and the search's logits (rows x vocabulary floats per
+  // sentence) would already be vocabulary^2: beam_size=10**6 would
+  // exhaust the memory instead of failing.
+  opts.beam_size =
+      int32_t(intArg(beamSizeArg, "beam_size", 1, config.target_vocab_size,
+                     " (at most the target vocabulary's size)"));
+  opts.n_best = int32_t(intArg(nBestArg, "n_best", 1, kInt32Max));
+  opts.max_length = int32_t(intArg(maxLengthArg, "max_length", 1, kInt32Max));
+  float ratio = floatArg(maxLengthRatioArg, "max_length_ratio");
+  if (ratio < 0)
+    throw py::value_error("max_length_ratio must be >= 0 (0: no cap "
+                          "from the source's length), found " +
+                          reprText(maxLengthRatioArg));
+  // ratio x source length becomes an integer in the runtime; past the
+  // model's positions (which cap every translation) a ratio caps
+  // nothing, so a huge one is the same as that and cannot overflow.
+  opts.max_length_ratio = std::min(ratio, float(config.max_positions));
+  opts.min_length = int32_t(intArg(minLengthArg, "min_length", 0, kInt32Max));
+  opts.length_penalty = floatArg(lengthPenaltyArg, "length_penalty");
+  // None: the model's (its generation_config.json), as the defaults say.
+  if (!repetitionPenaltyArg.is_none()) {
+    opts.repetition_penalty =
+        floatArg(repetitionPenaltyArg, "repetition_penalty");
+    if (opts.repetition_penalty <= 0)
+      throw py::value_error("repetition_penalty must be > 0 (1: off), found " +
+                            reprText(repetitionPenaltyArg));
+  }
+  if (!noRepeatNgramSizeArg.is_none())
+    opts.no_repeat_ngram_size = int32_t(
+        intArg(noRepeatNgramSizeArg, "no_repeat_ngram_size", 0, kInt32Max));
+  return opts;
+}
+
+/// Sampling's options: any given (not None) turns sampling on; their
+/// values are the runtime's to judge.
+void Translator::setSampling(tfm_search_options &opts, py::handle topk,
+                             py::handle topp, py::handle temperature,
+                             py::handle seed) {
+  opts.sampling = !topk.is_none() || !topp.is_none() ||
+                  !temperature.is_none() || !seed.is_none();
+  if (!topk.is_none())
+    opts.sampling_topk =
+        int32_t(intArg(topk, "sampling_topk", 0, kInt32Max, " (0: all)"));
+  if (!topp.is_none())
+    opts.sampling_topp = floatArg(topp, "sampling_topp");
+  if (!temperature.is_none())
+    opts.sampling_temperature = floatArg(temperature, "sampling_temperature");
+  if (!seed.is_none())
+    opts.seed = seedArg(seed, "seed");
+}
+
+std::vector<ScoringResult>
+Translator::scoreBatch(py::handle source, py::handle target,
+                       py::handle maxBatchSizeArg, py::handle lengthPenaltyArg,
+                       py::handle sourceLangArg, py::handle targetLangArg) {
+  tfm_search_options opts;
+  api.tfm_search_options_default(&opts);
+  opts.length_penalty = floatArg(lengthPenaltyArg, "length_penalty");
+  size_t maxBatchSize =
+      size_t(intArg(maxBatchSizeArg, "max_batch_size", 1, kInt32Max));
+  SentenceReader reader(api, config, tokenizer, languages);
+  tfm_language_tokens langTokens =
+      reader.languageTokens(sourceLangArg, targetLangArg);
+  std::vector<bool> text;
+  std::vector<std::vector<int32_t>> ids =
+      reader.sourceSentences(source, langTokens, text);
+  std::vector<std::vector<int32_t>> targets =
+      reader.scoredTargets(target, ids.size(), langTokens);
+  std::vector<int32_t> forced(langTokens.target_prefix,
+                              langTokens.target_prefix +
+                                  langTokens.target_prefix_length);
+  std::vector<ScoringResult> results(ids.size());
+  std::vector<size_t> pending;
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (!ids[i].empty()) // a blank source scores 0
+      pending.push_back(i);
+  for (size_t start = 0; start < pending.size(); start += maxBatchSize) {
+    size_t count = std::min(pending.size() - start, maxBatchSize);
+    tfm_client::BatchBuilder batch;
+    for (size_t k = 0; k < count; ++k) {
+      size_t i = pending[start + k];
+      batch.addScored(ids[i], forced, targets[i], int64_t(i));
+    }
+    tfm_client::Results out = run(true, opts, batch, &pending[start]);
+    for (size_t k = 0; k < count; ++k) {
+      tfm_client::Hypothesis scored = out.hypothesis(int32_t(k), 0);
+      results[pending[start + k]] = {scored.score,
+                                     std::move(scored.tokenScores)};
+    }
+  }
+  return results;
+}
+
+/// A failed batch's error names its sentences by their index in `source`:
+/// the one the runtime names, else the batch's first and last.
+static std::string batchError(const tfm_client::Error &error,
+                              const size_t *sentences, int32_t count) {
+  if (error.sentence() >= 0 && error.sentence() < count)
+    return "sentence " + std::to_string(sentences[error.sentence()]) +
+           error.detail();
+  std::string which = count == 1
+                          ? "sentence " + std::to_string(sentences[0])
+                          : "sentences " + std::to_string(sentences[0]) +
+                                " to " + std::to_string(sentences[count - 1]);
+  return which + ": " + error.what();
+}
+
+tfm_client::Results Translator::run(bool scoring,
+                                    const tfm_search_options &opts,
+                                    const tfm_client::BatchBuilder &batch,
+                                    const size_t *sentences) const {
+  try {
+    py::gil_scoped_release unlocked;
+    return scoring ? client().score(opts, batch)
+                   : client().translate(opts, batch);
+  } catch (const tfm_client::Error &e) {
+    throw std::runtime_error(batchError(e, sentences, batch.size()));
+  }
+}
+
+void Translator::keepTranslations(
+    const tfm_client::Results &out, const size_t *batch, size_t count,
+    const std::vector<bool> &text, bool returnScores, bool returnTokenScores,
+    std::vector<TranslationResult> &results) const {
+  for (size_t k = 0; k < count; ++k) {
+    TranslationResult &result = results[batch[k]];
+    for (tfm_client::Hypothesis &h : out.hypotheses(int32_t(k))) {
+      if (text[batch[k]])
+        result.hypotheses.emplace_back(decode(h.tokens));
+      else
+        result.hypotheses.emplace_back(std::move(h.tokens));
+      if (returnScores)
+        result.scores.push_back(h.score);
+      if (returnTokenScores)
+        result.tokenScores.push_back(std::move(h.tokenScores));
+    }
+  }
+}
+
+std::string Translator::decode(const std::vector<int32_t> &tokens) const {
+  char *text = nullptr;
+  size_t size = 0;
+  tfm_client::check(api, api.tfm_tokenizer_decode(tokenizer, tokens.data(),
+                                                  int32_t(tokens.size()), &text,
+                                                  &size));
+  std::string out(text, size);
+  api.tfm_free(text);
+  return out;
+}

@@ -1,0 +1,109 @@
+//===- Translator.h - tfmc.Translator: a compiled model ---------*- C++ -*-===//
+//
+// `tfmc compile` writes OUT_DIR/libtranslator.so, the model's code with the
+// runtime; a Translator loads it (dlopen) and calls the runtime's C API
+// (tfm/runtime.h) through the addresses dlsym finds, so one module serves
+// every compiled model and each model keeps its own code. Batches go
+// through the runtime's client (tfm/Client.h), which checks nothing itself:
+// the runtime judges the search options, and a refusal is a ValueError
+// before any sentence is read.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_PYTHON_TRANSLATOR_H
+#define TFM_PYTHON_TRANSLATOR_H
+
+#include "tfm/Client.h"
+
+#include <pybind11/pybind11.h>
+
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace tfm_python {
+
+/// One sentence's hypotheses, best first: text for text input, token ids
+/// for ids input; their scores when asked for.
+struct TranslationResult {
+  std::vector<std::variant<std::string, std::vector<int32_t>>> hypotheses;
+  std::vector<float> scores;
+  std::vector<std::vector<float>> tokenScores;
+};
+
+/// One given translation's score (score_batch): sum(log p) /
+/// length^length_penalty, EOS counted, and each token's log p, EOS's last.
+struct ScoringResult {
+  float score = 0;
+  std::vector<float> tokenScores;
+};
+
+class Translator {
+public:
+  Translator(pybind11::handle modelDirArg, pybind11::handle threadsArg);
+  ~Translator();
+  Translator(const Translator &) = delete;
+  Translator &operator=(const Translator &) = delete;
+
+  pybind11::object readVmap(pybind11::handle pathValue);
+  bool hasVmap() const { return api.tfm_model_has_vmap(model) != 0; }
+
+  /// Translates `source`, an iterable of strings or sequences of token ids,
+  /// in batches of `max_batch_size`; the search options are checked by the
+  /// runtime first, so that a bad one fails on any input.
+  std::vector<TranslationResult> translateBatch(
+      pybind11::handle source, pybind11::handle beamSizeArg,
+      pybind11::handle nBestArg, pybind11::handle maxLengthArg,
+      pybind11::handle maxLengthRatioArg, pybind11::handle minLengthArg,
+      pybind11::handle lengthPenaltyArg, pybind11::handle maxBatchSizeArg,
+      pybind11::handle returnScoresArg, pybind11::handle returnTokenScoresArg,
+      pybind11::handle targetPrefixArg, pybind11::handle sourceLangArg,
+      pybind11::handle targetLangArg, pybind11::handle repetitionPenaltyArg,
+      pybind11::handle noRepeatNgramSizeArg, pybind11::handle samplingTopkArg,
+      pybind11::handle samplingToppArg, pybind11::handle samplingTemperatureArg,
+      pybind11::handle seedArgument, pybind11::handle useVmapArg);
+
+  /// Scores targets[i] as the translation of source[i] (score_batch), in
+  /// batches of `max_batch_size`, as the translator's --score does.
+  std::vector<ScoringResult> scoreBatch(pybind11::handle source,
+                                        pybind11::handle target,
+                                        pybind11::handle maxBatchSizeArg,
+                                        pybind11::handle lengthPenaltyArg,
+                                        pybind11::handle sourceLangArg,
+                                        pybind11::handle targetLangArg);
+
+private:
+  tfm_search_options searchOptions(
+      pybind11::handle beamSizeArg, pybind11::handle nBestArg,
+      pybind11::handle maxLengthArg, pybind11::handle maxLengthRatioArg,
+      pybind11::handle minLengthArg, pybind11::handle lengthPenaltyArg,
+      pybind11::handle repetitionPenaltyArg,
+      pybind11::handle noRepeatNgramSizeArg, pybind11::handle useVmapArg);
+  static void setSampling(tfm_search_options &opts, pybind11::handle topk,
+                          pybind11::handle topp, pybind11::handle temperature,
+                          pybind11::handle seed);
+  /// Translates (or scores) the batch of the sentences at `sentences`
+  /// (their indexes in `source`) with the GIL released; an error names
+  /// them by those indexes.
+  tfm_client::Results run(bool scoring, const tfm_search_options &opts,
+                          const tfm_client::BatchBuilder &batch,
+                          const size_t *sentences) const;
+  void keepTranslations(const tfm_client::Results &out, const size_t *batch,
+                        size_t count, const std::vector<bool> &text,
+                        bool returnScores, bool returnTokenScores,
+                        std::vector<TranslationResult> &results) const;
+  std::string decode(const std::vector<int32_t> &tokens) const;
+  tfm_client::Client client() const { return {api, model}; }
+
+  void *handle = nullptr;
+  tfm_runtime::RuntimeApi api;
+  std::string weights;
+  tfm_model *model = nullptr;
+  tfm_model_config config{};
+  tfm_tokenizer *tokenizer = nullptr;
+  tfm_languages *languages = nullptr;
+};
+
+} // namespace tfm_python
+
+#endif // TFM_PYTHON_TRANSLATOR_H

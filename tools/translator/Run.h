@@ -1,0 +1,86 @@
+//===- Run.h - The translator's run over its input --------------*- C++ -*-===//
+//
+// Input is streamed: a window of lines is read, translated (or scored) in
+// batches of similar length through the runtime's client, and written
+// before the next is read, so memory does not grow with the input.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_TOOLS_TRANSLATOR_RUN_H
+#define TFM_TOOLS_TRANSLATOR_RUN_H
+
+#include "tools/translator/Companions.h"
+#include "tools/translator/Output.h"
+#include "tools/translator/Progress.h"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tfm_translator {
+
+using Clock = std::chrono::steady_clock;
+
+inline double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// One input line on its way through.
+struct Sentence {
+  Location where;
+  std::vector<int32_t> ids;    // empty: a blank line, not translated
+  std::vector<int32_t> prefix; // forced start of the translation
+  std::vector<tfm_client::Hypothesis> nbest;
+  std::vector<float> firstLogits;
+  std::vector<int32_t> target; // --score: the translation scored
+  int64_t index = 0; // in the input, lines counted from 0: seeds sampling
+};
+
+/// Translates (or scores) the input window by window and writes it.
+class Run {
+public:
+  Run(const Options &o, Session &s, LineReader &reader)
+      : o(o), s(s), reader(reader), prefixes(o, s),
+        warnings(o.quiet, progress) {}
+
+  void translateAll(Output &out, Output *logits);
+  void scoreAll(Output &out);
+  void printTiming(double loadSeconds) const;
+
+private:
+  std::vector<int32_t> sourceIds(std::string &line, const Location &where);
+  std::vector<int32_t> parseIds(const std::string &line,
+                                const Location &where) const;
+  std::vector<int32_t> targetIds(std::string &line, const Location &where);
+  std::string formatScores(const std::vector<Sentence> &sentences);
+  void truncate(std::vector<int32_t> &ids, const Location &where);
+  void translateWindow(std::vector<Sentence> &sentences, uint64_t start);
+  void translateBatch(std::vector<Sentence> &sentences,
+                      const std::vector<size_t> &batch);
+  tfm_client::Results runBatch(const std::vector<Sentence> &sentences,
+                               const std::vector<size_t> &batch) const;
+  void keepResults(const tfm_client::Results &results,
+                   std::vector<Sentence> &sentences,
+                   const std::vector<size_t> &batch);
+  std::string format(const std::vector<Sentence> &sentences);
+  std::string show(const std::vector<int32_t> &tokens,
+                   const Location &where) const;
+  static std::string showScores(const std::vector<float> &scores);
+
+  const Options &o;
+  Session &s;
+  LineReader &reader;
+  TargetPrefixes prefixes;
+  Progress progress;
+  Warnings warnings;
+  size_t sentencesDone = 0, tokensOut = 0;
+  int64_t linesRead = 0;
+  double translateSeconds = 0;
+  tfm_translate_timing parts{};      // summed over the batches
+  std::vector<int64_t> outputTokens; // per batch
+};
+
+} // namespace tfm_translator
+
+#endif // TFM_TOOLS_TRANSLATOR_RUN_H
