@@ -1,0 +1,84 @@
+//===- Embed.cpp - The weights and files inside the translator --*- C++ -*-===//
+
+#include "compiler/Embed.h"
+
+#include "compiler/TokenizerFiles.h"
+
+#include "tfm/abi/ModelInfo.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <cstring>
+#include <vector>
+
+using namespace llvm;
+
+static Error fail(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message.str());
+}
+
+/// Appends the file at `path` to `out` a chunk at a time: a weights file
+/// of gigabytes is never held (nor mapped and touched) whole. Returns its
+/// size.
+static Expected<uint64_t> appendFile(raw_ostream &out, StringRef path) {
+  Expected<sys::fs::file_t> file = sys::fs::openNativeFileForRead(path);
+  if (!file)
+    return file.takeError();
+  std::vector<char> chunk(8 << 20);
+  uint64_t size = 0;
+  while (true) {
+    Expected<size_t> read = sys::fs::readNativeFile(*file, chunk);
+    if (!read || *read == 0) {
+      sys::fs::closeFile(*file);
+      if (!read)
+        return read.takeError();
+      return size;
+    }
+    out.write(chunk.data(), *read);
+    size += *read;
+  }
+}
+
+/// Appends the weights to the translator, page-aligned, then the files,
+/// then the trailer that points at the weights.
+static Error appendWeightsAndFiles(StringRef translatorPath,
+                                   StringRef weightsPath,
+                                   ArrayRef<std::string> files) {
+  uint64_t size = 0;
+  if (std::error_code ec = sys::fs::file_size(translatorPath, size))
+    return fail(translatorPath + ": " + ec.message());
+  std::error_code ec;
+  raw_fd_ostream out(translatorPath, ec, sys::fs::OF_Append);
+  if (ec)
+    return fail(translatorPath + ": " + ec.message());
+  uint64_t offset = (size + 4095) / 4096 * 4096;
+  out.write_zeros(offset - size);
+  Expected<uint64_t> weightsSize = appendFile(out, weightsPath);
+  if (!weightsSize)
+    return fail(weightsPath + ": " + toString(weightsSize.takeError()));
+  if (Error err =
+          mlir::tfm::appendEmbeddedFiles(out, offset + *weightsSize, files))
+    return err;
+  tfm_runtime::EmbedTrailer trailer{offset, *weightsSize, {}};
+  std::memcpy(trailer.magic, tfm_runtime::kEmbedMagic, 8);
+  out.write(reinterpret_cast<const char *>(&trailer), sizeof trailer);
+  out.close();
+  if (out.has_error())
+    return fail(translatorPath + ": " + out.error().message());
+  return Error::success();
+}
+
+Error mlir::tfm::embedInTranslator(StringRef translatorPath,
+                                   StringRef weightsPath,
+                                   ArrayRef<std::string> files) {
+  if (Error err = appendWeightsAndFiles(translatorPath, weightsPath, files))
+    return err;
+  if (std::error_code ec = sys::fs::remove(weightsPath))
+    return fail(weightsPath + ": " + ec.message());
+  StringRef outDir = sys::path::parent_path(translatorPath);
+  for (const std::string &file : files)
+    if (sys::fs::equivalent(sys::path::parent_path(file), outDir))
+      sys::fs::remove(file);
+  return Error::success();
+}
