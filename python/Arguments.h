@@ -19,6 +19,7 @@
 namespace tfm_python {
 
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+constexpr int64_t kInt32Min = std::numeric_limits<int32_t>::min();
 
 /// The most OpenMP threads: libomp aborts the process (no error to return)
 /// when it cannot start a team's threads, as with threads=10**6; no model

@@ -31,30 +31,24 @@ Translator::Translator(py::handle modelDirArg, py::handle threadsArg) {
   weights = modelDir + "/model.tfmw";
   if (!isFile(weights))
     weights = modelDir + "/translator";
-  tfm_client::check(api, api.tfm_model_open(weights.c_str(), &model));
+  model = owned(api.tfm_model_close, [&](tfm_model **out) {
+    return api.tfm_model_open(weights.c_str(), out);
+  });
   tfm_client::check(api, api.tfm_set_num_threads(threads));
-  api.tfm_model_get_config(model, &config);
-  tfm_client::check(
-      api, api.tfm_tokenizer_open(weights.c_str(), &config, &tokenizer));
-  tfm_client::check(
-      api, api.tfm_languages_open(weights.c_str(), &config, &languages));
-}
-
-Translator::~Translator() {
-  if (languages)
-    api.tfm_languages_close(languages);
-  if (tokenizer)
-    api.tfm_tokenizer_close(tokenizer);
-  if (model)
-    api.tfm_model_close(model);
-  // The library stays loaded: OpenMP's threads may still run its code.
+  api.tfm_model_get_config(model.get(), &config);
+  tokenizer = owned(api.tfm_tokenizer_close, [&](tfm_tokenizer **out) {
+    return api.tfm_tokenizer_open(weights.c_str(), &config, out);
+  });
+  languages = owned(api.tfm_languages_close, [&](tfm_languages **out) {
+    return api.tfm_languages_open(weights.c_str(), &config, out);
+  });
 }
 
 py::object Translator::readVmap(py::handle pathValue) {
   std::string path = pathArg(pathValue, "path");
   char *warning = nullptr;
-  if (tfm_status status =
-          api.tfm_model_read_vmap(model, path.c_str(), tokenizer, &warning))
+  if (tfm_status status = api.tfm_model_read_vmap(model.get(), path.c_str(),
+                                                  tokenizer.get(), &warning))
     throw py::value_error(tfm_client::takeError(api, status).what());
   if (!warning)
     return py::none();
@@ -88,7 +82,7 @@ std::vector<TranslationResult> Translator::translateBatch(
       size_t(intArg(maxBatchSizeArg, "max_batch_size", 1, kInt32Max));
   bool returnScores = boolArg(returnScoresArg, "return_scores");
   bool returnTokenScores = boolArg(returnTokenScoresArg, "return_token_scores");
-  SentenceReader reader(api, config, tokenizer, languages);
+  SentenceReader reader(api, config, tokenizer.get(), languages.get());
   tfm_language_tokens langTokens =
       reader.languageTokens(sourceLangArg, targetLangArg);
 
@@ -132,6 +126,31 @@ std::vector<TranslationResult> Translator::translateBatch(
   return results;
 }
 
+/// A beam wider than the target vocabulary finds nothing more at its
+/// first step, and the search's logits (rows x vocabulary floats per
+/// sentence) would already be vocabulary^2: beam_size=10**6 would exhaust
+/// the memory instead of failing. The runtime judges the rest.
+int32_t Translator::beamSize(py::handle value) const {
+  int64_t beam = intArg(value, "beam_size", kInt32Min, kInt32Max);
+  if (beam > config.target_vocab_size)
+    throw py::value_error(
+        "beam_size must be at most the target vocabulary's size, " +
+        std::to_string(config.target_vocab_size) + ", found " +
+        reprText(value));
+  return int32_t(beam);
+}
+
+/// The C API reads a repetition penalty of 0 as "the model's", which
+/// Python says with None: 0 given is a mistake the runtime cannot see.
+/// The runtime judges the other values.
+static float repetitionPenalty(py::handle value) {
+  float penalty = floatArg(value, "repetition_penalty");
+  if (penalty == 0)
+    throw py::value_error("repetition_penalty 0 is no penalty: None takes "
+                          "the model's, 1 turns it off");
+  return penalty;
+}
+
 tfm_search_options Translator::searchOptions(
     py::handle beamSizeArg, py::handle nBestArg, py::handle maxLengthArg,
     py::handle maxLengthRatioArg, py::handle minLengthArg,
@@ -140,34 +159,22 @@ tfm_search_options Translator::searchOptions(
   tfm_search_options opts;
   api.tfm_search_options_default(&opts);
   opts.use_vmap = boolArg(useVmapArg, "use_vmap");
-  // A beam wider than the target vocabulary finds nothing more at its
-  // first step, and the search's logits (rows x vocabulary floats per
-  // sentence) would already be vocabulary^2: beam_size=10**6 would
-  // exhaust the memory instead of failing.
-  opts.beam_size =
-      int32_t(intArg(beamSizeArg, "beam_size", 1, config.target_vocab_size,
-                     " (at most the target vocabulary's size)"));
-  opts.n_best = int32_t(intArg(nBestArg, "n_best", 1, kInt32Max));
+  // The runtime judges the options' values (Client::checkOptions); here
+  // only what fits its types, and the limits of resources.
+  opts.beam_size = beamSize(beamSizeArg);
+  opts.n_best = int32_t(intArg(nBestArg, "n_best", kInt32Min, kInt32Max));
   opts.max_length = int32_t(intArg(maxLengthArg, "max_length", 1, kInt32Max));
-  float ratio = floatArg(maxLengthRatioArg, "max_length_ratio");
-  if (ratio < 0)
-    throw py::value_error("max_length_ratio must be >= 0 (0: no cap "
-                          "from the source's length), found " +
-                          reprText(maxLengthRatioArg));
   // ratio x source length becomes an integer in the runtime; past the
   // model's positions (which cap every translation) a ratio caps
   // nothing, so a huge one is the same as that and cannot overflow.
-  opts.max_length_ratio = std::min(ratio, float(config.max_positions));
+  opts.max_length_ratio =
+      std::min(floatArg(maxLengthRatioArg, "max_length_ratio"),
+               float(config.max_positions));
   opts.min_length = int32_t(intArg(minLengthArg, "min_length", 0, kInt32Max));
   opts.length_penalty = floatArg(lengthPenaltyArg, "length_penalty");
   // None: the model's (its generation_config.json), as the defaults say.
-  if (!repetitionPenaltyArg.is_none()) {
-    opts.repetition_penalty =
-        floatArg(repetitionPenaltyArg, "repetition_penalty");
-    if (opts.repetition_penalty <= 0)
-      throw py::value_error("repetition_penalty must be > 0 (1: off), found " +
-                            reprText(repetitionPenaltyArg));
-  }
+  if (!repetitionPenaltyArg.is_none())
+    opts.repetition_penalty = repetitionPenalty(repetitionPenaltyArg);
   if (!noRepeatNgramSizeArg.is_none())
     opts.no_repeat_ngram_size = int32_t(
         intArg(noRepeatNgramSizeArg, "no_repeat_ngram_size", 0, kInt32Max));
@@ -183,7 +190,7 @@ void Translator::setSampling(tfm_search_options &opts, py::handle topk,
                   !temperature.is_none() || !seed.is_none();
   if (!topk.is_none())
     opts.sampling_topk =
-        int32_t(intArg(topk, "sampling_topk", 0, kInt32Max, " (0: all)"));
+        int32_t(intArg(topk, "sampling_topk", kInt32Min, kInt32Max));
   if (!topp.is_none())
     opts.sampling_topp = floatArg(topp, "sampling_topp");
   if (!temperature.is_none())
@@ -201,7 +208,7 @@ Translator::scoreBatch(py::handle source, py::handle target,
   opts.length_penalty = floatArg(lengthPenaltyArg, "length_penalty");
   size_t maxBatchSize =
       size_t(intArg(maxBatchSizeArg, "max_batch_size", 1, kInt32Max));
-  SentenceReader reader(api, config, tokenizer, languages);
+  SentenceReader reader(api, config, tokenizer.get(), languages.get());
   tfm_language_tokens langTokens =
       reader.languageTokens(sourceLangArg, targetLangArg);
   std::vector<bool> text;
@@ -283,9 +290,9 @@ void Translator::keepTranslations(
 std::string Translator::decode(const std::vector<int32_t> &tokens) const {
   char *text = nullptr;
   size_t size = 0;
-  tfm_client::check(api, api.tfm_tokenizer_decode(tokenizer, tokens.data(),
-                                                  int32_t(tokens.size()), &text,
-                                                  &size));
+  tfm_client::check(
+      api, api.tfm_tokenizer_decode(tokenizer.get(), tokens.data(),
+                                    int32_t(tokens.size()), &text, &size));
   std::string out(text, size);
   api.tfm_free(text);
   return out;

@@ -17,6 +17,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -41,12 +42,11 @@ struct ScoringResult {
 class Translator {
 public:
   Translator(pybind11::handle modelDirArg, pybind11::handle threadsArg);
-  ~Translator();
   Translator(const Translator &) = delete;
   Translator &operator=(const Translator &) = delete;
 
   pybind11::object readVmap(pybind11::handle pathValue);
-  bool hasVmap() const { return api.tfm_model_has_vmap(model) != 0; }
+  bool hasVmap() const { return api.tfm_model_has_vmap(model.get()) != 0; }
 
   /// Translates `source`, an iterable of strings or sequences of token ids,
   /// in batches of `max_batch_size`; the search options are checked by the
@@ -79,6 +79,7 @@ private:
       pybind11::handle minLengthArg, pybind11::handle lengthPenaltyArg,
       pybind11::handle repetitionPenaltyArg,
       pybind11::handle noRepeatNgramSizeArg, pybind11::handle useVmapArg);
+  int32_t beamSize(pybind11::handle value) const;
   static void setSampling(tfm_search_options &opts, pybind11::handle topk,
                           pybind11::handle topp, pybind11::handle temperature,
                           pybind11::handle seed);
@@ -93,15 +94,30 @@ private:
                         bool returnScores, bool returnTokenScores,
                         std::vector<TranslationResult> &results) const;
   std::string decode(const std::vector<int32_t> &tokens) const;
-  tfm_client::Client client() const { return {api, model}; }
+  tfm_client::Client client() const { return {api, model.get()}; }
 
+  /// A handle of the runtime, closed by its owner.
+  template <typename T> using Owned = std::unique_ptr<T, void (*)(T *)>;
+
+  /// What `open` opens (it takes the handle's out parameter), closed with
+  /// `close` when the Translator goes: also when a later step of its
+  /// constructor throws.
+  template <typename T, typename Open>
+  Owned<T> owned(void (*close)(T *), Open open) const {
+    T *handle = nullptr;
+    tfm_client::check(api, open(&handle));
+    return {handle, close};
+  }
+
+  // The library stays loaded (no dlclose): OpenMP's threads may still run
+  // its code. The handles close in the reverse order of their opening.
   void *handle = nullptr;
   tfm_runtime::RuntimeApi api;
   std::string weights;
-  tfm_model *model = nullptr;
+  Owned<tfm_model> model{nullptr, nullptr};
   tfm_model_config config{};
-  tfm_tokenizer *tokenizer = nullptr;
-  tfm_languages *languages = nullptr;
+  Owned<tfm_tokenizer> tokenizer{nullptr, nullptr};
+  Owned<tfm_languages> languages{nullptr, nullptr};
 };
 
 } // namespace tfm_python

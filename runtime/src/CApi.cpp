@@ -12,6 +12,7 @@
 #include "runtime/src/Languages.h"
 #include "runtime/src/Model.h"
 #include "runtime/src/ParallelRegions.h"
+#include "runtime/src/Request.h"
 #include "runtime/src/Status.h"
 #include "runtime/src/Tokenizer.h"
 #include "runtime/src/Translator.h"
@@ -71,6 +72,12 @@ extern "C" int32_t tfm_c_api_version(void) { return TFM_C_API_VERSION; }
 
 extern "C" void tfm_search_options_default(tfm_search_options *out_options) {
   *out_options = defaultSearchOptions();
+}
+
+extern "C" tfm_status
+tfm_search_options_check(const tfm_model *model,
+                         const tfm_search_options *options) {
+  return searchOptionsError(withModelDefaults(model->config, *options));
 }
 
 extern "C" void tfm_count_parallel_regions(void) {

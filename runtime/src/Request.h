@@ -1,12 +1,12 @@
-//===- Request.h - A request: its batch, its options, its checks -*- C++
-//-*-===//
+//===- Request.h - A request: its batch, options and checks -----*- C++ -*-===//
 //
 // What a caller asks of tfm_translate and tfm_score_batch: a batch of
 // sentences and the search options, the defaults those start from, and
 // the checks that refuse a request before any search begins. The checks
 // are the one place the request's rules are checked (n-best <= beam size,
 // sampling's beam of 1, the lengths, the tokens' ranges): the search
-// relies on them.
+// relies on them. The options' rules are one function, which
+// tfm_search_options_check runs alone.
 //
 //===----------------------------------------------------------------------===//
 
@@ -95,6 +95,61 @@ inline tfm_search_options scoringOptions(const tfm_search_options &options) {
   return forcing;
 }
 
+namespace detail {
+
+inline tfm_status samplingOptionsError(const tfm_search_options &options) {
+  // As CTranslate2, sampling draws from one hypothesis per sample: a beam
+  // of samples would need a rule for which draws survive.
+  if (options.beam_size != 1)
+    return makeError("sampling needs beam size 1 (n-best N draws N samples)");
+  if (options.n_best < 1)
+    return makeError("need n-best >= 1");
+  if (options.sampling_topk < 0)
+    return makeError("the sampling top-k must be at least 0 (0: no limit)");
+  if (!(options.sampling_topp > 0 && options.sampling_topp <= 1))
+    return makeError("the sampling top-p must be in (0, 1]");
+  if (!(options.sampling_temperature > 0) ||
+      !std::isfinite(options.sampling_temperature))
+    return makeError("the sampling temperature must be a finite number > 0");
+  return nullptr;
+}
+
+inline tfm_status lengthOptionsError(const tfm_search_options &options) {
+  if (options.max_length < 1)
+    return makeError("max length must be at least 1");
+  if (options.min_length < 0)
+    return makeError("min length must be at least 0");
+  if (!(options.max_length_ratio >= 0) ||
+      !std::isfinite(options.max_length_ratio))
+    return makeError("the max length ratio must be a finite number >= 0");
+  return nullptr;
+}
+
+} // namespace detail
+
+/// Why the search options are refused, or null: every rule of the options
+/// alone, whatever the batch. They must have the model's defaults already
+/// (withModelDefaults): 0 and -1 are no repetition guards.
+inline tfm_status searchOptionsError(const tfm_search_options &options) {
+  if (options.sampling) {
+    if (tfm_status s = detail::samplingOptionsError(options))
+      return s;
+  } else if (options.beam_size < 1 || options.n_best < 1 ||
+             options.n_best > options.beam_size) {
+    return makeError("need beam size >= 1 and 1 <= n-best <= beam size");
+  }
+  if (tfm_status s = detail::lengthOptionsError(options))
+    return s;
+  if (!std::isfinite(options.length_penalty))
+    return makeError("the length penalty must be a finite number");
+  if (!(options.repetition_penalty > 0) ||
+      !std::isfinite(options.repetition_penalty))
+    return makeError("the repetition penalty must be a finite number > 0");
+  if (options.no_repeat_ngram_size < 0)
+    return makeError("the no-repeat n-gram size must be at least 0");
+  return nullptr;
+}
+
 /// Why a request is refused, or null. An error about one sentence names
 /// it ("sentence N", from 1) and sets tfm_status_sentence (from 0).
 class RequestCheck {
@@ -109,10 +164,8 @@ public:
   tfm_status scoring() const;
 
 private:
-  /// The options, then each sentence.
+  /// The options (searchOptionsError), then each sentence.
   tfm_status request() const;
-  tfm_status searchOptions() const;
-  tfm_status samplingOptions() const;
   tfm_status sentence(int32_t i) const;
   tfm_status source(int32_t i) const;
   tfm_status prefix(int32_t i) const;
@@ -143,53 +196,11 @@ inline tfm_status RequestCheck::scoring() const {
 inline tfm_status RequestCheck::request() const {
   if (batch.count <= 0)
     return makeError("no sentences to translate");
-  if (tfm_status s = searchOptions())
+  if (tfm_status s = searchOptionsError(options))
     return s;
   for (int32_t i = 0; i < batch.count; ++i)
     if (tfm_status s = sentence(i))
       return s;
-  return nullptr;
-}
-
-inline tfm_status RequestCheck::searchOptions() const {
-  if (options.sampling) {
-    if (tfm_status s = samplingOptions())
-      return s;
-  } else if (options.beam_size < 1 || options.n_best < 1 ||
-             options.n_best > options.beam_size) {
-    return makeError("need beam size >= 1 and 1 <= n-best <= beam size");
-  }
-  if (options.max_length < 1)
-    return makeError("max length must be at least 1");
-  if (options.min_length < 0)
-    return makeError("min length must be at least 0");
-  if (!std::isfinite(options.length_penalty))
-    return makeError("the length penalty must be a finite number");
-  if (!(options.repetition_penalty > 0) ||
-      !std::isfinite(options.repetition_penalty))
-    return makeError("the repetition penalty must be a finite number > 0");
-  if (options.no_repeat_ngram_size < 0)
-    return makeError("the no-repeat n-gram size must be at least 0");
-  if (!(options.max_length_ratio >= 0) ||
-      !std::isfinite(options.max_length_ratio))
-    return makeError("the max length ratio must be a finite number >= 0");
-  return nullptr;
-}
-
-inline tfm_status RequestCheck::samplingOptions() const {
-  // As CTranslate2, sampling draws from one hypothesis per sample: a beam
-  // of samples would need a rule for which draws survive.
-  if (options.beam_size != 1)
-    return makeError("sampling needs beam size 1 (n-best N draws N samples)");
-  if (options.n_best < 1)
-    return makeError("need n-best >= 1");
-  if (options.sampling_topk < 0)
-    return makeError("the sampling top-k must be at least 0 (0: no limit)");
-  if (!(options.sampling_topp > 0 && options.sampling_topp <= 1))
-    return makeError("the sampling top-p must be in (0, 1]");
-  if (!(options.sampling_temperature > 0) ||
-      !std::isfinite(options.sampling_temperature))
-    return makeError("the sampling temperature must be a finite number > 0");
   return nullptr;
 }
 

@@ -477,11 +477,13 @@ void Translator::checkFinite(const std::vector<char> &nonFinite,
                              int64_t step) const {
   for (int64_t r = 0; r < rows; ++r)
     if (nonFinite[r])
-      throw SearchError(fmt::format(
-          "sentence {} of the batch: the logits of step {} are not finite; "
-          "the weights in {} are damaged (--verify-weights names the "
-          "tensors) or the model overflows fp32",
-          live[r / beam] + 1, step + 1, model.path));
+      throw SearchError(
+          fmt::format(
+              "sentence {}: the logits of step {} are not finite; "
+              "the weights in {} are damaged (--verify-weights names the "
+              "tensors) or the model overflows fp32",
+              live[r / beam] + 1, step + 1, model.path),
+          int32_t(live[r / beam]));
 }
 
 /// Each live sentence's next beams from its rows' best extensions; sets

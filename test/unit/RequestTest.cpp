@@ -8,6 +8,8 @@
 
 #include "runtime/src/Request.h"
 
+#include "runtime/src/Model.h"
+
 #include "gtest/gtest.h"
 
 #include <cmath>
@@ -286,4 +288,30 @@ TEST(Request, OptionsTakeTheModelsRepetitionGuards) {
   EXPECT_EQ(forcing.use_vmap, 0);
   EXPECT_EQ(forcing.repetition_penalty, 1.0f);
   EXPECT_EQ(forcing.no_repeat_ngram_size, 0);
+}
+
+TEST(Request, TheOptionsAloneAreCheckedAsTheRequestChecksThem) {
+  tfm_model model;
+  model.config = smallConfig();
+  auto alone = [&model](const tfm_search_options &o) {
+    return refusal(tfm_search_options_check(&model, &o));
+  };
+  // The defaults leave the repetition guards (0 and -1) to the model.
+  EXPECT_EQ(alone(defaultSearchOptions()).sentence, -2);
+  tfm_search_options wide = defaultSearchOptions();
+  wide.beam_size = 2;
+  wide.n_best = 3;
+  tfm_search_options drawn = sampling();
+  drawn.sampling_topp = 1.5f;
+  tfm_search_options penalized = defaultSearchOptions();
+  penalized.repetition_penalty = -1;
+  for (const tfm_search_options &o : {wide, drawn, penalized}) {
+    Refusal got = alone(o);
+    expectBatchError(
+        got, translation(withModelDefaults(model.config, o), kTwo).message);
+    EXPECT_FALSE(got.message.empty());
+  }
+  expectBatchError(alone(wide),
+                   "need beam size >= 1 and 1 <= n-best <= beam size");
+  expectBatchError(alone(drawn), "the sampling top-p must be in (0, 1]");
 }

@@ -202,6 +202,17 @@ std::optional<double> numberField(const json &object, const char *name,
   return number;
 }
 
+/// A 32-bit integer of at most `max`, the server's limit (`why`); its
+/// other values are the runtime's to judge.
+std::optional<int64_t> intFieldAtMost(const json &object, const char *name,
+                                      int64_t max, const char *why) {
+  std::optional<int64_t> value = intField(object, name, INT32_MIN, INT32_MAX);
+  if (value && *value > max)
+    badRequest(fmt::format("{} must be at most {} ({}), found {}", name, max,
+                           why, *value));
+  return value;
+}
+
 std::optional<bool> boolField(const json &object, const char *name) {
   const json *value = field(object, name);
   if (!value)
@@ -355,26 +366,41 @@ void refuseUnknownFields(const json &object) {
 /// an integer in [0, 2^53] (JSON's exact integers): any of them samples,
 /// as the translator's --sampling-* and --seed.
 void readSamplingOptions(const json &object, NativeRequest &request) {
-  request.samplingTopk = intField(object, "sampling_topk", 0, 1 << 30);
-  request.samplingTopp = numberField(object, "sampling_topp", 0);
-  request.samplingTemperature = numberField(object, "sampling_temperature", 0);
+  request.samplingTopk =
+      intField(object, "sampling_topk", INT32_MIN, INT32_MAX);
+  request.samplingTopp = numberField(object, "sampling_topp", -1e6);
+  request.samplingTemperature =
+      numberField(object, "sampling_temperature", -1e6);
   request.seed = intField(object, "seed", 0, int64_t(1) << 53);
   request.sampling = request.samplingTopk || request.samplingTopp ||
                      request.samplingTemperature || request.seed;
 }
 
+/// The C API reads a repetition penalty of 0 as "the model's", which a
+/// request says by leaving the field out: 0 given is a mistake the runtime
+/// cannot see. The runtime judges the other values.
+std::optional<double> repetitionPenaltyField(const json &object) {
+  std::optional<double> penalty =
+      numberField(object, "repetition_penalty", -1e6);
+  if (penalty == 0.0)
+    badRequest("repetition_penalty 0 is no penalty: leave it out for the "
+               "model's, 1 turns it off");
+  return penalty;
+}
+
 void readNativeOptions(const json &object, NativeRequest &request,
                        const RequestLimits &limits) {
+  // The server's limit on the beam; the runtime judges beam_size and
+  // n_best otherwise (Service::nativeSearch reports it).
   int maxBeam = limits.maxAlternatives + 1;
-  request.beamSize = intField(object, "beam_size", 1, maxBeam);
-  request.nBest = intField(object, "n_best", 1, maxBeam);
+  const char *why = "the server's --max-alternatives + 1";
+  request.beamSize = intFieldAtMost(object, "beam_size", maxBeam, why);
+  request.nBest = intFieldAtMost(object, "n_best", maxBeam, why);
   request.maxLength = intField(object, "max_length", 1, 1 << 20);
   request.minLength = intField(object, "min_length", 0, 1 << 20);
   request.maxLengthRatio = numberField(object, "max_length_ratio", 0);
   request.lengthPenalty = numberField(object, "length_penalty", -1e6);
-  request.repetitionPenalty = numberField(object, "repetition_penalty", 0);
-  if (request.repetitionPenalty && !(*request.repetitionPenalty > 0))
-    badRequest("repetition_penalty must be > 0 (1: off)");
+  request.repetitionPenalty = repetitionPenaltyField(object);
   request.noRepeatNgramSize =
       intField(object, "no_repeat_ngram_size", 0, 1 << 20);
   if (std::optional<bool> scores = boolField(object, "return_scores"))

@@ -159,7 +159,8 @@ CLI::Validator finiteNumber(std::optional<double> min = std::nullopt) {
       "");
 }
 
-/// A finite number > 0.
+/// A finite number > 0: the repetition penalty, whose 0 the C API would
+/// read as "the model's".
 CLI::Validator positiveNumber() {
   return CLI::Validator(
       [](std::string &value) -> std::string {
@@ -172,14 +173,17 @@ CLI::Validator positiveNumber() {
       "");
 }
 
-/// A number in (0, 1].
-CLI::Validator probability() {
+/// A 32-bit integer, whatever its value: the options whose values the
+/// runtime judges (Session asks it before reading the input).
+CLI::Validator integer() {
   return CLI::Validator(
       [](std::string &value) -> std::string {
         char *end = nullptr;
-        double v = std::strtod(value.c_str(), &end);
-        if (end == value.c_str() || *end || !(v > 0 && v <= 1))
-          return fmt::format("expects a number in (0, 1], found '{}'", value);
+        errno = 0;
+        long v = std::strtol(value.c_str(), &end, 10);
+        if (errno || end == value.c_str() || *end || v < INT32_MIN ||
+            v > INT32_MAX)
+          return fmt::format("expects a 32-bit integer, found '{}'", value);
         return "";
       },
       "");
@@ -203,25 +207,26 @@ CLI::Validator seedNumber() {
 }
 
 /// Random sampling instead of search: any of these options turns it on.
+/// Their values are the runtime's to judge.
 void addSamplingOptions(CLI::App &app, tfm_search_options &s) {
   app.add_option("--sampling-topk", s.sampling_topk,
                  "sample instead of searching (any --sampling-* or --seed "
                  "does; beam size 1, --n-best N draws N samples): keep the "
                  "K most probable tokens at each step (0: all; 1: greedy)")
       ->capture_default_str()
-      ->check(atLeast(0))
+      ->check(integer())
       ->type_name("K");
   app.add_option("--sampling-topp", s.sampling_topp,
                  "then keep the fewest most probable tokens whose "
                  "probabilities sum to at least P (1: all)")
       ->capture_default_str()
-      ->check(probability())
+      ->check(finiteNumber())
       ->type_name("P");
   app.add_option("--sampling-temperature", s.sampling_temperature,
                  "divide the logits by T first; scores stay the model's "
                  "log p (untempered, unfiltered)")
       ->capture_default_str()
-      ->check(positiveNumber())
+      ->check(finiteNumber())
       ->type_name("T");
   app.add_option("--seed", s.seed,
                  "sampling's seed: each sentence draws from its own "
@@ -290,17 +295,18 @@ void addInformation(CLI::App &app, Options &o) {
       "print the version of tfmc that built this translator, and exit");
 }
 
+/// The search's options; beam size and n-best are the runtime's to judge.
 void addSearchOptions(CLI::App &app, Options &o) {
   tfm_search_options &s = o.search;
   app.add_option("-b,--beam-size", s.beam_size, "beam width (1: greedy)")
       ->capture_default_str()
-      ->check(atLeast(1))
+      ->check(integer())
       ->type_name("N");
   app.add_option("-n,--n-best", s.n_best,
                  "print the N best hypotheses of each sentence as "
                  "\"INDEX ||| TRANSLATION ||| SCORE\" lines")
       ->capture_default_str()
-      ->check(atLeast(1))
+      ->check(integer())
       ->type_name("N");
   app.add_option("--batch-size", o.batchSize, "sentences decoded together")
       ->capture_default_str()

@@ -202,25 +202,9 @@ public:
   }
 
   /// Throws the runtime's Error about `options` if it refuses them, so
-  /// that a program can say so before it reads any input. The runtime
-  /// checks a request's options before its sentences: a batch of one
-  /// empty sentence is refused for the options when they are wrong, else
-  /// for the sentence (no error here), and nothing is translated.
+  /// that a program can say so before it reads any input.
   void checkOptions(const tfm_search_options &options) const {
-    static const int32_t none = 0;
-    const int32_t *source = &none;
-    int32_t length = 0;
-    tfm_batch probe{1,       &source, &length, nullptr,
-                    nullptr, nullptr, nullptr, nullptr};
-    tfm_results *results = nullptr;
-    tfm_status status =
-        api.tfm_translate_batch(model, &options, &probe, &results);
-    Results owned(api, results);
-    if (!status)
-      return;
-    Error error = takeError(api, status);
-    if (error.sentence() < 0)
-      throw error;
+    check(api, api.tfm_search_options_check(model, &options));
   }
 
 private:

@@ -25,6 +25,7 @@
   X(tfm_model_close)                                                           \
   X(tfm_model_get_config)                                                      \
   X(tfm_search_options_default)                                                \
+  X(tfm_search_options_check)                                                  \
   X(tfm_set_num_threads)                                                       \
   X(tfm_translate_prefixed)                                                    \
   X(tfm_translate_batch)                                                       \

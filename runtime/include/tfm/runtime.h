@@ -28,7 +28,7 @@ typedef struct tfm_results_t tfm_results;
  * Python module, tfm-serve) refuses one whose version is not its own
  * rather than pass it structs of another layout. Raised with every change
  * to a struct or a signature of this header. */
-#define TFM_C_API_VERSION 4
+#define TFM_C_API_VERSION 5
 int32_t tfm_c_api_version(void);
 
 const char *tfm_status_message(tfm_status status);
@@ -121,6 +121,15 @@ typedef struct tfm_search_options {
 } tfm_search_options;
 
 void tfm_search_options_default(tfm_search_options *out_options);
+
+/* Checks the search options alone, as tfm_translate_batch checks them
+ * before any sentence (n-best and beam size, sampling's options, the
+ * lengths, the penalties), after taking the repetition guards they leave
+ * to the model from `model` (0 and -1): NULL if that model's translation
+ * would take them, else the error it would give, of the whole request
+ * (tfm_status_sentence -1). A program asks before it reads its input. */
+tfm_status tfm_search_options_check(const tfm_model *model,
+                                    const tfm_search_options *options);
 
 /* Counts the parallel regions the decoder steps begin
  * (tfm_translate_timing.parallel_regions), through OpenMP's tool

@@ -203,24 +203,29 @@ def check_errors(translator, overflow_out):
     expect_error("set", lambda: tb([{5, 6}]), TypeError, "sentence 0", "found set")
 
     nan, inf = float("nan"), float("inf")
-    in_vocab = "beam_size must be an int in [1, 4000] (at most the target vocabulary's size)"
+    in_vocab = "beam_size must be at most the target vocabulary's size, 4000"
+    in_int32 = "beam_size must be an int in [-2147483648, 2147483647]"
+    beam_rule = "need beam size >= 1 and 1 <= n-best <= beam size"
     for kwargs, kind, *texts in (
             ({"length_penalty": nan}, ValueError, "length_penalty must be a finite number, found nan"),
             ({"length_penalty": inf}, ValueError, "length_penalty must be a finite number, found inf"),
             ({"length_penalty": 1e300}, ValueError, "length_penalty must be a finite number, found 1e+300"),
             ({"length_penalty": "1"}, TypeError, "length_penalty must be a number, found str '1'"),
-            ({"max_length_ratio": -1.0}, ValueError, "max_length_ratio must be >= 0", "found -1.0"),
+            ({"max_length_ratio": -1.0}, ValueError, "the max length ratio must be a finite number >= 0"),
             ({"max_length_ratio": nan}, ValueError, "max_length_ratio must be a finite number, found nan"),
             ({"max_length_ratio": inf}, ValueError, "max_length_ratio must be a finite number, found inf"),
-            ({"beam_size": 0}, ValueError, in_vocab, "found 0"),
+            ({"beam_size": 0}, ValueError, beam_rule),
             ({"beam_size": 4001}, ValueError, in_vocab, "found 4001"),
-            ({"beam_size": 10**40}, ValueError, in_vocab, f"found {10**40}"),
+            ({"beam_size": 10**40}, ValueError, in_int32, f"found {10**40}"),
             ({"beam_size": 2.0}, TypeError, "beam_size must be an int, found float 2.0"),
             ({"beam_size": True}, TypeError, "beam_size must be an int, found bool True"),
             ({"beam_size": None}, TypeError, "beam_size must be an int, found NoneType None"),
-            ({"beam_size": 2, "n_best": 3}, ValueError,
-             "need beam size >= 1 and 1 <= n-best <= beam size"),
-            ({"n_best": 0}, ValueError, "n_best must be an int in [1, 2147483647], found 0"),
+            ({"beam_size": 2, "n_best": 3}, ValueError, beam_rule),
+            ({"n_best": 0}, ValueError, beam_rule),
+            ({"repetition_penalty": -1.0}, ValueError,
+             "the repetition penalty must be a finite number > 0"),
+            ({"repetition_penalty": 0}, ValueError,
+             "repetition_penalty 0 is no penalty: None takes the model's, 1 turns it off"),
             ({"max_length": 0}, ValueError, "max_length must be an int in [1, 2147483647], found 0"),
             ({"min_length": -1}, ValueError, "min_length must be an int in [0, 2147483647], found -1"),
             ({"max_batch_size": 0}, ValueError, "max_batch_size must be an int in [1, 2147483647], found 0"),
@@ -229,6 +234,9 @@ def check_errors(translator, overflow_out):
             ({"return_scores": "no"}, TypeError, "return_scores must be a bool, found str 'no'"),
             ({"return_scores": None}, TypeError, "return_scores must be a bool, found NoneType None")):
         expect_error(str(kwargs), lambda: tb(ok, **kwargs), kind, *texts)
+    # The runtime judges the options before any sentence is read.
+    expect_error("options before sentences", lambda: tb([[5, -1]], n_best=0), ValueError,
+                 beam_rule)
     # What the checks must let through (numpy's scalars, the largest values
     # allowed) gives the same translation; a max_length_ratio of 1e30 used
     # to overflow an integer in the runtime and translate to "".
@@ -251,15 +259,15 @@ def check_errors(translator, overflow_out):
                              ((overflow_out, "2"), TypeError, "threads must be an int, found str")):
         expect_error(f"Translator{args}", lambda: tfmc.Translator(*args), kind, text)
 
-    # A runtime error names the batch's sentences as Python counts them
-    # (the overflowing model fails on any): the one it concerns where the
-    # runtime says which (tfm_status_sentence), else the batch's range.
-    # The runtime's non-finite-logits error does not say yet.
+    # A runtime error about one sentence names it as Python counts the
+    # batch's sentences (the overflowing model fails on any: the first).
     overflow = tfmc.Translator(os.fspath(overflow_out))
-    expect_error("runtime error", lambda: overflow.translate_batch([[], [], [5, 6], [7, 8]]),
-                 RuntimeError, "sentences 2 to 3: ", "the logits of step 1 are not finite")
-    expect_error("runtime error", lambda: overflow.translate_batch([[], [], [5, 6]]),
-                 RuntimeError, "sentence 2: ", "the logits of step 1 are not finite")
+    for batch in ([[], [], [5, 6], [7, 8]], [[], [], [5, 6]]):
+        _, result = caught(lambda: overflow.translate_batch(batch))
+        if (type(result) is not RuntimeError
+                or not str(result).startswith("sentence 2: the logits of step 1 are not finite;")
+                or "of the batch" in str(result)):
+            fail(f"runtime error of {batch}: {result!r}")
 
 
 def check_empty_names(translator):

@@ -273,7 +273,12 @@ def run_options(model, src_path, short_path, full_path, guarded_path, sampled_pa
            native_one_by_one(url, src, repetition_penalty=1.4, no_repeat_ngram_size=2),
            read_lines(guarded_path))
     for field, value, message in (
-            ("repetition_penalty", 0, "repetition_penalty must be > 0"),
+            ("repetition_penalty", 0, "Invalid request: repetition_penalty 0 is no penalty: "
+             "leave it out for the model's, 1 turns it off"),
+            ("repetition_penalty", -1,
+             "Invalid request: the repetition penalty must be a finite number > 0"),
+            ("beam_size", 0, "Invalid request: need beam size >= 1 and 1 <= n-best <= beam size"),
+            ("n_best", 0, "Invalid request: need beam size >= 1 and 1 <= n-best <= beam size"),
             ("no_repeat_ngram_size", -1, "no_repeat_ngram_size must be in [0"),
             ("use_vmap", "yes", "use_vmap must be a boolean"),
             ("sampling_topp", 1.5, "Invalid request: the sampling top-p must be in (0, 1]"),
@@ -745,11 +750,25 @@ def translate_cases(src):
 NATIVE_INTEGERS = {"beam_size": (0, 10), "n_best": (0, 10), "max_length": (0, 1 << 21),
                    "min_length": (-1, 1 << 21), "no_repeat_ngram_size": (-1, 1 << 21),
                    "sampling_topk": (-1, 1 << 31), "seed": (-1, 2 ** 53 + 2)}
-NATIVE_NUMBERS = {"max_length_ratio": -1, "length_penalty": -2e6, "repetition_penalty": 0,
+NATIVE_NUMBERS = {"max_length_ratio": -1, "length_penalty": -2e6, "repetition_penalty": -1,
                   "sampling_topp": 0, "sampling_temperature": 0}
 # The fields whose values the runtime judges: 400s in its words.
-RUNTIME_WORDS = {"sampling_topp": "the sampling top-p must be in (0, 1]",
+BEAM_RULE = "need beam size >= 1 and 1 <= n-best <= beam size"
+RUNTIME_WORDS = {"beam_size": BEAM_RULE, "n_best": BEAM_RULE,
+                 "sampling_topk": "the sampling top-k must be at least 0 (0: no limit)",
+                 "repetition_penalty": "the repetition penalty must be a finite number > 0",
+                 "sampling_topp": "the sampling top-p must be in (0, 1]",
                  "sampling_temperature": "the sampling temperature must be a finite number > 0"}
+# The server's limit on the beam (--max-alternatives + 1).
+BEAM_LIMIT = "must be at most 9 (the server's --max-alternatives + 1), found 10"
+
+
+def low_integer_case(name):
+    """What a value below an integer field's range gives: the runtime's
+    words where it judges the field."""
+    if name in RUNTIME_WORDS:
+        return "Invalid request", RUNTIME_WORDS[name]
+    return name, "must be in ["
 
 
 def native_cases(src):
@@ -759,8 +778,9 @@ def native_cases(src):
     cases = []
     for name, (low, high) in NATIVE_INTEGERS.items():
         cases += [(dict(base, **{name: "2"}), name, "must be an integer, found string"),
-                  (dict(base, **{name: low}), name, "must be in ["),
-                  (dict(base, **{name: high}), name, "must be in ["),
+                  (dict(base, **{name: low}), *low_integer_case(name)),
+                  (dict(base, **{name: high}), name,
+                   BEAM_LIMIT if name in ("beam_size", "n_best") else "must be in ["),
                   (dict(base, **{name: 1.5}), name, "not an integer")]
     for name, bad in NATIVE_NUMBERS.items():
         cases += [(dict(base, **{name: "0.5"}), name, "must be a number, found string"),

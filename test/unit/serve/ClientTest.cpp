@@ -24,7 +24,7 @@ struct tfm_results_t {
 
 namespace {
 
-int resultsAlive = 0, statusesAlive = 0;
+int resultsAlive = 0, statusesAlive = 0, translations = 0;
 tfm_batch lastBatch{};
 /// What the fake translate_batch answers: an error about this sentence of
 /// the batch (-1: of the request), or results when none is set.
@@ -36,11 +36,20 @@ tfm_status fakeError(const char *message, int32_t sentence) {
   return new tfm_status_t{message, sentence};
 }
 
-tfm_status fakeTranslate(tfm_model *, const tfm_search_options *options,
-                         const tfm_batch *batch, tfm_results **out) {
-  lastBatch = *batch;
+/// The fake runtime's one rule of the options.
+tfm_status fakeCheckOptions(const tfm_model *,
+                            const tfm_search_options *options) {
   if (options->n_best > options->beam_size)
     return fakeError("need beam size >= 1 and 1 <= n-best <= beam size", -1);
+  return nullptr;
+}
+
+tfm_status fakeTranslate(tfm_model *model, const tfm_search_options *options,
+                         const tfm_batch *batch, tfm_results **out) {
+  ++translations;
+  lastBatch = *batch;
+  if (tfm_status refused = fakeCheckOptions(model, options))
+    return refused;
   if (errorMessage)
     return fakeError(errorMessage, errorSentence);
   if (batch->source_lengths[0] == 0)
@@ -56,6 +65,7 @@ tfm_status fakeTranslate(tfm_model *, const tfm_search_options *options,
 tfm_runtime::RuntimeApi fakeApi() {
   tfm_runtime::RuntimeApi api;
   api.tfm_translate_batch = fakeTranslate;
+  api.tfm_search_options_check = fakeCheckOptions;
   api.tfm_status_message = [](tfm_status s) { return s->message.c_str(); };
   api.tfm_status_sentence = [](tfm_status s) { return s->sentence; };
   api.tfm_status_free = [](tfm_status s) {
@@ -96,6 +106,7 @@ protected:
   void SetUp() override {
     errorMessage = nullptr;
     errorSentence = -1;
+    translations = 0;
   }
   void TearDown() override {
     EXPECT_EQ(resultsAlive, 0) << "results leaked";
@@ -181,7 +192,7 @@ TEST_F(ClientTest, AnErrorCarriesItsSentenceAsData) {
 }
 
 TEST_F(ClientTest, AnErrorOfTheRequestNamesNoSentence) {
-  errorMessage = "sentence 1 of the batch: the logits are not finite";
+  errorMessage = "out of memory translating a batch of 1 sentences";
   std::vector<int32_t> a = {5, 2}, none;
   tfm_client::BatchBuilder batch;
   batch.add(a, none, 0);
@@ -196,14 +207,15 @@ TEST_F(ClientTest, AnErrorOfTheRequestNamesNoSentence) {
 
 TEST_F(ClientTest, OptionsAreCheckedByTheRuntimeWithoutASentence) {
   EXPECT_NO_THROW(client.checkOptions(options(2, 2)));
-  EXPECT_EQ(lastBatch.count, 1);
-  EXPECT_EQ(lastBatch.source_lengths[0], 0) << "an empty probe";
+  EXPECT_EQ(translations, 0) << "no batch to check the options";
   try {
     client.checkOptions(options(2, 3));
     FAIL() << "n-best 3 with beam 2 accepted";
   } catch (const tfm_client::Error &e) {
     EXPECT_STREQ(e.what(), "need beam size >= 1 and 1 <= n-best <= beam size");
+    EXPECT_EQ(e.sentence(), -1);
   }
+  EXPECT_EQ(translations, 0);
 }
 
 TEST(CutToPositions, KeepsTheStartAndEndsInEos) {

@@ -125,6 +125,33 @@ TEST(ServeRequest, NumbersAreNumbersInRange) {
   }
 }
 
+TEST(ServeRequest, SearchRulesAreLeftToTheRuntime) {
+  auto native = [](const std::string &fields) {
+    return parseNativeRequest(
+        R"({"source": ["a"], "target_lang": "de", )" + fields + "}", kJson);
+  };
+  // The runtime's rules (Service::nativeSearch asks it): parsed here.
+  for (const char *fields :
+       {R"("beam_size": 0)", R"("n_best": -1)", R"("repetition_penalty": -1)",
+        R"("sampling_topk": -1)", R"("sampling_topp": -0.5)"})
+    EXPECT_EQ(tfm_serve::errorOf(native(fields)), nullptr) << fields;
+  // The server's limit on the beam, and the C API's 0 for "the model's".
+  auto message = [&](const std::string &fields) {
+    auto parsed = native(fields);
+    const HttpError *error = tfm_serve::errorOf(parsed);
+    return error ? error->message : std::string();
+  };
+  EXPECT_EQ(message(R"("beam_size": 10)"),
+            "Invalid request: beam_size must be at most 9 (the server's "
+            "--max-alternatives + 1), found 10");
+  EXPECT_EQ(message(R"("n_best": 10)"),
+            "Invalid request: n_best must be at most 9 (the server's "
+            "--max-alternatives + 1), found 10");
+  EXPECT_EQ(message(R"("repetition_penalty": 0)"),
+            "Invalid request: repetition_penalty 0 is no penalty: leave it "
+            "out for the model's, 1 turns it off");
+}
+
 TEST(ServeRequest, KeysGivenTwiceAreRefused) {
   EXPECT_EQ(errorOf(R"({"q": "a", "source": "en", "target": "de",
                         "alternatives": 1, "alternatives": 2})")
