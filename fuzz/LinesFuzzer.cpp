@@ -9,11 +9,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "fuzz/FuzzUtil.h"
-#include "tools/translator/Lines.h"
+#include "tools/common/Text.h"
 
 #include <string>
 
-using namespace tfm_translator;
+using namespace tfm_tools;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static tfm_fuzz::MemFile file;

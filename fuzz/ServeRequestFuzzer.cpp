@@ -20,8 +20,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "fuzz/FuzzUtil.h"
+#include "tools/common/Text.h"
 #include "tools/serve/Request.h"
-#include "tools/translator/Lines.h"
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -51,7 +51,7 @@ RequestLimits limitsOf(uint8_t mode) {
 
 bool validUtf8(const std::string &text) {
   std::string copy = text;
-  return !tfm_translator::replaceInvalidUtf8(copy);
+  return !tfm_tools::replaceInvalidUtf8(copy);
 }
 
 /// An error a handler can send as it is: a client's fault (400), or 415

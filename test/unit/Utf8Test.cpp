@@ -5,11 +5,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tools/translator/Lines.h"
+#include "tools/common/Text.h"
 
 #include "gtest/gtest.h"
 
-using tfm_translator::replaceInvalidUtf8;
+using tfm_tools::replaceInvalidUtf8;
 
 static const std::string kFFFD = "\xEF\xBF\xBD";
 
