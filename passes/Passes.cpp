@@ -44,7 +44,7 @@ void tfm::registerAllTfmPasses() {
       [](OpPassManager &pm, const LoweringPipelineOptions &options) {
         buildLoweringPipeline(
             pm, options.backend, /*reportBackends=*/false,
-            {options.vectorWidth, options.bf16Dot, options.int8Dot},
+            VectorTarget{options.vectorWidth, options.bf16Dot, options.int8Dot},
             options.precision);
       });
 }

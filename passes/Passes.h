@@ -4,6 +4,7 @@
 #define TFM_PASSES_PASSES_H
 
 #include "dialects/Tfm/IR/TfmOps.h"
+#include "passes/KernelConfig.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -21,6 +22,10 @@ namespace tfm {
 
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
+
+/// convert-tfm-to-linalg building the kernels of `config` (the lowering
+/// pipeline's; its options show the config's target and attention blocks).
+std::unique_ptr<Pass> createConvertTfmToLinalgPass(const KernelConfig &config);
 
 /// Rewrite patterns, for use outside the passes too.
 void populateFuseAttentionPatterns(RewritePatternSet &patterns);

@@ -135,8 +135,10 @@ def TfmLayoutWeightsPass : Pass<"tfm-layout-weights", "::mlir::ModuleOp"> {
     Option<"alignment", "alignment", "int64_t", "64",
            "Byte alignment of each tensor in the weights file">,
     Option<"panelWidth", "panel-width", "int64_t", "64",
-           "Output features per panel of a linear's weight (4 vectors; 0: "
-           "no panels)">,
+           "Output features per panel of a linear's weight, a multiple of 4; "
+           "convert-tfm-to-linalg takes panels of 4 of its vectors "
+           "(vector-width), which the lowering pipeline sets from its "
+           "kernel configuration (0: no panels)">,
     Option<"precision", "precision", "std::string", "\"fp32\"",
            "Element type of the linears' panels: fp32, bf16 or int8">
   ];
@@ -157,6 +159,12 @@ def ConvertTfmToLinalgPass : Pass<"convert-tfm-to-linalg", "::mlir::ModuleOp"> {
     Functions that use weights get a leading `memref<?xi8>` argument, the
     weights file mapped in memory; each `tfm.weight` becomes a view of it at
     its offset (see `tfm-layout-weights`).
+
+    The kernels' sizes (panel width, tile shapes, K blocks, attention
+    blocks, the thresholds below which a kernel runs on one thread) are one
+    configuration chosen from the target (passes/KernelConfig.h): the
+    lowering pipeline passes tfmc's; here the options below fill it.
+    Weights stored in panels must be 4 vectors wide.
   }];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
@@ -167,12 +175,17 @@ def ConvertTfmToLinalgPass : Pass<"convert-tfm-to-linalg", "::mlir::ModuleOp"> {
   ];
   let options = [
     Option<"queryBlock", "query-block", "int64_t", "64",
-           "Queries per attention tile">,
-    Option<"keyBlock", "key-block", "int64_t", "64",
-           "Keys per attention tile">,
+           "Queries per block of tfm.attention's loop nest (the unit of its "
+           "parallel loop, which one kernel computes; the most the "
+           "register-tiled kernel takes)">,
+    Option<"linalgKeyBlock", "linalg-key-block", "int64_t", "64",
+           "Keys per block of the attention's linalg kernel (head sizes that "
+           "are not static, elements that are not f32); the vector kernels' "
+           "key blocks are fixed by the target">,
     Option<"vectorWidth", "vector-width", "int64_t", "16",
-           "Floats per SIMD register; linears whose weight is not packed "
-           "(arguments, constants) are packed in panels of 4 such vectors">,
+           "Floats per SIMD register, which every vector kernel uses; 16 "
+           "takes AVX-512's tile shapes (32 registers), less AVX2's (16). "
+           "Linears read panels of 4 such vectors">,
     Option<"bf16Dot", "bf16-dot", "bool", "false",
            "The target has AVX512-BF16: linears over bf16 panels take its "
            "dot product of pairs (vdpbf16ps) instead of widening the "

@@ -43,7 +43,6 @@
 #include "mlir/Dialect/Vector/Transforms/SubsetOpInterfaceImpl.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
-#include "llvm/TargetParser/Host.h"
 
 using namespace mlir;
 
@@ -57,16 +56,18 @@ void tfm::buildFusionPipeline(OpPassManager &pm) {
   pm.addPass(createCSEPass());
 }
 
-tfm::VectorTarget tfm::hostVectorTarget() {
-  llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-  return {features.lookup("avx512f") ? 16 : 8, features.lookup("avx512bf16"),
-          features.lookup("avx512vnni")};
-}
-
 // The canonicalizations of the lowering run per function, so that MLIR runs
 // them on the entry points (encode, decode_step) in parallel threads.
 void tfm::buildLoweringPipeline(OpPassManager &pm, StringRef backend,
                                 bool reportBackends, VectorTarget target,
+                                StringRef precision) {
+  buildLoweringPipeline(pm, backend, reportBackends,
+                        KernelConfig::forTarget(target), precision);
+}
+
+void tfm::buildLoweringPipeline(OpPassManager &pm, StringRef backend,
+                                bool reportBackends,
+                                const KernelConfig &kernels,
                                 StringRef precision) {
   TfmSelectBackendPassOptions selection;
   selection.backend = backend.str();
@@ -77,14 +78,10 @@ void tfm::buildLoweringPipeline(OpPassManager &pm, StringRef backend,
   // After the oneDNN calls: weights that only our linears read go in
   // panels, those a call reads stay plain.
   TfmLayoutWeightsPassOptions layout;
-  layout.panelWidth = 4 * target.width;
+  layout.panelWidth = kernels.panelWidth();
   layout.precision = precision.str();
   pm.addPass(createTfmLayoutWeightsPass(layout));
-  ConvertTfmToLinalgPassOptions linalgOptions;
-  linalgOptions.vectorWidth = target.width;
-  linalgOptions.bf16Dot = target.bf16Dot;
-  linalgOptions.int8Dot = target.int8Dot;
-  pm.addPass(createConvertTfmToLinalgPass(linalgOptions));
+  pm.addPass(createConvertTfmToLinalgPass(kernels));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createTfmResolveTensorDimsPass());
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());

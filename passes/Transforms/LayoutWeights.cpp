@@ -116,10 +116,11 @@ struct TfmLayoutWeightsPass
     if (alignment <= 0 || (alignment & (alignment - 1)))
       return module.emitError()
              << "alignment must be a power of two, found " << alignment;
-    if (panelWidth < 0 || (panelWidth && panelWidth % 4))
-      return module.emitError()
-             << "panel-width must be 0 or a multiple of 4, found "
-             << int64_t(panelWidth);
+    // A panel is a whole number of the kernel's vectors.
+    int64_t vectors = PanelKernelConfig().vectors;
+    if (panelWidth < 0 || (panelWidth && panelWidth % vectors))
+      return module.emitError() << "panel-width must be 0 or a multiple of "
+                                << vectors << ", found " << int64_t(panelWidth);
     if (precision != "fp32" && precision != "bf16" && precision != "int8")
       return module.emitError() << "unknown precision '" << precision
                                 << "': expected fp32, bf16 or int8";

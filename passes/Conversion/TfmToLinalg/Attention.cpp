@@ -43,16 +43,11 @@ static Value rowTile(OpBuilder &b, Location loc, Value source, Value row,
 // The loop nest
 //===----------------------------------------------------------------------===//
 
-/// Query and key blocks of the linalg kernel, and floats per vector of the
-/// target.
-struct AttentionTiling {
-  int64_t queryBlock, keyBlock, lanes;
-};
-
 /// FlashAttention on [N, Sq, D] x [N, Sk, D] x [N, Sk, Dv] (the leading
 /// dimensions collapsed into N): a forall over batch rows n and blocks of
-/// queries, each block one of the kernels. The linalg kernel visits key
-/// blocks [k0, k0 + bk) in turn:
+/// config.attention.queryBlock queries, each block one of the kernels. The
+/// linalg kernel visits key blocks [k0, k0 + bk) in turn (bk =
+/// config.attention.linalgKeyBlock):
 ///   S = scale · Q_blk·K_blkᵀ (causal: -inf where k0 + j > q0 + i + Sk - Sq)
 ///   m' = max(m, rowmax S);  P = exp(S - m');  c = exp(m - m')
 ///   l' = l·c + rowsum P;    O' = O·c + P·V_blk
@@ -62,7 +57,7 @@ class AttentionKernelBuilder {
 public:
   AttentionKernelBuilder(OpBuilder &b, AttentionOp op, Value query, Value key,
                          Value value, Value lengths, Value keyRows, Value bias,
-                         AttentionTiling tiling);
+                         const KernelConfig &config);
 
   /// The attention, of the op's shape up to static sizes.
   Value build();
@@ -93,7 +88,7 @@ private:
   Value query, key, value, q, k, v, lengths, keyRows, bias;
   bool causal;
   double scale;
-  AttentionTiling tiling;
+  const KernelConfig &config;
   Value n, sq, sk, shift, bq, bk, zero, queryBlocks;
   OpFoldResult d, dv;
   /// Static head sizes take the vector kernels; others the linalg tiles.
@@ -104,12 +99,12 @@ AttentionKernelBuilder::AttentionKernelBuilder(OpBuilder &b, AttentionOp op,
                                                Value query, Value key,
                                                Value value, Value lengths,
                                                Value keyRows, Value bias,
-                                               AttentionTiling tiling)
+                                               const KernelConfig &config)
     : b(b), op(op), loc(op.getLoc()), type(op.getType()),
       elt(type.getElementType()), rank(type.getRank()), query(query), key(key),
       value(value), lengths(lengths), keyRows(keyRows), bias(bias),
       causal(op.getCausal()), scale(op.getScale().convertToDouble()),
-      tiling(tiling) {
+      config(config) {
   q = collapseLeading(b, loc, query, 2);
   k = collapseLeading(b, loc, key, 2);
   v = collapseLeading(b, loc, value, 2);
@@ -119,11 +114,11 @@ AttentionKernelBuilder::AttentionKernelBuilder(OpBuilder &b, AttentionOp op,
   d = dimOf(b, loc, q, 2);
   dv = dimOf(b, loc, v, 2);
   shift = b.create<arith::SubIOp>(loc, sk, sq);
-  bq = indexConstant(b, loc, tiling.queryBlock);
-  bk = indexConstant(b, loc, tiling.keyBlock);
+  bq = indexConstant(b, loc, config.attention.queryBlock);
+  bk = indexConstant(b, loc, config.attention.linalgKeyBlock);
   zero = indexConstant(b, loc, 0);
   queryBlocks = b.create<arith::CeilDivUIOp>(loc, sq, bq);
-  vectorized = tiling.lanes > 1 && hasVectorAttentionKernel(op);
+  vectorized = config.vectorWidth > 1 && hasVectorAttentionKernel(op);
 }
 
 Value AttentionKernelBuilder::build() {
@@ -190,7 +185,7 @@ Value AttentionKernelBuilder::vectorBlock(Value output, Value row,
                       causal, scale, init,  bias,
                       keyRows};
   auto oneQueryAtATime = [&](OpBuilder &ob, Location ol) {
-    return oneQueryAttention(ob, ol, block, tiling.lanes);
+    return oneQueryAttention(ob, ol, block, config);
   };
   // The tiled kernel's queries lie along the lanes, across the bias's rows,
   // and it reads its tiles of keys from one batch row of K: a bias or key
@@ -198,17 +193,16 @@ Value AttentionKernelBuilder::vectorBlock(Value output, Value row,
   int64_t staticQueries = type.getDimSize(rank - 2);
   if (bias || keyRows ||
       (!ShapedType::isDynamic(staticQueries) &&
-       staticQueries < kTiledMinQueries))
+       staticQueries < config.attention.tiledMinQueries))
     return oneQueryAtATime(b, loc);
-  Value many = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::uge, qs,
-                                       indexConstant(b, loc, kTiledMinQueries));
+  Value many = b.create<arith::CmpIOp>(
+      loc, arith::CmpIPredicate::uge, qs,
+      indexConstant(b, loc, config.attention.tiledMinQueries));
   return b
       .create<scf::IfOp>(
           loc, many,
           [&](OpBuilder &tb, Location tl) {
-            tb.create<scf::YieldOp>(
-                tl,
-                tiledAttention(tb, tl, block, tiling.lanes, tiling.queryBlock));
+            tb.create<scf::YieldOp>(tl, tiledAttention(tb, tl, block, config));
           },
           [&](OpBuilder &ob, Location ol) {
             ob.create<scf::YieldOp>(ol, oneQueryAtATime(ob, ol));
@@ -315,13 +309,13 @@ Value AttentionKernelBuilder::expandResult(Value flat) {
 /// and key rows in the vector kernel; with another mask, or a bias or key
 /// rows and no vectors, decomposed.
 struct AttentionLowering : public OpConversionPattern<AttentionOp> {
-  AttentionLowering(MLIRContext *ctx, AttentionTiling tiling)
-      : OpConversionPattern(ctx), tiling(tiling) {}
+  AttentionLowering(MLIRContext *ctx, const KernelConfig &config)
+      : OpConversionPattern(ctx), config(config) {}
 
   LogicalResult
   matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    bool vectorKernel = tiling.lanes > 1 && hasVectorAttentionKernel(op);
+    bool vectorKernel = config.vectorWidth > 1 && hasVectorAttentionKernel(op);
     if ((op.getMask() || op.getKeyRows()) && !vectorKernel) {
       // An arbitrary additive mask has no loop-index form, and the linalg
       // tiles read K and V in blocks of rows: spell the block out (gathering
@@ -338,23 +332,20 @@ struct AttentionLowering : public OpConversionPattern<AttentionOp> {
     AttentionKernelBuilder builder(
         rewriter, op, adaptor.getQuery(), adaptor.getKey(), adaptor.getValue(),
         adaptor.getKeyLengths(), adaptor.getKeyRows(), adaptor.getMask(),
-        tiling);
+        config);
     rewriter.replaceOpWithNewOp<tensor::CastOp>(op, op.getType(),
                                                 builder.build());
     return success();
   }
 
-  AttentionTiling tiling;
+  KernelConfig config;
 };
 
 } // namespace
 
 void mlir::tfm::lowering::populateAttentionLoweringPatterns(
-    RewritePatternSet &patterns, int64_t queryBlock, int64_t keyBlock,
-    int64_t vectorWidth) {
-  patterns.add<AttentionLowering>(
-      patterns.getContext(),
-      AttentionTiling{queryBlock, keyBlock, vectorWidth});
+    RewritePatternSet &patterns, const KernelConfig &config) {
+  patterns.add<AttentionLowering>(patterns.getContext(), config);
 }
 
 /// A bias the vector kernel adds to the scores: finite by construction

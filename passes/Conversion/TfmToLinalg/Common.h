@@ -127,22 +127,20 @@ Value lastDimAsFloat(OpBuilder &b, Location loc, Value v, Type elt);
 /// Elementwise ops and the causal and key-padding masks.
 void populateElementwiseLoweringPatterns(RewritePatternSet &patterns);
 /// Weights, embeddings, positions, heads (copied as vectors of
-/// `vectorWidth` floats), caches and slices.
+/// `config.vectorWidth` floats), caches and slices.
 void populateDataMovementLoweringPatterns(RewritePatternSet &patterns,
-                                          int64_t vectorWidth);
-/// tfm.matmul, and linears on panels of 4 vectors of `vectorWidth` floats;
-/// bf16 panels through AVX512-BF16's dot product where `bf16Dot`, int8
-/// ones through AVX512-VNNI's where `int8Dot`.
+                                          const KernelConfig &config);
+/// tfm.matmul, and linears on the panel kernel of `config.panels`: bf16
+/// panels through AVX512-BF16's dot product where it takes it, int8 ones
+/// through AVX512-VNNI's.
 void populateLinearLoweringPatterns(RewritePatternSet &patterns,
-                                    int64_t vectorWidth, bool bf16Dot,
-                                    bool int8Dot);
-/// Softmax, mean, and layer norm on vectors of `vectorWidth` floats.
+                                    const KernelConfig &config);
+/// Softmax, mean, and layer norm on vectors of `config.vectorWidth` floats.
 void populateNormalizationLoweringPatterns(RewritePatternSet &patterns,
-                                           int64_t vectorWidth);
-/// tfm.attention as a FlashAttention loop nest.
+                                           const KernelConfig &config);
+/// tfm.attention as a FlashAttention loop nest of `config.attention`.
 void populateAttentionLoweringPatterns(RewritePatternSet &patterns,
-                                       int64_t queryBlock, int64_t keyBlock,
-                                       int64_t vectorWidth);
+                                       const KernelConfig &config);
 
 } // namespace lowering
 } // namespace tfm

@@ -264,11 +264,6 @@ struct RelativePositionBiasLowering
 // Heads and caches
 //===----------------------------------------------------------------------===//
 
-/// Rows of (b, s) up to which a head copy runs on one thread: a decoder
-/// step's few rows (2 KB each at the base model's 512) take less time to
-/// copy than threads to fork and join.
-constexpr int64_t kHeadCopySerialRows = 256;
-
 /// for i in [0, count): value = body(i, value); the last value.
 static Value
 loopCarrying(OpBuilder &b, Location loc, Value count, Value init,
@@ -286,14 +281,16 @@ loopCarrying(OpBuilder &b, Location loc, Value count, Value init,
 /// layout [B, H, S, Dh], `toHeads` from the first to the second:
 ///   heads[b, h, s, :] = rows[b, s, h·Dh : (h + 1)·Dh]
 /// Dh floats at a time, as vectors of `lanes` (Dh a multiple of `lanes`),
-/// in parallel over b where there are more than kHeadCopySerialRows rows
-/// (a batch's encoder), else in one loop.
+/// in parallel over b where there are more than `serialRows` rows (a
+/// batch's encoder), else in one loop: a decoder step's few rows (2 KB each
+/// at the base model's 512) take less time to copy than threads to fork and
+/// join.
 /// (linalg.transpose became a scalar loop on one thread: 3% of the
 /// samples of greedy decoding at batch 32, twice that with the thread that
 /// waited for it.)
 static Value copyHeads(OpBuilder &b, Location loc, Value input,
                        RankedTensorType type, bool toHeads, int64_t heads,
-                       int64_t headDim, int64_t lanes) {
+                       int64_t headDim, int64_t lanes, int64_t serialRows) {
   Type elt = type.getElementType();
   auto vecType = VectorType::get({lanes}, elt);
   Value zero = floatConstant(b, loc, elt, 0.0);
@@ -349,9 +346,8 @@ static Value copyHeads(OpBuilder &b, Location loc, Value input,
   };
 
   Value rows = b.create<arith::MulIOp>(loc, bSize, sSize);
-  Value few =
-      b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ule, rows,
-                              indexConstant(b, loc, kHeadCopySerialRows));
+  Value few = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ule, rows,
+                                      indexConstant(b, loc, serialRows));
   auto choice = b.create<scf::IfOp>(
       loc, few,
       [&](OpBuilder &sb, Location sl) {
@@ -397,9 +393,10 @@ static Value copyHeads(OpBuilder &b, Location loc, Value input,
 /// [B, S, H·Dh] -> [B, H, S, Dh]: copyHeads where Dh is whole vectors, else
 /// expand [B, S, H, Dh] -> transpose [B, H, S, Dh].
 struct SplitHeadsLowering : public OpConversionPattern<SplitHeadsOp> {
-  SplitHeadsLowering(MLIRContext *ctx, int64_t lanes)
-      : OpConversionPattern<SplitHeadsOp>(ctx), lanes(lanes) {}
-  int64_t lanes;
+  SplitHeadsLowering(MLIRContext *ctx, const KernelConfig &config)
+      : OpConversionPattern<SplitHeadsOp>(ctx), lanes(config.vectorWidth),
+        serialRows(config.serialHeadCopyRows) {}
+  int64_t lanes, serialRows;
 
   LogicalResult
   matchAndRewrite(SplitHeadsOp op, OpAdaptor adaptor,
@@ -414,7 +411,7 @@ struct SplitHeadsLowering : public OpConversionPattern<SplitHeadsOp> {
     if (!type.isDynamicDim(1) && !type.isDynamicDim(3) &&
         headDim % lanes == 0) {
       Value y = copyHeads(rewriter, loc, x, type, /*toHeads=*/true, heads,
-                          headDim, lanes);
+                          headDim, lanes, serialRows);
       rewriter.replaceOpWithNewOp<tensor::CastOp>(op, type, y);
       return success();
     }
@@ -443,9 +440,10 @@ struct SplitHeadsLowering : public OpConversionPattern<SplitHeadsOp> {
 /// [B, H, S, Dh] -> [B, S, H·Dh]: copyHeads where Dh is static and whole
 /// vectors, else transpose [B, S, H, Dh] -> collapse [B, S, H·Dh].
 struct MergeHeadsLowering : public OpConversionPattern<MergeHeadsOp> {
-  MergeHeadsLowering(MLIRContext *ctx, int64_t lanes)
-      : OpConversionPattern<MergeHeadsOp>(ctx), lanes(lanes) {}
-  int64_t lanes;
+  MergeHeadsLowering(MLIRContext *ctx, const KernelConfig &config)
+      : OpConversionPattern<MergeHeadsOp>(ctx), lanes(config.vectorWidth),
+        serialRows(config.serialHeadCopyRows) {}
+  int64_t lanes, serialRows;
 
   LogicalResult
   matchAndRewrite(MergeHeadsOp op, OpAdaptor adaptor,
@@ -457,7 +455,7 @@ struct MergeHeadsLowering : public OpConversionPattern<MergeHeadsOp> {
     if (!ShapedType::isDynamic(heads) && !ShapedType::isDynamic(headDim) &&
         headDim % lanes == 0 && !op.getType().isDynamicDim(2)) {
       Value y = copyHeads(rewriter, loc, x, op.getType(), /*toHeads=*/false,
-                          heads, headDim, lanes);
+                          heads, headDim, lanes, serialRows);
       rewriter.replaceOpWithNewOp<tensor::CastOp>(op, op.getType(), y);
       return success();
     }
@@ -550,11 +548,11 @@ struct CacheRowsLowering : public OpConversionPattern<CacheRowsOp> {
 } // namespace
 
 void mlir::tfm::lowering::populateDataMovementLoweringPatterns(
-    RewritePatternSet &patterns, int64_t vectorWidth) {
+    RewritePatternSet &patterns, const KernelConfig &config) {
   patterns.add<WeightLowering, CallerRowsLowering, EmbeddingLowering,
                PositionEncodingLowering, RelativePositionBiasLowering,
                CacheUpdateLowering, SliceLowering, CacheRowsLowering>(
       patterns.getContext());
   patterns.add<SplitHeadsLowering, MergeHeadsLowering>(patterns.getContext(),
-                                                       vectorWidth);
+                                                       config);
 }

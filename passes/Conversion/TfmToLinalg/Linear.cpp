@@ -262,18 +262,19 @@ static Value viewTensor(OpBuilder &b, Location loc, Value view) {
 /// and oneDNN's bf16 matmul, every product exact in f32 and only the sums
 /// rounded); int8 ones times x quantized (quantizeActivations), integer
 /// products summed exactly and scaled back in the epilogue. The dot products
-/// where the target has them (and vectors of 16).
+/// where the configuration takes them.
 static Value linearOfPackedWeight(OpBuilder &b, Location loc, Value x,
                                   const PanelViews &views, int64_t n,
                                   Value bias, Activation act, Value residual,
-                                  int64_t lanes, bool bf16Dot, bool int8Dot,
-                                  Value *blockTerms, bool gated = false) {
+                                  const KernelConfig &config, Value *blockTerms,
+                                  bool gated = false) {
   Value view = views.panels;
   Type stored = cast<MemRefType>(view.getType()).getElementType();
   if (stored.isInteger(8)) {
-    auto [u, xZeros, xScales] = quantizeActivations(b, loc, x, lanes);
+    auto [u, xZeros, xScales] = quantizeActivations(
+        b, loc, x, config.vectorWidth, config.serialActivationElements);
     return panelLinear(b, loc, u, viewTensor(b, loc, view), view, n, bias, act,
-                       residual, int8Dot && lanes == 16,
+                       residual, config.panels.int8Dot, config,
                        Int8Operands{xZeros, xScales,
                                     viewTensor(b, loc, views.scales),
                                     viewTensor(b, loc, views.sums)},
@@ -281,11 +282,12 @@ static Value linearOfPackedWeight(OpBuilder &b, Location loc, Value x,
   }
   bool dotPairs = false;
   if (stored.isBF16()) {
-    dotPairs = bf16Dot && lanes == 16;
-    x = roundActivationsToBf16(b, loc, x, dotPairs);
+    dotPairs = config.panels.bf16Dot;
+    x = roundActivationsToBf16(b, loc, x, dotPairs,
+                               config.serialActivationElements);
   }
   return panelLinear(b, loc, x, viewTensor(b, loc, view), view, n, bias, act,
-                     residual, dotPairs, {}, blockTerms, gated);
+                     residual, dotPairs, config, {}, blockTerms, gated);
 }
 
 /// The weight in panels in the weights file that a linear reads, itself
@@ -336,8 +338,8 @@ static LogSumExpBlocksOp termsOfPanels(Operation *linear) {
 /// *termsValue is set to them.
 static Value lowerLinear(OpBuilder &b, Location loc, RankedTensorType type,
                          Value input, Value weight, Value bias, Activation act,
-                         Value residual, int64_t lanes, bool bf16Dot,
-                         bool int8Dot, LogSumExpBlocksOp terms = {},
+                         Value residual, const KernelConfig &config,
+                         LogSumExpBlocksOp terms = {},
                          Value *termsValue = nullptr) {
   Value flatTerms;
   Value *blockTerms = terms ? &flatTerms : nullptr;
@@ -352,17 +354,17 @@ static Value lowerLinear(OpBuilder &b, Location loc, RankedTensorType type,
   if (packed && packed->hasAttr(kPanelWidthAttr)) {
     y = linearOfPackedWeight(b, loc, x, panelsOf(b, packed),
                              weightType.getDimSize(0), bias, act, flatResidual,
-                             lanes, bf16Dot, int8Dot, blockTerms);
+                             config, blockTerms);
   } else if (auto chosen = weight.getDefiningOp<CallerRowsOp>()) {
     // Whole panels, padding included: the caller knows which columns are
     // rows it chose.
     y = linearOfPackedWeight(b, loc, x, panelsOf(b, chosen),
                              ShapedType::kDynamic, bias, act, flatResidual,
-                             lanes, bf16Dot, int8Dot, blockTerms);
+                             config, blockTerms);
   } else if (weightType.hasStaticShape()) {
-    Value panels = packPanels(b, loc, weight, 4 * lanes);
+    Value panels = packPanels(b, loc, weight, config.panelWidth());
     y = panelLinear(b, loc, x, panels, Value(), weightType.getDimSize(0), bias,
-                    act, flatResidual, /*dot=*/false);
+                    act, flatResidual, /*dot=*/false, config);
   } else {
     y = linearOfDynamicWeight(b, loc, x, weight, bias, act, flatResidual);
   }
@@ -403,12 +405,12 @@ static Value gateHalves(OpBuilder &b, Location loc, Value h, int64_t features,
 /// act(h[:, :F]) · h[:, F:] + r with h = x·Wᵀ + b, W [2F, K] the two
 /// halves stacked (tfm.fused_linear gated): in the panel kernel, both
 /// halves' panels in one loop and the gate on their tiles, where each half
-/// is whole panels of P = 4 vectors (in the weights file, or packed here
-/// from a static weight); else h whole, then gateHalves.
+/// is whole panels (in the weights file, or packed here from a static
+/// weight); else h whole, then gateHalves.
 static Value lowerGatedLinear(OpBuilder &b, Location loc, RankedTensorType type,
                               Value input, Value weight, Value bias,
-                              Activation act, Value residual, int64_t lanes,
-                              bool bf16Dot, bool int8Dot) {
+                              Activation act, Value residual,
+                              const KernelConfig &config) {
   Value x = withPanelsK(b, loc, collapseLeading(b, loc, input, 1),
                         weightInPanels(weight));
   Value flatResidual =
@@ -418,23 +420,21 @@ static Value lowerGatedLinear(OpBuilder &b, Location loc, RankedTensorType type,
   auto packed = weight.getDefiningOp<WeightOp>();
   if (packed && !packed->hasAttr(kPanelWidthAttr))
     packed = {};
-  int64_t width =
-      packed ? packed->getAttrOfType<IntegerAttr>(kPanelWidthAttr).getInt()
-             : 4 * lanes;
+  int64_t width = config.panelWidth();
   Value y;
   if (features % width == 0 && packed) {
     y = linearOfPackedWeight(b, loc, x, panelsOf(b, packed), n, bias, act,
-                             flatResidual, lanes, bf16Dot, int8Dot,
+                             flatResidual, config,
                              /*blockTerms=*/nullptr, /*gated=*/true);
   } else if (features % width == 0 && weightType.hasStaticShape()) {
     y = panelLinear(b, loc, x, packPanels(b, loc, weight, width), Value(), n,
-                    bias, act, flatResidual, /*dot=*/false, {}, nullptr,
+                    bias, act, flatResidual, /*dot=*/false, config, {}, nullptr,
                     /*gated=*/true);
   } else {
     auto hType = RankedTensorType::get({tensorTypeOf(x).getDimSize(0), n},
                                        type.getElementType());
     Value h = lowerLinear(b, loc, hType, x, weight, bias, Activation::none,
-                          Value(), lanes, bf16Dot, int8Dot);
+                          Value(), config);
     y = gateHalves(b, loc, h, features, act, flatResidual);
   }
   Value result = expandLeading(b, loc, y, type, input);
@@ -442,17 +442,13 @@ static Value lowerGatedLinear(OpBuilder &b, Location loc, RankedTensorType type,
                                   : b.create<tensor::CastOp>(loc, type, result);
 }
 
-/// Linears and fused linears; `lanes`: floats per vector of the target, so
-/// weights packed here get panels of 4 vectors; `bf16Dot`, `int8Dot`:
-/// whether it has AVX512-BF16's and AVX512-VNNI's dot products.
+/// Linears and fused linears on the panel kernel of `config` (weights
+/// packed here get its panel width).
 template <typename OpTy>
 struct LinearLoweringBase : public OpConversionPattern<OpTy> {
-  LinearLoweringBase(MLIRContext *ctx, int64_t lanes, bool bf16Dot,
-                     bool int8Dot)
-      : OpConversionPattern<OpTy>(ctx), lanes(lanes), bf16Dot(bf16Dot),
-        int8Dot(int8Dot) {}
-  int64_t lanes;
-  bool bf16Dot, int8Dot;
+  LinearLoweringBase(MLIRContext *ctx, const KernelConfig &config)
+      : OpConversionPattern<OpTy>(ctx), config(config) {}
+  KernelConfig config;
 };
 
 struct LinearLowering : public LinearLoweringBase<LinearOp> {
@@ -466,8 +462,7 @@ struct LinearLowering : public LinearLoweringBase<LinearOp> {
     rewriter.replaceOp(op, lowerLinear(rewriter, op.getLoc(), op.getType(),
                                        adaptor.getInput(), adaptor.getWeight(),
                                        adaptor.getBias(), Activation::none,
-                                       Value(), lanes, bf16Dot, int8Dot, terms,
-                                       &termsValue));
+                                       Value(), config, terms, &termsValue));
     if (termsValue)
       rewriter.replaceOp(terms, termsValue);
     return success();
@@ -485,7 +480,7 @@ struct FusedLinearLowering : public LinearLoweringBase<FusedLinearOp> {
           op, lowerGatedLinear(rewriter, op.getLoc(), op.getType(),
                                adaptor.getInput(), adaptor.getWeight(),
                                adaptor.getBias(), op.getActivation(),
-                               adaptor.getResidual(), lanes, bf16Dot, int8Dot));
+                               adaptor.getResidual(), config));
       return success();
     }
     LogSumExpBlocksOp terms = termsOfPanels(op);
@@ -493,8 +488,8 @@ struct FusedLinearLowering : public LinearLoweringBase<FusedLinearOp> {
     rewriter.replaceOp(op, lowerLinear(rewriter, op.getLoc(), op.getType(),
                                        adaptor.getInput(), adaptor.getWeight(),
                                        adaptor.getBias(), op.getActivation(),
-                                       adaptor.getResidual(), lanes, bf16Dot,
-                                       int8Dot, terms, &termsValue));
+                                       adaptor.getResidual(), config, terms,
+                                       &termsValue));
     if (termsValue)
       rewriter.replaceOp(terms, termsValue);
     return success();
@@ -504,9 +499,8 @@ struct FusedLinearLowering : public LinearLoweringBase<FusedLinearOp> {
 } // namespace
 
 void mlir::tfm::lowering::populateLinearLoweringPatterns(
-    RewritePatternSet &patterns, int64_t vectorWidth, bool bf16Dot,
-    bool int8Dot) {
+    RewritePatternSet &patterns, const KernelConfig &config) {
   patterns.add<MatmulLowering>(patterns.getContext());
-  patterns.add<LinearLowering, FusedLinearLowering>(
-      patterns.getContext(), vectorWidth, bf16Dot, int8Dot);
+  patterns.add<LinearLowering, FusedLinearLowering>(patterns.getContext(),
+                                                    config);
 }

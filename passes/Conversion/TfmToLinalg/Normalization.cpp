@@ -228,20 +228,9 @@ Value GenericLayerNorm::normalized(Value s1, Value s2) {
 // Layer norm on vectors
 //===----------------------------------------------------------------------===//
 
-/// Rows per iteration of the forall (the unit a thread takes); 1024 rows
-/// give 2 threads 128 blocks to share.
-constexpr int64_t kLayerNormRowBlock = 8;
-/// The most elements (rows x C) normalized on the calling thread: forking
-/// and joining the threads costs more than normalizing fewer takes
-/// (measurements: docs/Design/Lowering.md).
-constexpr int64_t kLayerNormSerialElements = 64 * 512;
-/// Vectors per iteration of the loops over a row, each summed into its own
-/// accumulator so that the adds of a sum do not wait on each other (more
-/// than 4 gained nothing: docs/Design/Lowering.md).
-constexpr int64_t kLayerNormUnroll = 4;
-
 /// Layer norm of x[M, C] (+ residual) for a static C, on vectors of `lanes`
-/// floats, in parallel over blocks of rows. Per row, with s = x + r:
+/// floats, in parallel over blocks of `sizes.rowBlock` rows (1024 rows give
+/// 2 threads 128 blocks of 8 to share). Per row, with s = x + r:
 ///   pass 1: mean = sum(s) / C (the RMS norm: 0)        (meanOf)
 ///   pass 2: var = sum((s - mean)²) / C                 (inverseDeviation)
 ///   pass 3: y = (s - mean) · rsqrt(var + eps) · γ + β  (writeNormalized)
@@ -249,15 +238,18 @@ constexpr int64_t kLayerNormUnroll = 4;
 /// the row in L1 (x and r of C = 512 are 4 KiB), so pass 2 costs no memory
 /// traffic, and the centered sum has no cancellation, whereas sum(s²) -
 /// sum(s)²/C in float loses about 2·log10(|mean - shift| / σ) of its ~7
-/// digits and depends on the shift being a typical element.
+/// digits and depends on the shift being a typical element. Each loop over
+/// a row takes `sizes.unroll` vectors at a time, each summed into its own
+/// accumulator so that the adds of a sum do not wait on each other.
 class LayerNormKernel {
 public:
   LayerNormKernel(OpBuilder &b, Location loc, Value x, Value residual,
                   Value gamma, Value beta, double epsilon, bool rms,
-                  int64_t lanes);
+                  int64_t lanes, const LayerNormKernelConfig &sizes);
 
-  /// y [M, C]: on the calling thread for few rows (forking and joining
-  /// costs more than they take), else in parallel.
+  /// y [M, C]: on the calling thread for few rows (up to
+  /// sizes.serialElements elements: forking and joining costs more than
+  /// they take), else in parallel.
   Value build();
 
 private:
@@ -281,6 +273,7 @@ private:
   /// The RMS norm: the mean taken as 0.
   bool rms;
   int64_t lanes, width;
+  LayerNormKernelConfig sizes;
   /// Accumulators in use: at most one per vector of the row.
   int64_t accumulators;
   Type elt;
@@ -291,17 +284,18 @@ private:
 
 LayerNormKernel::LayerNormKernel(OpBuilder &b, Location loc, Value x,
                                  Value residual, Value gamma, Value beta,
-                                 double epsilon, bool rms, int64_t lanes)
+                                 double epsilon, bool rms, int64_t lanes,
+                                 const LayerNormKernelConfig &sizes)
     : b(b), loc(loc), x(x), residual(residual), gamma(gamma), beta(beta),
-      rms(rms), lanes(lanes) {
+      rms(rms), lanes(lanes), sizes(sizes) {
   RankedTensorType type = tensorTypeOf(x);
   width = type.getDimSize(1);
   elt = type.getElementType();
   vecType = VectorType::get({lanes}, elt);
   accumulators = std::clamp<int64_t>(width / lanes + (width % lanes ? 1 : 0), 1,
-                                     kLayerNormUnroll);
+                                     sizes.unroll);
   m = getValueOrCreateConstantIndexOp(b, loc, dimOf(b, loc, x, 0));
-  rowBlock = indexConstant(b, loc, kLayerNormRowBlock);
+  rowBlock = indexConstant(b, loc, sizes.rowBlock);
   out = emptyTensor(b, loc, {m, b.getIndexAttr(width)}, elt);
   fzero = floatConstant(b, loc, elt, 0.0);
   vzero = floatConstant(b, loc, vecType, 0.0);
@@ -313,7 +307,7 @@ Value LayerNormKernel::build() {
   Value few = b.create<arith::CmpIOp>(
       loc, arith::CmpIPredicate::ule, m,
       indexConstant(b, loc,
-                    std::max<int64_t>(1, kLayerNormSerialElements / width)));
+                    std::max<int64_t>(1, sizes.serialElements / width)));
   auto choice = b.create<scf::IfOp>(
       loc, few,
       [&](OpBuilder &sb, Location sl) {
@@ -392,7 +386,7 @@ Value LayerNormKernel::normalizeRows(OpBuilder &nb, Location nl, Value r0,
 Value LayerNormKernel::meanOf(OpBuilder &lb, Location ll, Value row) {
   SmallVector<Value> zeros(accumulators, vzero);
   SmallVector<Value> sums =
-      visitRow(lb, ll, width, lanes, kLayerNormUnroll, zeros,
+      visitRow(lb, ll, width, lanes, sizes.unroll, zeros,
                [&](OpBuilder &vb, Location vl, Value column, int64_t slot,
                    bool full, SmallVectorImpl<Value> &acc) {
                  acc[slot] = vb.create<arith::AddFOp>(
@@ -407,7 +401,7 @@ Value LayerNormKernel::inverseDeviation(OpBuilder &lb, Location ll, Value row,
                                         Value mean, Value meanVec) {
   SmallVector<Value> zeros(accumulators, vzero);
   SmallVector<Value> squares =
-      visitRow(lb, ll, width, lanes, kLayerNormUnroll, zeros,
+      visitRow(lb, ll, width, lanes, sizes.unroll, zeros,
                [&](OpBuilder &vb, Location vl, Value column, int64_t slot,
                    bool full, SmallVectorImpl<Value> &acc) {
                  Value d = vb.create<arith::SubFOp>(
@@ -424,7 +418,7 @@ SmallVector<Value> LayerNormKernel::writeNormalized(OpBuilder &lb, Location ll,
                                                     Value meanVec, Value invVec,
                                                     ValueRange tile) {
   return visitRow(
-      lb, ll, width, lanes, kLayerNormUnroll, tile,
+      lb, ll, width, lanes, sizes.unroll, tile,
       [&](OpBuilder &vb, Location vl, Value column, int64_t, bool full,
           SmallVectorImpl<Value> &t) {
         Value y = vb.create<arith::MulFOp>(
@@ -449,9 +443,11 @@ SmallVector<Value> LayerNormKernel::writeNormalized(OpBuilder &lb, Location ll,
 /// elements are f32 (all the checkpoints' layer norms), else the generic
 /// lowering.
 struct LayerNormLowering : public OpConversionPattern<LayerNormOp> {
-  LayerNormLowering(MLIRContext *ctx, int64_t lanes)
-      : OpConversionPattern<LayerNormOp>(ctx), lanes(lanes) {}
+  LayerNormLowering(MLIRContext *ctx, const KernelConfig &config)
+      : OpConversionPattern<LayerNormOp>(ctx), lanes(config.vectorWidth),
+        sizes(config.layerNorm) {}
   int64_t lanes;
+  LayerNormKernelConfig sizes;
 
   LogicalResult
   matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
@@ -469,10 +465,10 @@ struct LayerNormLowering : public OpConversionPattern<LayerNormOp> {
     Value x = collapseLeading(rewriter, loc, input, 1);
     Value flatResidual =
         residual ? collapseLeading(rewriter, loc, residual, 1) : Value();
-    Value y =
-        LayerNormKernel(rewriter, loc, x, flatResidual, gamma, beta,
-                        op.getEpsilon().convertToDouble(), op.getRms(), lanes)
-            .build();
+    Value y = LayerNormKernel(rewriter, loc, x, flatResidual, gamma, beta,
+                              op.getEpsilon().convertToDouble(), op.getRms(),
+                              lanes, sizes)
+                  .build();
     Value result = expandLeading(rewriter, loc, y, type, input);
     if (result.getType() != type)
       result = rewriter.create<tensor::CastOp>(loc, type, result);
@@ -548,10 +544,10 @@ struct LogSumExpBlocksLowering : public OpConversionPattern<LogSumExpBlocksOp> {
 } // namespace
 
 void mlir::tfm::lowering::populateNormalizationLoweringPatterns(
-    RewritePatternSet &patterns, int64_t vectorWidth) {
+    RewritePatternSet &patterns, const KernelConfig &config) {
   patterns.add<SoftmaxLowering, MeanLowering, LogSumExpBlocksLowering>(
       patterns.getContext());
-  patterns.add<LayerNormLowering>(patterns.getContext(), vectorWidth);
+  patterns.add<LayerNormLowering>(patterns.getContext(), config);
 }
 
 bool mlir::tfm::hasVectorLayerNormKernel(LayerNormOp op) {

@@ -21,14 +21,8 @@ namespace {
 // One query at a time
 //===----------------------------------------------------------------------===//
 
-/// Keys per block of the vector kernel: a block of K and V rows of 64
-/// floats is 16 KiB, which stays in L1 while the block's queries visit it,
-/// and its 32 scores give the exp, the max and the products enough
-/// independent work to hide their latencies.
-constexpr int64_t kVectorKeyBlock = 32;
-
 /// The vector form of one block of queries, for blocks of few queries (a
-/// decoder step's one). Keys go in blocks of B = kVectorKeyBlock, each
+/// decoder step's one). Keys go in blocks of B = oneQueryKeyBlock, each
 /// visited by every query of the block in turn; between key blocks a
 /// query's running state lives in the output tile (O), `rowMax` (m) and
 /// `rowSum` (l, one vector per query). For query i and key block k0:
@@ -47,9 +41,10 @@ constexpr int64_t kVectorKeyBlock = 32;
 class OneQueryKernel : VectorKernel {
 public:
   OneQueryKernel(OpBuilder &b, Location loc, const QueryBlock &block,
-                 int64_t lanes)
-      : VectorKernel(b, loc, block, lanes),
-        groups(std::max<int64_t>(1, kVectorKeyBlock / lanes)),
+                 const KernelConfig &config)
+      : VectorKernel(b, loc, block, config.vectorWidth),
+        groups(std::max<int64_t>(1, config.attention.oneQueryKeyBlock /
+                                        config.vectorWidth)),
         keyBlock(groups * lanes) {
     createLaneConstants();
   }
@@ -367,6 +362,6 @@ Value OneQueryKernel::normalize(Value tile, Value sums) {
 
 Value mlir::tfm::lowering::oneQueryAttention(OpBuilder &b, Location loc,
                                              const QueryBlock &block,
-                                             int64_t lanes) {
-  return OneQueryKernel(b, loc, block, lanes).build();
+                                             const KernelConfig &config) {
+  return OneQueryKernel(b, loc, block, config).build();
 }

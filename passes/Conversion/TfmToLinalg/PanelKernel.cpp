@@ -30,7 +30,7 @@ Value mlir::tfm::lowering::linearEpilogue(OpBuilder &b, Location loc, Value y,
 namespace {
 
 /// What a tile of the panel kernel prefetches while it reads row k of its
-/// panel: nothing, row k of the next panel, or row k + kBlock of its own
+/// panel: nothing, row k of the next panel, or row k + B of its own
 /// panel (where the panel ends, of the next).
 enum class Prefetch { none, nextPanel, nextBlock };
 
@@ -43,17 +43,6 @@ constexpr llvm::StringLiteral kBf16PairDot = "llvm.x86.avx512bf16.dpbf16ps.512";
 /// from 64 unsigned bytes a and 64 signed bytes b (as 16 words each); the
 /// sums here never leave i32 (|Σ| ≤ 255·127·K), so it does not saturate.
 constexpr llvm::StringLiteral kInt8QuadDot = "llvm.x86.avx512.vpdpbusd.512";
-
-// Rows of a panel per K block when there are at most kFewRows rows: 8 KiB
-// (AVX2) or 16 KiB (AVX-512), in L1.
-// (A row of bf16 pairs holds as many bytes as one of f32.)
-constexpr int64_t kBlock = 64, kFewRows = 8, kPrefetchRows = 64;
-
-// Rows of a panel per K block when there are more: 32 KiB (AVX-512) or
-// 16 KiB (AVX2), which every row tile then re-reads from L1 rather than
-// L2 (blocks of 256 lost). The measurements behind these sizes, the tile
-// shapes and the prefetches below: docs/Design/WeightPanels.md.
-constexpr int64_t kManyBlock = 128;
 
 /// Panels of each half per iteration of the gated forall: up to 4 (a
 /// thread then streams 4 panels of one half, then 4 of the other, rather
@@ -76,9 +65,6 @@ static Value dotProduct(OpBuilder &b, Location loc, StringRef intrinsic,
                                      ValueRange{acc, a, bOperand})
       .getResults();
 }
-
-/// A tile shape: R rows by C vectors of columns.
-using TileShape = std::pair<int64_t, int64_t>;
 
 /// The K block [start, end) of a panel's rows that a pass of row tiles
 /// covers; `first` and `last` (i1) say whether it is the first and the
@@ -117,8 +103,9 @@ class PanelKernelBuilder {
 public:
   PanelKernelBuilder(OpBuilder &b, Location loc, Value x, Value panels,
                      Value panelsMemref, int64_t n, Value bias, Activation act,
-                     Value residual, bool dot, const Int8Operands &int8Operands,
-                     bool blockTerms, bool gated);
+                     Value residual, bool dot, const KernelConfig &config,
+                     const Int8Operands &int8Operands, bool blockTerms,
+                     bool gated);
 
   /// y[M, N], all panels; with blockTerms, also each panel's log-sum-exp
   /// terms [M, Np, 2].
@@ -192,6 +179,8 @@ private:
   Activation act;
   Value residual;
   bool dot;
+  // The tiles, K blocks and row thresholds.
+  PanelKernelConfig sizes;
   Int8Operands int8Operands;
   bool blockTerms;
   // Gated: the halves' tiles take no activation and no residual; the gate
@@ -204,7 +193,6 @@ private:
   bool int8, pairK;
   int64_t perFeature, numPanels, k, width, lanes, lineElements;
   bool whole;
-  SmallVector<TileShape, 3> fewTiles, manyTiles;
   // Of the vectors.
   Type elt;
   VectorType vecType, wordType, accType;
@@ -221,10 +209,11 @@ PanelKernelBuilder::PanelKernelBuilder(OpBuilder &b, Location loc, Value x,
                                        Value panels, Value panelsMemref,
                                        int64_t n, Value bias, Activation act,
                                        Value residual, bool dot,
+                                       const KernelConfig &config,
                                        const Int8Operands &int8Operands,
                                        bool blockTerms, bool gated)
     : b(b), loc(loc), x(x), panels(panels), panelsMemref(panelsMemref), n(n),
-      bias(bias), act(act), residual(residual), dot(dot),
+      bias(bias), act(act), residual(residual), dot(dot), sizes(config.panels),
       int8Operands(int8Operands), blockTerms(blockTerms), gated(gated) {
   if (gated) {
     std::swap(gateAct, this->act);
@@ -240,18 +229,8 @@ PanelKernelBuilder::PanelKernelBuilder(OpBuilder &b, Location loc, Value x,
   numPanels = panelType.getDimSize(0);
   k = panelType.getDimSize(1);
   width = panelType.getDimSize(2) / perFeature;
-  lanes = width / 4;
-  // Tiles of R rows by C vectors, then the rows left in smaller tiles. The
-  // accumulators, a broadcast and the weight vectors fit the registers:
-  // of 32 zmm with AVX-512, 4 x 4 for few rows (a beam of 4 reads each
-  // weight once) and 6 x 4 for many: 24 accumulators, 4 weight loads and 6
-  // broadcasts per 24 FMAs, where 4 x 4 had 8 loads per 16 (7 x 4 spills).
-  // With 16 ymm (AVX2), 2 x 4 for few rows, whose reads of the panel are
-  // contiguous, and 6 x 2 (two column groups) for many: 12 accumulators
-  // hide the FMA latency (8 in flight needed), 2 weight loads and 6
-  // broadcasts per 12 FMAs.
-  fewTiles = {{lanes >= 16 ? 4 : 2, 4}, {1, 4}};
-  manyTiles = {lanes >= 16 ? TileShape{6, 4} : TileShape{6, 2}, {2, 4}, {1, 4}};
+  lanes = config.vectorWidth;
+  assert(width == config.panelWidth() && "panels of the kernels' width");
   // Elements of a panel row per 64-byte line, which one prefetch fetches.
   lineElements = 512 / stored.getIntOrFloatBitWidth();
   // Columns past N (the last panel's zero rows) are computed and dropped;
@@ -536,18 +515,21 @@ Value PanelKernelBuilder::panelTerms(Value tile, Value terms) {
   return rows.getResult(0);
 }
 
-/// The panel's tiles, chosen by the number of rows M:
-///   M <= kFewRows (decoding): blocks of kBlock rows of the panel, few-row
-///     tiles, each prefetching a block ahead;
-///   M <= kPrefetchRows: blocks of kManyBlock, many-row tiles, the first
-///     tile prefetching the next panel;
+/// The panel's tiles, chosen by the number of rows M (the sizes are
+/// config.panels'):
+///   M <= fewRows (decoding): blocks of fewRowsKBlock rows of the panel,
+///     few-row tiles, each prefetching a block ahead;
+///   M <= prefetchRows: blocks of manyRowsKBlock, many-row tiles, the
+///     first tile prefetching the next panel;
 ///   more: as above without prefetches.
-/// With few rows (decoding), blocks of K: a block of the panel (kBlock
-/// rows of P floats) is read from memory by the first row tile and from
-/// L1 by the others, so the stream of weights pauses only briefly; tiles
-/// over the whole panel, whose reads are contiguous. With many, larger
-/// blocks (kManyBlock), for the same reason: the row tiles after the
-/// first read the block from L1.
+/// With few rows (decoding), blocks of K: a block of the panel (64 rows
+/// of P floats: 8 KiB with AVX2, 16 KiB with AVX-512, in L1; a row of
+/// bf16 pairs holds as many bytes as one of f32) is read from memory by
+/// the first row tile and from L1 by the others, so the stream of weights
+/// pauses only briefly; tiles over the whole panel, whose reads are
+/// contiguous. With many, larger blocks (128 rows: 32 KiB with AVX-512,
+/// 16 KiB with AVX2), for the same reason: the row tiles after the first
+/// read the block from L1 rather than L2.
 /// With 9 to 64 rows (a decoder step of a batch), the first row tile
 /// reads panel p from memory and the others from cache; the memory would
 /// idle while they run, so the first tile of each K block prefetches the
@@ -555,33 +537,35 @@ Value PanelKernelBuilder::panelTerms(Value tile, Value terms) {
 /// L1 they evicted the block the other tiles re-read): the next panel
 /// streams in while this one is computed. With fewer rows it cost more
 /// in cache than it gained from DRAM, and with 1024 rows too.
-/// With at most 8 rows (kFewRows) the row tiles of a K block take turns
-/// on the same kBlock rows of the panel, and the memory would idle while
-/// the tiles after the first run from L1; every tile prefetches the row
-/// kBlock ahead, so the next block streams in meanwhile (128 or 256 rows
-/// ahead gained less). Warm in cache this loses, which a decoder step,
-/// whose weights stream from DRAM, does not see.
+/// With at most 8 rows (fewRows) the row tiles of a K block take turns
+/// on the same rows of the panel, and the memory would idle while the
+/// tiles after the first run from L1; every tile prefetches the row a
+/// block ahead, so the next block streams in meanwhile. Warm in cache this
+/// loses, which a decoder step, whose weights stream from DRAM, does not see.
 Value PanelKernelBuilder::panelTiles(Value tile) {
   return splitOnRows(
-      kFewRows,
+      sizes.fewRows,
       [&] {
-        return kBlocks(tile, kBlock, fewTiles,
+        return kBlocks(tile, sizes.fewRowsKBlock, sizes.fewRowTiles,
                        panelsMemref ? Prefetch::nextBlock : Prefetch::none);
       },
       [&] {
         if (!panelsMemref)
-          return kBlocks(tile, kManyBlock, manyTiles, Prefetch::none);
-        // Up to kPrefetchRows rows the next panel is prefetched; with
+          return kBlocks(tile, sizes.manyRowsKBlock, sizes.manyRowTiles,
+                         Prefetch::none);
+        // Up to prefetchRows rows the next panel is prefetched; with
         // more, the tiles are compute-bound and the prefetches cost more
         // than they hide (and the next K=2048 panel's 256 KB evict this
         // one's from L2).
         return splitOnRows(
-            kPrefetchRows,
+            sizes.prefetchRows,
             [&] {
-              return kBlocks(tile, kManyBlock, manyTiles, Prefetch::nextPanel);
+              return kBlocks(tile, sizes.manyRowsKBlock, sizes.manyRowTiles,
+                             Prefetch::nextPanel);
             },
             [&] {
-              return kBlocks(tile, kManyBlock, manyTiles, Prefetch::none);
+              return kBlocks(tile, sizes.manyRowsKBlock, sizes.manyRowTiles,
+                             Prefetch::none);
             });
       });
 }
@@ -818,15 +802,16 @@ void PanelKernelBuilder::widenQuads(Value words, RowWeights &weights) {
 }
 
 /// One prefetch per 64-byte line the tile reads of a panel row: of row kk
-/// of the next panel (into L2), or of row kk + kBlock of this panel, past
-/// its end row kk + kBlock − K of the next (into L1):
-///   ahead = kk + kBlock < K ? (p, kk + kBlock)
-///                           : (p + 1, min(kk + kBlock − K, K − 1))
+/// of the next panel (into L2), or of row kk + B of this panel, past
+/// its end row kk + B − K of the next (into L1), B the few rows' K block:
+///   ahead = kk + B < K ? (p, kk + B)
+///                      : (p + 1, min(kk + B − K, K − 1))
 void PanelKernelBuilder::prefetchAhead(const Tile &tile, Value kk,
                                        Prefetch prefetch) {
   Value aheadPanel = nextPanel, aheadRow = kk;
   if (prefetch == Prefetch::nextBlock) {
-    Value row = b.create<arith::AddIOp>(loc, kk, indexConstant(b, loc, kBlock));
+    Value row = b.create<arith::AddIOp>(
+        loc, kk, indexConstant(b, loc, sizes.fewRowsKBlock));
     Value kTotal = indexConstant(b, loc, k);
     Value inPanel =
         b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, row, kTotal);
@@ -1055,10 +1040,11 @@ Value mlir::tfm::lowering::panelLinear(OpBuilder &b, Location loc, Value x,
                                        Value panels, Value panelsMemref,
                                        int64_t n, Value bias, Activation act,
                                        Value residual, bool dot,
+                                       const KernelConfig &config,
                                        const Int8Operands &int8Operands,
                                        Value *blockTerms, bool gated) {
   auto [y, terms] = PanelKernelBuilder(b, loc, x, panels, panelsMemref, n, bias,
-                                       act, residual, dot, int8Operands,
+                                       act, residual, dot, config, int8Operands,
                                        blockTerms != nullptr, gated)
                         .build();
   if (blockTerms)

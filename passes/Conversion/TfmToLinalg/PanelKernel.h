@@ -29,7 +29,9 @@ struct Int8Operands {
   Value scales, sums;    // [Np·P]: s_W (f32) and Σ_k q_W (i32)
 };
 
-/// y[M, N] = act(x·Wᵀ + b) + r with W as panels (P = 4 vectors of L lanes):
+/// y[M, N] = act(x·Wᵀ + b) + r with W as panels (P = `config.panels.vectors`
+/// vectors of L = `config.vectorWidth` lanes, the tiles and K blocks of
+/// `config.panels`):
 /// Wp[Np, K, P] of f32, or Wp[Np, K/2, 2P] of bf16 with K in pairs (each
 /// 32-bit word holds W[j, 2q] and W[j, 2q + 1], tfm/abi/Panels.h) times x
 /// rounded to bf16. In parallel over panels p; in a panel, for each tile
@@ -76,7 +78,7 @@ struct Int8Operands {
 /// one iteration of the forall and the gate applied to their tiles.
 Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
                   Value panelsMemref, int64_t n, Value bias, Activation act,
-                  Value residual, bool dot,
+                  Value residual, bool dot, const KernelConfig &config,
                   const Int8Operands &int8Operands = {},
                   Value *blockTerms = nullptr, bool gated = false);
 
@@ -91,18 +93,22 @@ Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
 /// so that x[m, k] ≈ (u[m, k] − z[m]) · s_x[m] with all 256 levels in use.
 /// Per row, one pass of vectors of `lanes` for lo and hi, one for u; the
 /// lanes past K read 0, which changes neither lo nor hi, and give u = z
-/// (the panels' padding is 0). Returns u, z (as f32) and s_x.
+/// (the panels' padding is 0). Over rows in parallel where x has more than
+/// `serialElements` elements, else in one loop. Returns u, z (as f32) and
+/// s_x.
 std::tuple<Value, Value, Value> quantizeActivations(OpBuilder &b, Location loc,
-                                                    Value x, int64_t lanes);
+                                                    Value x, int64_t lanes,
+                                                    int64_t serialElements);
 
 /// The bf16 form of a linear's input x [M, K]: x rounded to nearest even,
 /// bf16 [M, K2] where `dotPairs` (the kernel's dot product reads it in
 /// pairs), else f32(bf16(x)) [M, K2]; K2 = K rounded up to even, the odd
 /// K's extra column 0 (as the panels' extra row). Over rows in parallel
-/// where there are many (an encoder's batch), else in one loop (a decoder
-/// step's few rows take less time than threads to fork and join).
-Value roundActivationsToBf16(OpBuilder &b, Location loc, Value x,
-                             bool dotPairs);
+/// where x has more than `serialElements` elements (an encoder's batch),
+/// else in one loop (a decoder step's few rows take less time than threads
+/// to fork and join).
+Value roundActivationsToBf16(OpBuilder &b, Location loc, Value x, bool dotPairs,
+                             int64_t serialElements);
 
 } // namespace lowering
 } // namespace tfm

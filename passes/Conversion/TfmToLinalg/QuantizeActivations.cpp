@@ -15,17 +15,15 @@ using namespace mlir::tfm::lowering;
 
 namespace {
 
-/// Elements of x (rows times K) up to which its quantization or rounding
-/// runs on one thread: 32 rows of 512 take about as long as forking and
-/// joining.
-constexpr int64_t kSerialInputElements = 32 * 512;
-
-/// Whether x [M, K] is large enough to be narrowed in parallel over rows.
-static Value manyElements(OpBuilder &b, Location loc, Value m, int64_t k) {
+/// Whether x [M, K] is large enough to be narrowed in parallel over rows:
+/// more than `serialElements` elements (up to which forking and joining
+/// the threads takes about as long as the work).
+static Value manyElements(OpBuilder &b, Location loc, Value m, int64_t k,
+                          int64_t serialElements) {
   return b.create<arith::CmpIOp>(
       loc, arith::CmpIPredicate::ugt,
       b.create<arith::MulIOp>(loc, m, indexConstant(b, loc, k)),
-      indexConstant(b, loc, kSerialInputElements));
+      indexConstant(b, loc, serialElements));
 }
 
 /// One row's quantization: its bytes u (in the tensor they were written
@@ -35,7 +33,7 @@ struct QuantizedRow {
 };
 
 /// Builds quantizeActivations for x [M, K] on vectors of `lanes`:
-///   scf.if (M·K > kSerialInputElements)          build
+///   scf.if (M·K > serialElements)                build
 ///     scf.forall over rows { quantizeRow }       parallelRows
 ///   else scf.for over rows { quantizeRow }       serialRows
 /// and per row: rowRange (lo, hi), then rowBytes (u) with the scale and zero
@@ -44,7 +42,8 @@ struct QuantizedRow {
 /// method builds with `b` at its insertion point.
 class ActivationQuantizer {
 public:
-  ActivationQuantizer(OpBuilder &b, Location loc, Value x, int64_t lanes);
+  ActivationQuantizer(OpBuilder &b, Location loc, Value x, int64_t lanes,
+                      int64_t serialElements);
 
   /// u [M, K4] (i8), z [M] and s_x [M] (f32).
   std::tuple<Value, Value, Value> build();
@@ -68,7 +67,7 @@ private:
   OpBuilder &b;
   Location loc;
   Value x;
-  int64_t lanes;
+  int64_t lanes, serialElements;
   Type f32, i8, i32;
   VectorType vecType;
   // K, and K padded to whole quads.
@@ -80,9 +79,9 @@ private:
 } // namespace
 
 ActivationQuantizer::ActivationQuantizer(OpBuilder &b, Location loc, Value x,
-                                         int64_t lanes)
-    : b(b), loc(loc), x(x), lanes(lanes), f32(b.getF32Type()),
-      i8(b.getI8Type()), i32(b.getI32Type()),
+                                         int64_t lanes, int64_t serialElements)
+    : b(b), loc(loc), x(x), lanes(lanes), serialElements(serialElements),
+      f32(b.getF32Type()), i8(b.getI8Type()), i32(b.getI32Type()),
       vecType(VectorType::get({lanes}, f32)), k(tensorTypeOf(x).getDimSize(1)),
       paddedK(llvm::alignTo(k, 4)) {}
 
@@ -95,7 +94,7 @@ std::tuple<Value, Value, Value> ActivationQuantizer::build() {
   zeros0 = emptyTensor(b, loc, {m}, f32);
   scales0 = emptyTensor(b, loc, {m}, f32);
   fzero = constant(f32, 0);
-  Value many = manyElements(b, loc, m, k);
+  Value many = manyElements(b, loc, m, k, serialElements);
   auto choice = b.create<scf::IfOp>(
       loc, many,
       [&](OpBuilder &, Location) {
@@ -261,8 +260,9 @@ Value ActivationQuantizer::pick(arith::CmpFPredicate predicate, Value v,
 
 std::tuple<Value, Value, Value>
 mlir::tfm::lowering::quantizeActivations(OpBuilder &b, Location loc, Value x,
-                                         int64_t lanes) {
-  return ActivationQuantizer(b, loc, x, lanes).build();
+                                         int64_t lanes,
+                                         int64_t serialElements) {
+  return ActivationQuantizer(b, loc, x, lanes, serialElements).build();
 }
 
 /// dest[row0 : row0 + rows, 0 : K] = round(x[row0 : row0 + rows, 0 : K]):
@@ -297,7 +297,8 @@ static Value roundRows(OpBuilder &b, Location loc, Value x, Value dest,
 /// bf16 kernel then reads (branches yielding tensors of their own made it
 /// a dynamic strided one, and those kernels slower).
 Value mlir::tfm::lowering::roundActivationsToBf16(OpBuilder &b, Location loc,
-                                                  Value x, bool dotPairs) {
+                                                  Value x, bool dotPairs,
+                                                  int64_t serialElements) {
   RankedTensorType xType = tensorTypeOf(x);
   int64_t k = xType.getDimSize(1), k2 = llvm::alignTo(k, 2);
   Type elt = dotPairs ? b.getBF16Type() : xType.getElementType();
@@ -342,7 +343,7 @@ Value mlir::tfm::lowering::roundActivationsToBf16(OpBuilder &b, Location loc,
                 .getResult());
   };
   return b
-      .create<scf::IfOp>(loc, manyElements(b, loc, m, k), parallelRows,
-                         serialRows)
+      .create<scf::IfOp>(loc, manyElements(b, loc, m, k, serialElements),
+                         parallelRows, serialRows)
       .getResult(0);
 }

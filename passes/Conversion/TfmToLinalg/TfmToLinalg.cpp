@@ -96,9 +96,47 @@ LogicalResult eraseUnread(ModuleOp module, StringRef what) {
   return failure(read.wasInterrupted());
 }
 
+/// Every weight stored in panels has the kernels' panel width: the kernel
+/// reads a panel as `config.panels.vectors` vectors of the target's.
+LogicalResult checkPanelWidths(ModuleOp module, const KernelConfig &config) {
+  WalkResult result = module.walk([&](WeightOp weight) {
+    auto width = weight->getAttrOfType<IntegerAttr>(kPanelWidthAttr);
+    if (!width || width.getInt() == config.panelWidth())
+      return WalkResult::advance();
+    weight.emitOpError("is stored in panels of ")
+        << width.getInt() << " features, but the kernels take panels of "
+        << config.panelWidth() << " (" << config.panels.vectors
+        << " vectors of " << config.vectorWidth << " floats)";
+    return WalkResult::interrupt();
+  });
+  return failure(result.wasInterrupted());
+}
+
 struct ConvertTfmToLinalgPass
     : public tfm::impl::ConvertTfmToLinalgPassBase<ConvertTfmToLinalgPass> {
   using Base::Base;
+
+  /// The lowering pipeline's pass: the kernels of `config`, which its
+  /// options show.
+  explicit ConvertTfmToLinalgPass(const KernelConfig &config) : given(config) {
+    vectorWidth = config.vectorWidth;
+    bf16Dot = config.panels.bf16Dot;
+    int8Dot = config.panels.int8Dot;
+    queryBlock = config.attention.queryBlock;
+    linalgKeyBlock = config.attention.linalgKeyBlock;
+  }
+
+  /// The configuration given, or the options' (tfm-opt): the target's,
+  /// with the attention's blocks of the options.
+  KernelConfig kernelConfig() const {
+    if (given)
+      return *given;
+    KernelConfig config =
+        KernelConfig::forTarget({vectorWidth, bf16Dot, int8Dot});
+    config.attention.queryBlock = queryBlock;
+    config.attention.linalgKeyBlock = linalgKeyBlock;
+    return config;
+  }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -141,8 +179,10 @@ struct ConvertTfmToLinalgPass
                          << int64_t(vectorWidth);
       return signalPassFailure();
     }
-    populateTfmToLinalgPatterns(patterns, queryBlock, keyBlock, vectorWidth,
-                                bf16Dot, int8Dot);
+    KernelConfig config = kernelConfig();
+    if (failed(checkPanelWidths(module, config)))
+      return signalPassFailure();
+    populateTfmToLinalgPatterns(patterns, config);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
     if (failed(eraseUnread<CallerRowsOp>(
@@ -151,20 +191,22 @@ struct ConvertTfmToLinalgPass
             module, "is stored in panels for linears but read by ")))
       signalPassFailure();
   }
+
+  std::optional<KernelConfig> given;
 };
 
 } // namespace
 
+std::unique_ptr<Pass>
+mlir::tfm::createConvertTfmToLinalgPass(const KernelConfig &config) {
+  return std::make_unique<ConvertTfmToLinalgPass>(config);
+}
+
 void mlir::tfm::populateTfmToLinalgPatterns(RewritePatternSet &patterns,
-                                            int64_t queryBlock,
-                                            int64_t keyBlock,
-                                            int64_t vectorWidth, bool bf16Dot,
-                                            bool int8Dot) {
+                                            const KernelConfig &config) {
   lowering::populateElementwiseLoweringPatterns(patterns);
-  lowering::populateDataMovementLoweringPatterns(patterns, vectorWidth);
-  lowering::populateLinearLoweringPatterns(patterns, vectorWidth, bf16Dot,
-                                           int8Dot);
-  lowering::populateNormalizationLoweringPatterns(patterns, vectorWidth);
-  lowering::populateAttentionLoweringPatterns(patterns, queryBlock, keyBlock,
-                                              vectorWidth);
+  lowering::populateDataMovementLoweringPatterns(patterns, config);
+  lowering::populateLinearLoweringPatterns(patterns, config);
+  lowering::populateNormalizationLoweringPatterns(patterns, config);
+  lowering::populateAttentionLoweringPatterns(patterns, config);
 }

@@ -10,15 +10,16 @@
 #define TFM_PASSES_CONVERSION_TFMTOLINALG_TFMTOLINALG_H
 
 #include "dialects/Tfm/IR/TfmOps.h"
+#include "passes/KernelConfig.h"
 
 namespace mlir {
 class RewritePatternSet;
 namespace tfm {
 
+/// The patterns of convert-tfm-to-linalg, building the kernels of
+/// `config`.
 void populateTfmToLinalgPatterns(RewritePatternSet &patterns,
-                                 int64_t queryBlock, int64_t keyBlock,
-                                 int64_t vectorWidth, bool bf16Dot,
-                                 bool int8Dot);
+                                 const KernelConfig &config);
 
 /// Whether convert-tfm-to-linalg lowers `op` to its vector FlashAttention
 /// kernel: f32, static head sizes, no additive mask but a relative position

@@ -21,37 +21,21 @@ namespace {
 // Queries along the lanes, register-tiled
 //===----------------------------------------------------------------------===//
 
-/// Keys per block of the register-tiled kernel: the block's scores (64 x
-/// 64 floats for a query block of 64) and its rows of V stay in L1 while
-/// the block's queries visit them.
-constexpr int64_t kTiledKeyBlock = 64;
-/// The score tile of the tiled kernel: 8 keys x 2 vectors of queries, 16
-/// accumulators (per column of D, 2 loads of Qᵀ and 8 broadcasts of K),
-/// where AVX-512 has 32 vector registers; 4 keys with AVX2's 16.
-constexpr int64_t kScoreTileVectors = 2;
-static int64_t scoreTileKeys(int64_t lanes) { return lanes >= 16 ? 8 : 4; }
-/// Vector registers the P·V tile's accumulators may take (of 32).
-constexpr int64_t kTiledAccumulators = 24;
-/// Loops over a block's keys in the softmax go 4 at a time, with 4 partial
-/// maxima or sums: their chains of dependent ops are 4 times shorter.
-constexpr int64_t kSoftmaxUnroll = 4;
-static_assert(kTiledKeyBlock % kSoftmaxUnroll == 0, "keys go 4 at a time");
-
 /// Queries per group of the P·V step, R: the group's rows of O (R x Dv/L
-/// vectors) fit the accumulators.
-static int64_t tiledGroupRows(int64_t dv, int64_t lanes) {
-  return std::max<int64_t>(1, kTiledAccumulators / llvm::divideCeil(dv, lanes));
+/// vectors) fit the `accumulators`.
+static int64_t tiledGroupRows(int64_t dv, int64_t lanes, int64_t accumulators) {
+  return std::max<int64_t>(1, accumulators / llvm::divideCeil(dv, lanes));
 }
 
 /// The register-tiled form of OneQueryKernel, for blocks of many queries:
 /// the block's queries lie along the lanes of its score vectors, so that
 /// the online softmax runs lane-wise, one query per lane, and K is read as
 /// it is. Qᵀ is packed once (packQueries: qT[c, i] = scale·Q[q0 + i, c];
-/// lanes past the last query repeat it), then each block of B = 64 keys
-/// from k0 is visited in three steps:
-///   1. Sᵀ[j, i] = Σ_c K[k0 + j, c]·qT[c, i]   (scores: tiles of 8 or 4
-///      keys x 2 vectors of queries in registers; keys past the last are
-///      read as it)
+/// lanes past the last query repeat it), then each block of B =
+/// tiledKeyBlock keys from k0 is visited in three steps:
+///   1. Sᵀ[j, i] = Σ_c K[k0 + j, c]·qT[c, i]   (scores: tiles of
+///      scoreTileKeys keys x scoreTileVectors vectors of queries in
+///      registers; keys past the last are read as it)
 ///   2. per vector of L queries (onlineSoftmax):
 ///        Sᵀ[j] = -inf where k0 + j >= end_i  (only in blocks that reach
 ///                past the first query's end; end_i as in OneQueryKernel)
@@ -67,7 +51,7 @@ static int64_t tiledGroupRows(int64_t dv, int64_t lanes) {
 class TiledKernel : VectorKernel {
 public:
   TiledKernel(OpBuilder &b, Location loc, const QueryBlock &block,
-              int64_t lanes);
+              const KernelConfig &config);
 
   /// The block's rows of the output, for blocks of up to `maxQueries`.
   Value build(int64_t maxQueries);
@@ -130,8 +114,9 @@ private:
 
   Value normalize(Value o, Value sums);
 
-  /// R, B, and the score tile's keys, vectors and queries.
-  int64_t rows, keyBlock, tileKeys, tileVectors, tileQueries;
+  /// R, B, the score tile's keys, vectors and queries, and the keys per
+  /// step of the softmax loops.
+  int64_t rows, keyBlock, tileKeys, tileVectors, tileQueries, unroll;
   /// The batch row's [S, D] of Q, K and V, and the packed qT [D, W].
   Value q, k, v, qT;
   /// The block's last query; its queries rounded up to whole score tiles
@@ -143,12 +128,15 @@ private:
 };
 
 TiledKernel::TiledKernel(OpBuilder &b, Location loc, const QueryBlock &block,
-                         int64_t lanes)
-    : VectorKernel(b, loc, block, lanes), rows(tiledGroupRows(dv, lanes)),
-      keyBlock(kTiledKeyBlock), tileKeys(scoreTileKeys(lanes)),
-      tileVectors(kScoreTileVectors), tileQueries(tileVectors * lanes) {
-  assert(tileKeys % kSoftmaxUnroll == 0 &&
-         "score tiles hold whole groups of 4");
+                         const KernelConfig &config)
+    : VectorKernel(b, loc, block, config.vectorWidth),
+      rows(tiledGroupRows(dv, lanes, config.attention.tiledAccumulators)),
+      keyBlock(config.attention.tiledKeyBlock),
+      tileKeys(config.attention.scoreTileKeys),
+      tileVectors(config.attention.scoreTileVectors),
+      tileQueries(tileVectors * lanes), unroll(config.attention.softmaxUnroll) {
+  assert(keyBlock % unroll == 0 && tileKeys % unroll == 0 &&
+         "key blocks and score tiles hold whole steps of the softmax");
   assert(!block.keyRows && "tiles read their keys from one batch row of K");
   q = rowOf(block.q);
   k = rowOf(block.k);
@@ -418,15 +406,15 @@ SmallVector<Value> TiledKernel::softmaxLanes(OpBuilder &qb, Location ql,
           write(qb, ql, l, lT, col, true), write(qb, ql, corr, cT, col, true)};
 }
 
-/// Folds `step` over the keys j < `keys` of lanes `col` of Sᵀ, 4 keys at a
-/// time into 4 partial accumulators from `init`; Sᵀ[j] is written back if
-/// `writes`. Returns {Sᵀ, the partials reduced by `combine`}.
+/// Folds `step` over the keys j < `keys` of lanes `col` of Sᵀ, `unroll`
+/// keys at a time into as many partial accumulators from `init` (their
+/// chains of dependent ops are that many times shorter); Sᵀ[j] is written
+/// back if `writes`. Returns {Sᵀ, the partials reduced by `combine`}.
 std::pair<Value, Value> TiledKernel::foldKeys(OpBuilder &fb, Location fl,
                                               Value col, Value keys,
                                               Value scores, Value init,
                                               bool writes, KeyStep step,
                                               Combine combine) {
-  constexpr int64_t unroll = kSoftmaxUnroll;
   SmallVector<Value> inits = {scores};
   inits.append(unroll, init);
   auto loop = fb.create<scf::ForOp>(
@@ -613,6 +601,6 @@ Value TiledKernel::normalize(Value o, Value sums) {
 
 Value mlir::tfm::lowering::tiledAttention(OpBuilder &b, Location loc,
                                           const QueryBlock &block,
-                                          int64_t lanes, int64_t maxQueries) {
-  return TiledKernel(b, loc, block, lanes).build(maxQueries);
+                                          const KernelConfig &config) {
+  return TiledKernel(b, loc, block, config).build(config.attention.queryBlock);
 }

@@ -80,17 +80,13 @@ protected:
 /// for blocks of few queries (a decoder step's one), and any block with a
 /// bias or key rows.
 Value oneQueryAttention(OpBuilder &b, Location loc, const QueryBlock &block,
-                        int64_t lanes);
+                        const KernelConfig &config);
 
 /// The block's rows of the output, block.tile written, by TiledKernel:
-/// for blocks of at least kTiledMinQueries and at most `maxQueries`
-/// queries, without a bias or key rows.
+/// for blocks of at least config.attention.tiledMinQueries and at most
+/// config.attention.queryBlock queries, without a bias or key rows.
 Value tiledAttention(OpBuilder &b, Location loc, const QueryBlock &block,
-                     int64_t lanes, int64_t maxQueries);
-
-/// Query blocks of fewer queries take the one-query kernel: a score tile
-/// of the tiled kernel is 2 vectors of queries wide.
-constexpr int64_t kTiledMinQueries = 16;
+                     const KernelConfig &config);
 
 } // namespace lowering
 } // namespace tfm
