@@ -2,11 +2,11 @@
 
 #include "compiler/Embed.h"
 
-#include "compiler/TokenizerFiles.h"
-
+#include "tfm/abi/EmbeddedFiles.h"
 #include "tfm/abi/ModelInfo.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 #include <cstring>
@@ -80,5 +80,34 @@ Error mlir::tfm::embedInTranslator(StringRef translatorPath,
   for (const std::string &file : files)
     if (sys::fs::equivalent(sys::path::parent_path(file), outDir))
       sys::fs::remove(file);
+  return Error::success();
+}
+
+Error mlir::tfm::appendEmbeddedFiles(raw_ostream &out, uint64_t position,
+                                     ArrayRef<std::string> files) {
+  if (files.empty())
+    return Error::success();
+  std::vector<tfm_runtime::EmbeddedFile> table;
+  for (const std::string &file : files) {
+    auto bytes = MemoryBuffer::getFile(file, /*IsText=*/false,
+                                       /*RequiresNullTerminator=*/false);
+    if (!bytes)
+      return fail(file + ": " + bytes.getError().message());
+    StringRef name = sys::path::filename(file);
+    tfm_runtime::EmbeddedFile entry{};
+    if (name.size() >= sizeof entry.name)
+      return fail(file + ": file name too long to embed");
+    std::memcpy(entry.name, name.data(), name.size());
+    entry.offset = position;
+    entry.size = (*bytes)->getBufferSize();
+    out << (*bytes)->getBuffer();
+    position += entry.size;
+    table.push_back(entry);
+  }
+  out.write(reinterpret_cast<const char *>(table.data()),
+            table.size() * sizeof(table[0]));
+  tfm_runtime::EmbeddedFilesTrailer trailer{table.size(), {}};
+  std::memcpy(trailer.magic, tfm_runtime::kEmbeddedFilesMagic, 8);
+  out.write(reinterpret_cast<const char *>(&trailer), sizeof trailer);
   return Error::success();
 }

@@ -13,6 +13,7 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <string>
 
@@ -26,6 +27,11 @@ namespace tfm {
 llvm::Error embedInTranslator(llvm::StringRef translatorPath,
                               llvm::StringRef weightsPath,
                               llvm::ArrayRef<std::string> files);
+
+/// Appends `files` and their table to `out`, an executable being written
+/// whose next byte is at `position`; the EmbedTrailer comes after.
+llvm::Error appendEmbeddedFiles(llvm::raw_ostream &out, uint64_t position,
+                                llvm::ArrayRef<std::string> files);
 
 } // namespace tfm
 } // namespace mlir

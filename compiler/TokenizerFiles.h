@@ -68,11 +68,6 @@ findTokenizerFiles(llvm::StringRef modelDir, int64_t vocabSize,
 llvm::Error copyTokenizerFiles(llvm::ArrayRef<std::string> files,
                                llvm::StringRef outDir);
 
-/// Appends `files` and their table to `out`, an executable being written
-/// whose next byte is at `position`; the EmbedTrailer comes after.
-llvm::Error appendEmbeddedFiles(llvm::raw_ostream &out, uint64_t position,
-                                llvm::ArrayRef<std::string> files);
-
 } // namespace tfm
 } // namespace mlir
 

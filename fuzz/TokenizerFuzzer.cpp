@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Embed.h"
 #include "compiler/TokenizerFiles.h"
 #include "fuzz/FuzzUtil.h"
 #include "tfm/abi/EmbeddedFiles.h"

@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Embed.h"
 #include "compiler/TokenizerFiles.h"
 #include "tfm/abi/EmbeddedFiles.h"
 #include "tfm/abi/ModelInfo.h"
