@@ -185,20 +185,14 @@ public:
   /// Translates the batch; throws the runtime's Error.
   Results translate(const tfm_search_options &options,
                     const BatchBuilder &batch) const {
-    tfm_batch request = batch.view();
-    tfm_results *results = nullptr;
-    check(api, api.tfm_translate_batch(model, &options, &request, &results));
-    return Results(api, results);
+    return run(api.tfm_translate_batch, options, batch);
   }
 
   /// Scores the batch's targets (BatchBuilder::addScored); throws the
   /// runtime's Error.
   Results score(const tfm_search_options &options,
                 const BatchBuilder &batch) const {
-    tfm_batch request = batch.view();
-    tfm_results *results = nullptr;
-    check(api, api.tfm_score_batch(model, &options, &request, &results));
-    return Results(api, results);
+    return run(api.tfm_score_batch, options, batch);
   }
 
   /// Throws the runtime's Error about `options` if it refuses them, so
@@ -208,6 +202,17 @@ public:
   }
 
 private:
+  /// tfm_translate_batch or tfm_score_batch (the same signature) on the
+  /// batch, its results owned.
+  Results run(decltype(&::tfm_translate_batch) entry,
+              const tfm_search_options &options,
+              const BatchBuilder &batch) const {
+    tfm_batch request = batch.view();
+    tfm_results *results = nullptr;
+    check(api, entry(model, &options, &request, &results));
+    return Results(api, results);
+  }
+
   const RuntimeApi &api;
   tfm_model *model;
 };
