@@ -1,6 +1,7 @@
 //===- Embed.cpp - The weights and files inside the translator --*- C++ -*-===//
 
 #include "compiler/Embed.h"
+#include "compiler/Support.h"
 
 #include "tfm/abi/EmbeddedFiles.h"
 #include "tfm/abi/ModelInfo.h"
@@ -13,10 +14,7 @@
 #include <vector>
 
 using namespace llvm;
-
-static Error fail(const Twine &message) {
-  return createStringError(inconvertibleErrorCode(), message.str());
-}
+using mlir::tfm::fail;
 
 /// Appends the file at `path` to `out` a chunk at a time: a weights file
 /// of gigabytes is never held (nor mapped and touched) whole. Returns its

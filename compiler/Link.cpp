@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Link.h"
+#include "compiler/Support.h"
 
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/SmallVector.h"
@@ -15,10 +16,7 @@
 #include "llvm/Support/Program.h"
 
 using namespace llvm;
-
-static Error fail(const Twine &message) {
-  return createStringError(inconvertibleErrorCode(), message.str());
-}
+using mlir::tfm::fail;
 
 /// Where the runtime libraries are: beside an installed tfmc (bin/../lib),
 /// else in the build tree tfmc came from.

@@ -1,16 +1,14 @@
 //===- SentencePieceModel.cpp - What tfmc reads of a .spm file --*- C++ -*-===//
 
 #include "compiler/SentencePieceModel.h"
+#include "compiler/Support.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 using namespace llvm;
+using mlir::tfm::fail;
 using mlir::tfm::SentencePieceSummary;
-
-static Error fail(const Twine &message) {
-  return createStringError(inconvertibleErrorCode(), message.str());
-}
 
 namespace {
 

@@ -26,6 +26,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/TokenizerFamilies.h"
+#include "compiler/Support.h"
 
 #include "compiler/LanguageTables.h"
 #include "compiler/SentencePieceModel.h"
@@ -38,10 +39,12 @@
 #include "llvm/Support/Path.h"
 
 using namespace llvm;
+using mlir::tfm::fail;
 using mlir::tfm::fairseqLanguages;
 using mlir::tfm::Language;
 using mlir::tfm::m2m100Languages;
 using mlir::tfm::madladLanguages;
+using mlir::tfm::pathIn;
 using mlir::tfm::readSentencePiece;
 using mlir::tfm::SentencePieceSummary;
 using mlir::tfm::TokenizerFiles;
@@ -49,16 +52,6 @@ using mlir::tfm::TokenizerTarget;
 
 static const char kSentencePieceName[] = "sentencepiece.bpe.model";
 static const char kT5SentencePieceName[] = "spiece.model";
-
-static Error fail(const Twine &message) {
-  return createStringError(inconvertibleErrorCode(), message.str());
-}
-
-static std::string pathIn(StringRef dir, StringRef name) {
-  SmallString<256> path(dir);
-  sys::path::append(path, name);
-  return path.str().str();
-}
 
 Expected<json::Value> mlir::tfm::readTokenizerJson(StringRef path) {
   auto text = MemoryBuffer::getFile(path, /*IsText=*/true);

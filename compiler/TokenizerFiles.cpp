@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/TokenizerFiles.h"
+#include "compiler/Support.h"
 
 #include "compiler/MarianCheckpoint.h"
 #include "compiler/TokenizerFamilies.h"
@@ -17,21 +18,13 @@
 #include "llvm/Support/Path.h"
 
 using namespace llvm;
+using mlir::tfm::fail;
+using mlir::tfm::pathIn;
 using mlir::tfm::TokenizerFiles;
 using mlir::tfm::TokenizerTarget;
 
 static const char *const kTokenizerFileNames[] = {"source.spm", "target.spm",
                                                   "vocab.json"};
-
-static Error fail(const Twine &message) {
-  return createStringError(inconvertibleErrorCode(), message.str());
-}
-
-static std::string pathIn(StringRef dir, StringRef name) {
-  SmallString<256> path(dir);
-  sys::path::append(path, name);
-  return path.str().str();
-}
 
 /// The checks of vocab.json that need no SentencePiece, so that a bad one
 /// fails here rather than in every run of the translator (which checks the
