@@ -111,6 +111,12 @@ void Metrics::renderModels(std::string &out,
       out += fmt::format("{}{{model=\"{}\"}} {}\n", name,
                          labelValue(modelNames[i]), models[i].*member);
   };
+  auto histogram = [&](const char *name, const char *help, auto member) {
+    header(out, name, "histogram", help);
+    for (size_t i = 0; i < models.size(); ++i)
+      (models[i].*member)
+          .render(out, name, "model=\"" + labelValue(modelNames[i]) + "\"");
+  };
   header(out, "tfm_serve_queue_sentences", "gauge",
          "Sentences waiting in a model's queue.");
   for (size_t i = 0; i < models.size(); ++i)
@@ -127,18 +133,10 @@ void Metrics::renderModels(std::string &out,
   counter("tfm_serve_target_tokens_total",
           "Target tokens generated (best hypotheses).",
           &ModelStats::targetTokens);
-  header(out, "tfm_serve_batch_sentences", "histogram",
-         "Sentences per batch run.");
-  for (size_t i = 0; i < models.size(); ++i)
-    models[i].batchSentences.render(out, "tfm_serve_batch_sentences",
-                                    "model=\"" + labelValue(modelNames[i]) +
-                                        "\"");
-  header(out, "tfm_serve_batch_duration_seconds", "histogram",
-         "Time one batch took to translate.");
-  for (size_t i = 0; i < models.size(); ++i)
-    models[i].batchSeconds.render(out, "tfm_serve_batch_duration_seconds",
-                                  "model=\"" + labelValue(modelNames[i]) +
-                                      "\"");
+  histogram("tfm_serve_batch_sentences", "Sentences per batch run.",
+            &ModelStats::batchSentences);
+  histogram("tfm_serve_batch_duration_seconds",
+            "Time one batch took to translate.", &ModelStats::batchSeconds);
 }
 
 std::string Metrics::render(const std::function<size_t(size_t)> &queued) const {

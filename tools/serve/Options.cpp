@@ -2,7 +2,7 @@
 
 #include "tools/serve/Options.h"
 
-#include "tools/Version.h"
+#include "tools/common/VersionFlag.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -209,14 +209,8 @@ ServeOptions tfm_serve::parseCommandLine(int argc, char **argv) {
   std::vector<std::string> dirs, named;
   CLI::App app(kDescription, "tfm-serve");
   app.set_help_flag("-h,--help", "this text");
-  app.add_flag_callback(
-      "--version",
-      [] {
-        fmt::print("tfm-serve of tfmc {} (commit {})\n", TFM_VERSION,
-                   TFM_COMMIT);
-        std::exit(0);
-      },
-      "print the version and exit");
+  tfm_tools::addVersionFlag(app, "tfm-serve of tfmc",
+                            "print the version and exit");
   addModelOptions(app, dirs, named, o);
   addHttpOptions(app, o);
   addLimitOptions(app, o);

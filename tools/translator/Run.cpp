@@ -19,23 +19,15 @@ void Run::translateAll(Output &out, Output *logits) {
   uint64_t totalBytes = 0;
   if (!o.quiet && isatty(STDERR_FILENO) && reader.allFiles(totalBytes))
     progress.enable(totalBytes);
-  const size_t window = size_t(o.batchSize) * kBatchesPerWindow;
-  std::vector<Sentence> sentences;
-  std::string line;
-  Location where{};
-  while (true) {
-    sentences.clear();
-    uint64_t windowStart = reader.bytesRead;
-    while (sentences.size() < window && reader.next(line, where)) {
-      Sentence &sentence = sentences.emplace_back();
-      sentence.where = where;
-      sentence.ids = sourceIds(line, where);
-      sentence.prefix = prefixes.next(where);
-      sentence.index = linesRead++;
-    }
-    if (sentences.empty())
-      break;
-    translateWindow(sentences, windowStart);
+  auto read = [&](std::string &line, const Location &where) {
+    Sentence sentence;
+    sentence.where = where;
+    sentence.ids = sourceIds(line, where);
+    sentence.prefix = prefixes.next(where);
+    sentence.index = linesRead++;
+    return sentence;
+  };
+  forEachWindow(read, [&](const std::vector<Sentence> &sentences) {
     out.write(format(sentences));
     out.flush();
     if (logits)
@@ -43,7 +35,7 @@ void Run::translateAll(Output &out, Output *logits) {
         logits->write(sentence.firstLogits.data(),
                       sentence.firstLogits.size() * sizeof(float));
     progress.update(reader.bytesRead, sentencesDone, tokensOut, false);
-  }
+  });
   prefixes.checkAllUsed();
   progress.update(reader.bytesRead, sentencesDone, tokensOut, true);
   warnings.summarize();
@@ -53,6 +45,28 @@ void Run::translateAll(Output &out, Output *logits) {
 /// in batches as translateAll translates, and writes a score a line.
 void Run::scoreAll(Output &out) {
   ScoredTargets targets(o);
+  auto read = [&](std::string &line, const Location &where) {
+    // The target first: with one input it is the line's part after a
+    // TAB, cut off the source's line.
+    std::string target = targets.next(line, where);
+    Sentence sentence;
+    sentence.where = where;
+    sentence.ids = sourceIds(line, where);
+    sentence.prefix = prefixes.next(where);
+    sentence.target = targetIds(target, where);
+    return sentence;
+  };
+  forEachWindow(read, [&](const std::vector<Sentence> &sentences) {
+    out.write(formatScores(sentences));
+    out.flush();
+  });
+  targets.checkAllUsed();
+  warnings.summarize();
+}
+
+/// Reads the input a window of lines at a time, each line made a Sentence
+/// by `read`, translates (or scores) the window and hands it to `done`.
+void Run::forEachWindow(const ReadSentence &read, const WindowDone &done) {
   const size_t window = size_t(o.batchSize) * kBatchesPerWindow;
   std::vector<Sentence> sentences;
   std::string line;
@@ -60,21 +74,13 @@ void Run::scoreAll(Output &out) {
   while (true) {
     sentences.clear();
     uint64_t windowStart = reader.bytesRead;
-    while (sentences.size() < window && reader.next(line, where)) {
-      std::string target = targets.next(line, where);
-      Sentence sentence{
-          where, sourceIds(line, where), prefixes.next(where), {}, {}, {}};
-      sentence.target = targetIds(target, where);
-      sentences.push_back(std::move(sentence));
-    }
+    while (sentences.size() < window && reader.next(line, where))
+      sentences.push_back(read(line, where));
     if (sentences.empty())
-      break;
+      return;
     translateWindow(sentences, windowStart);
-    out.write(formatScores(sentences));
-    out.flush();
+    done(sentences);
   }
-  targets.checkAllUsed();
-  warnings.summarize();
 }
 
 /// A target to score: ids (with --output-format ids; a last EOS is

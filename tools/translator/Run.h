@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,10 @@ public:
   void printTiming(double loadSeconds) const;
 
 private:
+  using ReadSentence =
+      std::function<Sentence(std::string &line, const Location &where)>;
+  using WindowDone = std::function<void(const std::vector<Sentence> &)>;
+  void forEachWindow(const ReadSentence &read, const WindowDone &done);
   std::vector<int32_t> sourceIds(std::string &line, const Location &where);
   std::vector<int32_t> parseIds(const std::string &line,
                                 const Location &where) const;
