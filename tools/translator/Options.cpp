@@ -3,7 +3,7 @@
 #include "tools/translator/Options.h"
 
 #include "tfm/abi/ModelInfo.h"
-#include "tools/Version.h"
+#include "tools/common/VersionFlag.h"
 #include "tools/translator/Errors.h"
 
 #include <CLI/CLI.hpp>
@@ -143,31 +143,29 @@ CLI::Validator atLeast(long min) {
       "");
 }
 
-/// A finite number (NaN and infinities are refused), at least `min` if
-/// given.
-CLI::Validator finiteNumber(std::optional<double> min = std::nullopt) {
+/// A number, whatever its value: the options whose values the runtime
+/// judges (Session asks it before reading the input).
+CLI::Validator number() {
   return CLI::Validator(
-      [min](std::string &value) -> std::string {
+      [](std::string &value) -> std::string {
         char *end = nullptr;
-        double v = std::strtod(value.c_str(), &end);
-        if (end == value.c_str() || *end || !std::isfinite(v))
-          return fmt::format("expects a finite number, found '{}'", value);
-        if (min && v < *min)
-          return fmt::format("expects a number >= {}, found '{}'", *min, value);
+        std::strtod(value.c_str(), &end);
+        if (end == value.c_str() || *end)
+          return fmt::format("expects a number, found '{}'", value);
         return "";
       },
       "");
 }
 
-/// A finite number > 0: the repetition penalty, whose 0 the C API would
-/// read as "the model's".
-CLI::Validator positiveNumber() {
+/// Refuses `value`, the C API's mark for "the model's" (leaving the
+/// option out says that); `off` says which value turns the guard off.
+CLI::Validator notDefaultMark(double value, const char *off) {
   return CLI::Validator(
-      [](std::string &value) -> std::string {
-        char *end = nullptr;
-        double v = std::strtod(value.c_str(), &end);
-        if (end == value.c_str() || *end || !std::isfinite(v) || v <= 0)
-          return fmt::format("expects a finite number > 0, found '{}'", value);
+      [value, off](std::string &given) -> std::string {
+        if (std::strtod(given.c_str(), nullptr) == value)
+          return fmt::format("{} is not allowed: {} turns it off, and "
+                             "leaving the option out takes the checkpoint's",
+                             given, off);
         return "";
       },
       "");
@@ -220,13 +218,13 @@ void addSamplingOptions(CLI::App &app, tfm_search_options &s) {
                  "then keep the fewest most probable tokens whose "
                  "probabilities sum to at least P (1: all)")
       ->capture_default_str()
-      ->check(finiteNumber())
+      ->check(number())
       ->type_name("P");
   app.add_option("--sampling-temperature", s.sampling_temperature,
                  "divide the logits by T first; scores stay the model's "
                  "log p (untempered, unfiltered)")
       ->capture_default_str()
-      ->check(finiteNumber())
+      ->check(number())
       ->type_name("T");
   app.add_option("--seed", s.seed,
                  "sampling's seed: each sentence draws from its own "
@@ -285,13 +283,8 @@ void addInformation(CLI::App &app, Options &o) {
   app.add_flag("--model-info", o.modelInfo,
                "print the compiled model's shape, its languages and which "
                "backend (our code, oneDNN) runs each op kind, and exit");
-  app.add_flag_callback(
-      "--version",
-      [] {
-        fmt::print("translator compiled by tfmc {} (commit {})\n", TFM_VERSION,
-                   TFM_COMMIT);
-        std::exit(0);
-      },
+  tfm_tools::addVersionFlag(
+      app, "translator compiled by tfmc",
       "print the version of tfmc that built this translator, and exit");
 }
 
@@ -315,23 +308,23 @@ void addSearchOptions(CLI::App &app, Options &o) {
   app.add_option("--max-length", s.max_length,
                  "at most N target tokens, EOS included")
       ->capture_default_str()
-      ->check(atLeast(1))
+      ->check(integer())
       ->type_name("N")
       ->each([&o](const std::string &) { o.maxLengthGiven = true; });
   app.add_option("--max-length-ratio", s.max_length_ratio,
                  "also at most R * source tokens + 5 (0: off)")
       ->capture_default_str()
-      ->check(finiteNumber(0.0))
+      ->check(number())
       ->type_name("R");
   app.add_option("--min-length", s.min_length, "no EOS before N tokens")
       ->capture_default_str()
-      ->check(atLeast(0))
+      ->check(integer())
       ->type_name("N");
   app.add_option("--length-penalty", s.length_penalty,
                  "scores are sum(log p) / length^A, EOS counted (0: the "
                  "plain sum); the beam ranks hypotheses by them")
       ->capture_default_str()
-      ->check(finiteNumber())
+      ->check(number())
       ->type_name("A");
   app.add_option("--repetition-penalty", s.repetition_penalty,
                  "a token already in the hypothesis (or the decoder start "
@@ -339,12 +332,12 @@ void addSearchOptions(CLI::App &app, Options &o) {
                  "by R where negative, divided where positive, as Hugging "
                  "Face's (1: off; default: the checkpoint's "
                  "generation_config.json, else 1)")
-      ->check(positiveNumber())
+      ->check(number() & notDefaultMark(0, "1"))
       ->type_name("R");
   app.add_option("--no-repeat-ngram-size", s.no_repeat_ngram_size,
                  "no n-gram of N tokens occurs twice in a hypothesis (0: off; "
                  "default: the checkpoint's generation_config.json, else 0)")
-      ->check(atLeast(0))
+      ->check(integer() & notDefaultMark(-1, "0"))
       ->type_name("N");
   app.add_flag("--suppress-eos", s.suppress_eos,
                "never end a sentence: decode exactly --max-length tokens "
