@@ -7,20 +7,114 @@
 //   results = translator.translate_batch(["Open file"], beam_size=4)
 //   results[0].hypotheses[0]                         # "Datei öffnen"
 //
-// The bindings and their documentation; the arguments are read in
-// Arguments.cpp and Sentences.cpp, the model driven in Translator.cpp.
+// The bindings and their documentation, with each method's keyword options
+// (their names and defaults); the arguments are read in Arguments.cpp,
+// Keywords.cpp and Sentences.cpp, the model driven in Translator.cpp.
 //
 //===----------------------------------------------------------------------===//
 
+#include "python/Keywords.h"
 #include "python/Translator.h"
 
 #include <pybind11/stl.h>
 
 namespace py = pybind11;
 
+using tfm_python::KeywordArgs;
+using tfm_python::keywordSignature;
+using tfm_python::KeywordTable;
 using tfm_python::ScoringResult;
 using tfm_python::TranslationResult;
 using tfm_python::Translator;
+
+/// translate_batch's options after `source`, keyword-only, as its
+/// docstring lists them: the translator's options.
+static const KeywordTable kTranslateOptions = {
+    {"beam_size", 1},
+    {"n_best", 1},
+    {"max_length", 256},
+    {"max_length_ratio", 3.0},
+    {"min_length", 0},
+    {"length_penalty", 1.0},
+    {"max_batch_size", 32},
+    {"return_scores", false},
+    {"return_token_scores", false},
+    {"target_prefix", nullptr},
+    {"source_lang", nullptr},
+    {"target_lang", nullptr},
+    {"repetition_penalty", nullptr},
+    {"no_repeat_ngram_size", nullptr},
+    {"sampling_topk", nullptr},
+    {"sampling_topp", nullptr},
+    {"sampling_temperature", nullptr},
+    {"seed", nullptr},
+    {"use_vmap", true},
+};
+
+static const char *const kTranslateDescription =
+    "Translates a list (any iterable) of sentences, each a str (the "
+    "model's tokenizer cuts it) or a sequence of source token ids (EOS "
+    "appended if missing); returns one TranslationResult per sentence. "
+    "Blank strings give \"\", empty id lists []. As in the translator, "
+    "invalid UTF-8 (lone surrogates) becomes U+FFFD and a sentence "
+    "longer than the model's positions is cut (EOS kept last), each with "
+    "a warning. The options are the translator's (translator --help): 1 "
+    "<= n_best <= beam_size <= the target vocabulary's size, max_length "
+    ">= 1, max_length_ratio >= 0 (0: off), min_length >= 0, "
+    "length_penalty finite, max_batch_size >= 1, repetition_penalty > 0 "
+    "(1: off), no_repeat_ngram_size >= 0 (0: off), as the translator's "
+    "--repetition-penalty and --no-repeat-ngram-size (None: the "
+    "checkpoint's generation_config.json, else off). Any of "
+    "sampling_topk (>= 0, 0: all), sampling_topp (in (0, 1]), "
+    "sampling_temperature (> 0) and seed (0 to 2**64 - 1) samples "
+    "instead of searching, as the translator's --sampling-* and --seed "
+    "(beam_size 1; n_best=N draws N samples; sentence i's streams are "
+    "seeded from seed and i, its index in source). return_scores gives "
+    "each hypothesis's score (translator --with-scores), "
+    "return_token_scores its tokens' log-probabilities (--token-scores). "
+    "target_prefix, if given, holds for each sentence None or the target "
+    "token ids (or vocabulary pieces) its translations start with (None "
+    "or []: none), forced as the translator's --target-prefix forces "
+    "them. source_lang and target_lang (an ISO code such as \"de\" or "
+    "the model's own: \"__de__\", \"deu_Latn\", \"de_DE\"; not \"\") do "
+    "what the translator's --source-lang and --target-lang do: str "
+    "sentences get the source language's token (id sentences are taken "
+    "as given), the target language's token is forced first, before any "
+    "target_prefix (MADLAD-400's goes before str sentences instead). "
+    "use_vmap=False translates over the whole target vocabulary where "
+    "the model has a shortlist (the translator's --no-vmap). A bad "
+    "argument raises TypeError or ValueError naming it and the sentence "
+    "(its index in `source`); options the runtime refuses raise its "
+    "ValueError; the GIL is released while translating.";
+
+/// score_batch's options after `source` and `target`, keyword-only.
+static const KeywordTable kScoreOptions = {
+    {"max_batch_size", 32},
+    {"length_penalty", 1.0},
+    {"source_lang", nullptr},
+    {"target_lang", nullptr},
+};
+
+static const char *const kScoreDescription =
+    "Scores each target[i] as a translation of source[i] (the "
+    "translator's --score): its log-probability under the model, the "
+    "target's tokens forced through the decoder's steps, then EOS; no "
+    "search. source is as translate_batch's; a target is a str (cut by "
+    "the model's target tokenizer, after the target language's token) or "
+    "a sequence of target token ids (a last EOS dropped). A blank source "
+    "scores 0. The score is sum(log p) / length^length_penalty, EOS "
+    "counted, as return_scores gives it.";
+
+/// A method's docstring: its signature, the keyword options' names and
+/// defaults taken from their table, then `description`.
+static std::string methodDoc(const std::string &method,
+                             const std::string &positional,
+                             const KeywordTable &options,
+                             const std::string &returns,
+                             const char *description) {
+  return method + "(" + positional + ", *, " + keywordSignature(options) +
+         ") -> " + returns + "\n\n" + description;
+}
 
 PYBIND11_MODULE(tfmc, m) {
   // The arguments are Python objects checked by hand (for messages that
@@ -61,6 +155,12 @@ PYBIND11_MODULE(tfmc, m) {
                ", token_scores=" +
                py::repr(py::cast(r.tokenScores)).cast<std::string>() + ")";
       });
+  std::string translateDoc =
+      methodDoc("translate_batch", "source", kTranslateOptions,
+                "list[TranslationResult]", kTranslateDescription);
+  std::string scoreDoc =
+      methodDoc("score_batch", "source, target", kScoreOptions,
+                "list[ScoringResult]", kScoreDescription);
   py::class_<Translator>(m, "Translator")
       .def(py::init<py::handle, py::handle>(), py::arg("model_dir"),
            py::arg("threads") = 2,
@@ -68,70 +168,14 @@ PYBIND11_MODULE(tfmc, m) {
            "Loads the model that `tfmc compile -o MODEL_DIR` wrote (a str or "
            "os.PathLike); `threads` (1 to 1024) is the process's OpenMP "
            "thread count.")
-      .def("translate_batch", &Translator::translateBatch, py::arg("source"),
-           py::kw_only(), py::arg("beam_size") = 1, py::arg("n_best") = 1,
-           py::arg("max_length") = 256, py::arg("max_length_ratio") = 3.0,
-           py::arg("min_length") = 0, py::arg("length_penalty") = 1.0,
-           py::arg("max_batch_size") = 32, py::arg("return_scores") = false,
-           py::arg("return_token_scores") = false,
-           py::arg("target_prefix") = py::none(),
-           py::arg("source_lang") = py::none(),
-           py::arg("target_lang") = py::none(),
-           py::arg("repetition_penalty") = py::none(),
-           py::arg("no_repeat_ngram_size") = py::none(),
-           py::arg("sampling_topk") = py::none(),
-           py::arg("sampling_topp") = py::none(),
-           py::arg("sampling_temperature") = py::none(),
-           py::arg("seed") = py::none(), py::arg("use_vmap") = true,
-           "translate_batch(source, *, beam_size=1, n_best=1, max_length=256, "
-           "max_length_ratio=3.0, min_length=0, length_penalty=1.0, "
-           "max_batch_size=32, return_scores=False, return_token_scores=False, "
-           "target_prefix=None, source_lang=None, target_lang=None, "
-           "repetition_penalty=None, no_repeat_ngram_size=None, "
-           "sampling_topk=None, sampling_topp=None, sampling_temperature=None, "
-           "seed=None, use_vmap=True) -> "
-           "list[TranslationResult]\n\n"
-           "Translates a list (any iterable) of sentences, each a str (the "
-           "model's tokenizer cuts it) or a sequence of source token ids "
-           "(EOS appended if missing); returns one TranslationResult per "
-           "sentence. Blank strings give \"\", empty id lists []. As in the "
-           "translator, invalid UTF-8 (lone surrogates) becomes U+FFFD and a "
-           "sentence longer than the model's positions is cut (EOS kept "
-           "last), each with a warning. The options are the translator's "
-           "(translator --help): 1 <= n_best <= beam_size <= the target "
-           "vocabulary's size, max_length >= 1, max_length_ratio >= 0 (0: "
-           "off), min_length >= 0, length_penalty finite, max_batch_size >= "
-           "1, repetition_penalty > 0 (1: off), no_repeat_ngram_size >= 0 (0: "
-           "off), as the translator's --repetition-penalty and "
-           "--no-repeat-ngram-size (None: the checkpoint's "
-           "generation_config.json, else off). Any of sampling_topk (>= 0, 0: "
-           "all), "
-           "sampling_topp (in (0, 1]), sampling_temperature (> 0) and seed "
-           "(0 to 2**64 - 1) samples instead of searching, as the "
-           "translator's --sampling-* and --seed (beam_size 1; n_best=N "
-           "draws N samples; sentence i's streams are seeded from seed and "
-           "i, its index in source). return_scores gives each hypothesis's "
-           "score (translator "
-           "--with-scores), return_token_scores its tokens' log-probabilities "
-           "(--token-scores). target_prefix, if given, holds for each "
-           "sentence None or the target token ids (or vocabulary pieces) its "
-           "translations start "
-           "with (None or []: none), forced as the translator's "
-           "--target-prefix forces them. "
-           "source_lang and target_lang (an ISO code such as \"de\" or the "
-           "model's own: \"__de__\", \"deu_Latn\", \"de_DE\"; not \"\") do "
-           "what the "
-           "translator's --source-lang and --target-lang do: str sentences "
-           "get the source language's token (id sentences are taken as "
-           "given), the target language's token is forced first, before "
-           "any target_prefix (MADLAD-400's goes before str sentences "
-           "instead). "
-           "use_vmap=False translates over the whole target vocabulary "
-           "where the model has a shortlist (the translator's --no-vmap). "
-           "A bad argument raises TypeError or ValueError naming it and "
-           "the sentence (its index in `source`); options the runtime "
-           "refuses raise its ValueError; the GIL is released while "
-           "translating.")
+      .def(
+          "translate_batch",
+          [](Translator &translator, py::handle source, py::kwargs keywords) {
+            return translator.translateBatch(
+                source,
+                KeywordArgs("translate_batch", kTranslateOptions, keywords));
+          },
+          py::arg("source"), translateDoc.c_str())
       .def("read_vmap", &Translator::readVmap, py::arg("path"),
            "read_vmap(path) -> str | None\n\n"
            "Replaces the model's vocabulary shortlist with the vmap text "
@@ -141,19 +185,13 @@ PYBIND11_MODULE(tfmc, m) {
            "naming the file and line of a line that is not a rule.")
       .def_property_readonly("has_vmap", &Translator::hasVmap,
                              "Whether the model has a vocabulary shortlist.")
-      .def("score_batch", &Translator::scoreBatch, py::arg("source"),
-           py::arg("target"), py::kw_only(), py::arg("max_batch_size") = 32,
-           py::arg("length_penalty") = 1.0, py::arg("source_lang") = py::none(),
-           py::arg("target_lang") = py::none(),
-           "score_batch(source, target, *, max_batch_size=32, "
-           "length_penalty=1.0, source_lang=None, target_lang=None) -> "
-           "list[ScoringResult]\n\n"
-           "Scores each target[i] as a translation of source[i] (the "
-           "translator's --score): its log-probability under the model, the "
-           "target's tokens forced through the decoder's steps, then EOS; no "
-           "search. source is as translate_batch's; a target is a str (cut "
-           "by the model's target tokenizer, after the target language's "
-           "token) or a sequence of target token ids (a last EOS dropped). "
-           "A blank source scores 0. The score is sum(log p) / "
-           "length^length_penalty, EOS counted, as return_scores gives it.");
+      .def(
+          "score_batch",
+          [](Translator &translator, py::handle source, py::handle target,
+             py::kwargs keywords) {
+            return translator.scoreBatch(
+                source, target,
+                KeywordArgs("score_batch", kScoreOptions, keywords));
+          },
+          py::arg("source"), py::arg("target"), scoreDoc.c_str());
 }

@@ -57,72 +57,57 @@ py::object Translator::readVmap(py::handle pathValue) {
   return std::move(text);
 }
 
-std::vector<TranslationResult> Translator::translateBatch(
-    py::handle source, py::handle beamSizeArg, py::handle nBestArg,
-    py::handle maxLengthArg, py::handle maxLengthRatioArg,
-    py::handle minLengthArg, py::handle lengthPenaltyArg,
-    py::handle maxBatchSizeArg, py::handle returnScoresArg,
-    py::handle returnTokenScoresArg, py::handle targetPrefixArg,
-    py::handle sourceLangArg, py::handle targetLangArg,
-    py::handle repetitionPenaltyArg, py::handle noRepeatNgramSizeArg,
-    py::handle samplingTopkArg, py::handle samplingToppArg,
-    py::handle samplingTemperatureArg, py::handle seedArgument,
-    py::handle useVmapArg) {
-  tfm_search_options opts = searchOptions(
-      beamSizeArg, nBestArg, maxLengthArg, maxLengthRatioArg, minLengthArg,
-      lengthPenaltyArg, repetitionPenaltyArg, noRepeatNgramSizeArg, useVmapArg);
-  setSampling(opts, samplingTopkArg, samplingToppArg, samplingTemperatureArg,
-              seedArgument);
+/// A blank sentence's translation: "" (or no ids), as the translator gives
+/// it.
+static TranslationResult blankTranslation(bool text, bool returnScores,
+                                          bool returnTokenScores) {
+  TranslationResult result;
+  if (text)
+    result.hypotheses.emplace_back(std::string());
+  else
+    result.hypotheses.emplace_back(std::vector<int32_t>());
+  if (returnScores)
+    result.scores.push_back(0.0f);
+  if (returnTokenScores)
+    result.tokenScores.emplace_back();
+  return result;
+}
+
+std::vector<TranslationResult>
+Translator::translateBatch(py::handle source, const KeywordArgs &options) {
+  tfm_search_options opts = searchOptions(options);
+  setSampling(opts, options);
   try {
     client().checkOptions(opts);
   } catch (const tfm_client::Error &e) {
     throw py::value_error(e.what());
   }
-  size_t maxBatchSize =
-      size_t(intArg(maxBatchSizeArg, "max_batch_size", 1, kInt32Max));
-  bool returnScores = boolArg(returnScoresArg, "return_scores");
-  bool returnTokenScores = boolArg(returnTokenScoresArg, "return_token_scores");
-  SentenceReader reader(api, config, tokenizer.get(), languages.get());
-  tfm_language_tokens langTokens =
-      reader.languageTokens(sourceLangArg, targetLangArg);
-
-  std::vector<bool> text;
-  std::vector<std::vector<int32_t>> ids =
-      reader.sourceSentences(source, langTokens, text);
+  size_t maxBatchSize = size_t(options.integer("max_batch_size", 1, kInt32Max));
+  bool returnScores = options.boolean("return_scores");
+  bool returnTokenScores = options.boolean("return_token_scores");
+  SentenceReader reader = sentenceReader();
+  Sources sources = readSources(reader, source, options);
   std::vector<std::vector<int32_t>> prefixes =
-      reader.targetPrefixes(targetPrefixArg, ids.size());
+      reader.targetPrefixes(options["target_prefix"], sources.ids.size());
   // The target language's token first, as the translator forces it.
+  const tfm_language_tokens &langTokens = sources.langTokens;
   for (std::vector<int32_t> &prefix : prefixes)
     prefix.insert(prefix.begin(), langTokens.target_prefix,
                   langTokens.target_prefix + langTokens.target_prefix_length);
-  std::vector<TranslationResult> results(ids.size());
-  std::vector<size_t> pending;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (!ids[i].empty()) {
-      pending.push_back(i);
-      continue;
-    }
-    // A blank sentence: "" (or no ids), as the translator gives it.
-    if (text[i])
-      results[i].hypotheses.emplace_back(std::string());
-    else
-      results[i].hypotheses.emplace_back(std::vector<int32_t>());
-    if (returnScores)
-      results[i].scores.push_back(0.0f);
-    if (returnTokenScores)
-      results[i].tokenScores.emplace_back();
-  }
-  for (size_t start = 0; start < pending.size(); start += maxBatchSize) {
-    size_t count = std::min(pending.size() - start, maxBatchSize);
-    tfm_client::BatchBuilder batch;
-    for (size_t k = 0; k < count; ++k) {
-      size_t i = pending[start + k];
-      batch.add(ids[i], prefixes[i], int64_t(i)); // i seeds its sampling
-    }
-    tfm_client::Results out = run(false, opts, batch, &pending[start]);
-    keepTranslations(out, &pending[start], count, text, returnScores,
-                     returnTokenScores, results);
-  }
+  std::vector<TranslationResult> results(sources.ids.size());
+  for (size_t i = 0; i < sources.ids.size(); ++i)
+    if (sources.ids[i].empty())
+      results[i] =
+          blankTranslation(sources.text[i], returnScores, returnTokenScores);
+  runBatches(
+      false, opts, sources.pending, maxBatchSize,
+      [&](tfm_client::BatchBuilder &batch, size_t i) {
+        batch.add(sources.ids[i], prefixes[i], int64_t(i)); // i seeds it
+      },
+      [&](const tfm_client::Results &out, int32_t k, size_t i) {
+        keepTranslations(out.hypotheses(k), sources.text[i], returnScores,
+                         returnTokenScores, results[i]);
+      });
   return results;
 }
 
@@ -151,94 +136,107 @@ static float repetitionPenalty(py::handle value) {
   return penalty;
 }
 
-tfm_search_options Translator::searchOptions(
-    py::handle beamSizeArg, py::handle nBestArg, py::handle maxLengthArg,
-    py::handle maxLengthRatioArg, py::handle minLengthArg,
-    py::handle lengthPenaltyArg, py::handle repetitionPenaltyArg,
-    py::handle noRepeatNgramSizeArg, py::handle useVmapArg) {
+tfm_search_options Translator::searchOptions(const KeywordArgs &options) const {
   tfm_search_options opts;
   api.tfm_search_options_default(&opts);
-  opts.use_vmap = boolArg(useVmapArg, "use_vmap");
+  opts.use_vmap = options.boolean("use_vmap");
   // The runtime judges the options' values (Client::checkOptions); here
   // only what fits its types, and the limits of resources.
-  opts.beam_size = beamSize(beamSizeArg);
-  opts.n_best = int32_t(intArg(nBestArg, "n_best", kInt32Min, kInt32Max));
-  opts.max_length = int32_t(intArg(maxLengthArg, "max_length", 1, kInt32Max));
+  opts.beam_size = beamSize(options["beam_size"]);
+  opts.n_best = int32_t(options.integer("n_best", kInt32Min, kInt32Max));
+  opts.max_length = int32_t(options.integer("max_length", 1, kInt32Max));
   // ratio x source length becomes an integer in the runtime; past the
   // model's positions (which cap every translation) a ratio caps
   // nothing, so a huge one is the same as that and cannot overflow.
   opts.max_length_ratio =
-      std::min(floatArg(maxLengthRatioArg, "max_length_ratio"),
-               float(config.max_positions));
-  opts.min_length = int32_t(intArg(minLengthArg, "min_length", 0, kInt32Max));
-  opts.length_penalty = floatArg(lengthPenaltyArg, "length_penalty");
+      std::min(options.number("max_length_ratio"), float(config.max_positions));
+  opts.min_length = int32_t(options.integer("min_length", 0, kInt32Max));
+  opts.length_penalty = options.number("length_penalty");
   // None: the model's (its generation_config.json), as the defaults say.
-  if (!repetitionPenaltyArg.is_none())
-    opts.repetition_penalty = repetitionPenalty(repetitionPenaltyArg);
-  if (!noRepeatNgramSizeArg.is_none())
-    opts.no_repeat_ngram_size = int32_t(
-        intArg(noRepeatNgramSizeArg, "no_repeat_ngram_size", 0, kInt32Max));
+  if (!options.isNone("repetition_penalty"))
+    opts.repetition_penalty = repetitionPenalty(options["repetition_penalty"]);
+  if (!options.isNone("no_repeat_ngram_size"))
+    opts.no_repeat_ngram_size =
+        int32_t(options.integer("no_repeat_ngram_size", 0, kInt32Max));
   return opts;
 }
 
 /// Sampling's options: any given (not None) turns sampling on; their
 /// values are the runtime's to judge.
-void Translator::setSampling(tfm_search_options &opts, py::handle topk,
-                             py::handle topp, py::handle temperature,
-                             py::handle seed) {
-  opts.sampling = !topk.is_none() || !topp.is_none() ||
-                  !temperature.is_none() || !seed.is_none();
-  if (!topk.is_none())
+void Translator::setSampling(tfm_search_options &opts,
+                             const KeywordArgs &options) {
+  bool topk = !options.isNone("sampling_topk");
+  bool topp = !options.isNone("sampling_topp");
+  bool temperature = !options.isNone("sampling_temperature");
+  bool seed = !options.isNone("seed");
+  opts.sampling = topk || topp || temperature || seed;
+  if (topk)
     opts.sampling_topk =
-        int32_t(intArg(topk, "sampling_topk", kInt32Min, kInt32Max));
-  if (!topp.is_none())
-    opts.sampling_topp = floatArg(topp, "sampling_topp");
-  if (!temperature.is_none())
-    opts.sampling_temperature = floatArg(temperature, "sampling_temperature");
-  if (!seed.is_none())
-    opts.seed = seedArg(seed, "seed");
+        int32_t(options.integer("sampling_topk", kInt32Min, kInt32Max));
+  if (topp)
+    opts.sampling_topp = options.number("sampling_topp");
+  if (temperature)
+    opts.sampling_temperature = options.number("sampling_temperature");
+  if (seed)
+    opts.seed = seedArg(options["seed"], "seed");
 }
 
-std::vector<ScoringResult>
-Translator::scoreBatch(py::handle source, py::handle target,
-                       py::handle maxBatchSizeArg, py::handle lengthPenaltyArg,
-                       py::handle sourceLangArg, py::handle targetLangArg) {
+std::vector<ScoringResult> Translator::scoreBatch(py::handle source,
+                                                  py::handle target,
+                                                  const KeywordArgs &options) {
   tfm_search_options opts;
   api.tfm_search_options_default(&opts);
-  opts.length_penalty = floatArg(lengthPenaltyArg, "length_penalty");
-  size_t maxBatchSize =
-      size_t(intArg(maxBatchSizeArg, "max_batch_size", 1, kInt32Max));
-  SentenceReader reader(api, config, tokenizer.get(), languages.get());
-  tfm_language_tokens langTokens =
-      reader.languageTokens(sourceLangArg, targetLangArg);
-  std::vector<bool> text;
-  std::vector<std::vector<int32_t>> ids =
-      reader.sourceSentences(source, langTokens, text);
+  opts.length_penalty = options.number("length_penalty");
+  size_t maxBatchSize = size_t(options.integer("max_batch_size", 1, kInt32Max));
+  SentenceReader reader = sentenceReader();
+  Sources sources = readSources(reader, source, options);
+  const tfm_language_tokens &langTokens = sources.langTokens;
   std::vector<std::vector<int32_t>> targets =
-      reader.scoredTargets(target, ids.size(), langTokens);
+      reader.scoredTargets(target, sources.ids.size(), langTokens);
   std::vector<int32_t> forced(langTokens.target_prefix,
                               langTokens.target_prefix +
                                   langTokens.target_prefix_length);
-  std::vector<ScoringResult> results(ids.size());
-  std::vector<size_t> pending;
-  for (size_t i = 0; i < ids.size(); ++i)
-    if (!ids[i].empty()) // a blank source scores 0
-      pending.push_back(i);
+  // A blank source scores 0.
+  std::vector<ScoringResult> results(sources.ids.size());
+  runBatches(
+      true, opts, sources.pending, maxBatchSize,
+      [&](tfm_client::BatchBuilder &batch, size_t i) {
+        batch.addScored(sources.ids[i], forced, targets[i], int64_t(i));
+      },
+      [&](const tfm_client::Results &out, int32_t k, size_t i) {
+        tfm_client::Hypothesis scored = out.hypothesis(k, 0);
+        results[i] = {scored.score, std::move(scored.tokenScores)};
+      });
+  return results;
+}
+
+Translator::Sources Translator::readSources(SentenceReader &reader,
+                                            py::handle source,
+                                            const KeywordArgs &options) const {
+  Sources sources;
+  sources.langTokens =
+      reader.languageTokens(options["source_lang"], options["target_lang"]);
+  sources.ids =
+      reader.sourceSentences(source, sources.langTokens, sources.text);
+  for (size_t i = 0; i < sources.ids.size(); ++i)
+    if (!sources.ids[i].empty())
+      sources.pending.push_back(i);
+  return sources;
+}
+
+void Translator::runBatches(bool scoring, const tfm_search_options &opts,
+                            const std::vector<size_t> &pending,
+                            size_t maxBatchSize, const AddSentence &add,
+                            const KeepResults &keep) const {
   for (size_t start = 0; start < pending.size(); start += maxBatchSize) {
     size_t count = std::min(pending.size() - start, maxBatchSize);
     tfm_client::BatchBuilder batch;
-    for (size_t k = 0; k < count; ++k) {
-      size_t i = pending[start + k];
-      batch.addScored(ids[i], forced, targets[i], int64_t(i));
-    }
-    tfm_client::Results out = run(true, opts, batch, &pending[start]);
-    for (size_t k = 0; k < count; ++k) {
-      tfm_client::Hypothesis scored = out.hypothesis(int32_t(k), 0);
-      results[pending[start + k]] = {scored.score,
-                                     std::move(scored.tokenScores)};
-    }
+    for (size_t k = 0; k < count; ++k)
+      add(batch, pending[start + k]);
+    tfm_client::Results out = run(scoring, opts, batch, &pending[start]);
+    for (size_t k = 0; k < count; ++k)
+      keep(out, int32_t(k), pending[start + k]);
   }
-  return results;
 }
 
 /// A failed batch's error names its sentences by their index in `source`:
@@ -269,21 +267,18 @@ tfm_client::Results Translator::run(bool scoring,
 }
 
 void Translator::keepTranslations(
-    const tfm_client::Results &out, const size_t *batch, size_t count,
-    const std::vector<bool> &text, bool returnScores, bool returnTokenScores,
-    std::vector<TranslationResult> &results) const {
-  for (size_t k = 0; k < count; ++k) {
-    TranslationResult &result = results[batch[k]];
-    for (tfm_client::Hypothesis &h : out.hypotheses(int32_t(k))) {
-      if (text[batch[k]])
-        result.hypotheses.emplace_back(decode(h.tokens));
-      else
-        result.hypotheses.emplace_back(std::move(h.tokens));
-      if (returnScores)
-        result.scores.push_back(h.score);
-      if (returnTokenScores)
-        result.tokenScores.push_back(std::move(h.tokenScores));
-    }
+    std::vector<tfm_client::Hypothesis> hypotheses, bool text,
+    bool returnScores, bool returnTokenScores,
+    TranslationResult &result) const {
+  for (tfm_client::Hypothesis &h : hypotheses) {
+    if (text)
+      result.hypotheses.emplace_back(decode(h.tokens));
+    else
+      result.hypotheses.emplace_back(std::move(h.tokens));
+    if (returnScores)
+      result.scores.push_back(h.score);
+    if (returnTokenScores)
+      result.tokenScores.push_back(std::move(h.tokenScores));
   }
 }
 

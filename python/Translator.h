@@ -13,10 +13,13 @@
 #ifndef TFM_PYTHON_TRANSLATOR_H
 #define TFM_PYTHON_TRANSLATOR_H
 
+#include "python/Keywords.h"
+#include "python/Sentences.h"
 #include "tfm/Client.h"
 
 #include <pybind11/pybind11.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <variant>
@@ -49,50 +52,54 @@ public:
   bool hasVmap() const { return api.tfm_model_has_vmap(model.get()) != 0; }
 
   /// Translates `source`, an iterable of strings or sequences of token ids,
-  /// in batches of `max_batch_size`; the search options are checked by the
-  /// runtime first, so that a bad one fails on any input.
-  std::vector<TranslationResult> translateBatch(
-      pybind11::handle source, pybind11::handle beamSizeArg,
-      pybind11::handle nBestArg, pybind11::handle maxLengthArg,
-      pybind11::handle maxLengthRatioArg, pybind11::handle minLengthArg,
-      pybind11::handle lengthPenaltyArg, pybind11::handle maxBatchSizeArg,
-      pybind11::handle returnScoresArg, pybind11::handle returnTokenScoresArg,
-      pybind11::handle targetPrefixArg, pybind11::handle sourceLangArg,
-      pybind11::handle targetLangArg, pybind11::handle repetitionPenaltyArg,
-      pybind11::handle noRepeatNgramSizeArg, pybind11::handle samplingTopkArg,
-      pybind11::handle samplingToppArg, pybind11::handle samplingTemperatureArg,
-      pybind11::handle seedArgument, pybind11::handle useVmapArg);
+  /// in batches of max_batch_size; the search options are checked by the
+  /// runtime first, so that a bad one fails on any input. `options` are
+  /// translate_batch's keywords (Module.cpp).
+  std::vector<TranslationResult> translateBatch(pybind11::handle source,
+                                                const KeywordArgs &options);
 
   /// Scores targets[i] as the translation of source[i] (score_batch), in
-  /// batches of `max_batch_size`, as the translator's --score does.
+  /// batches of max_batch_size, as the translator's --score does.
   std::vector<ScoringResult> scoreBatch(pybind11::handle source,
                                         pybind11::handle target,
-                                        pybind11::handle maxBatchSizeArg,
-                                        pybind11::handle lengthPenaltyArg,
-                                        pybind11::handle sourceLangArg,
-                                        pybind11::handle targetLangArg);
+                                        const KeywordArgs &options);
 
 private:
-  tfm_search_options searchOptions(
-      pybind11::handle beamSizeArg, pybind11::handle nBestArg,
-      pybind11::handle maxLengthArg, pybind11::handle maxLengthRatioArg,
-      pybind11::handle minLengthArg, pybind11::handle lengthPenaltyArg,
-      pybind11::handle repetitionPenaltyArg,
-      pybind11::handle noRepeatNgramSizeArg, pybind11::handle useVmapArg);
+  /// A call's source sentences, read as the translator reads them.
+  struct Sources {
+    tfm_language_tokens langTokens{};
+    std::vector<std::vector<int32_t>> ids; ///< none for a blank sentence
+    std::vector<bool> text;                ///< whether sentence i was a str
+    std::vector<size_t> pending;           ///< the sentences not blank
+  };
+  SentenceReader sentenceReader() const {
+    return {api, config, tokenizer.get(), languages.get()};
+  }
+  /// source_lang's and target_lang's tokens, then `source`'s sentences.
+  Sources readSources(SentenceReader &reader, pybind11::handle source,
+                      const KeywordArgs &options) const;
+  /// Puts sentence i (an index in `source`) in a batch.
+  using AddSentence = std::function<void(tfm_client::BatchBuilder &, size_t)>;
+  /// Takes the results of sentence i, the batch's k-th.
+  using KeepResults =
+      std::function<void(const tfm_client::Results &, int32_t k, size_t i)>;
+  /// Translates (or scores) the sentences at `pending` in batches of at
+  /// most `maxBatchSize`.
+  void runBatches(bool scoring, const tfm_search_options &opts,
+                  const std::vector<size_t> &pending, size_t maxBatchSize,
+                  const AddSentence &add, const KeepResults &keep) const;
+  tfm_search_options searchOptions(const KeywordArgs &options) const;
+  static void setSampling(tfm_search_options &opts, const KeywordArgs &options);
   int32_t beamSize(pybind11::handle value) const;
-  static void setSampling(tfm_search_options &opts, pybind11::handle topk,
-                          pybind11::handle topp, pybind11::handle temperature,
-                          pybind11::handle seed);
   /// Translates (or scores) the batch of the sentences at `sentences`
   /// (their indexes in `source`) with the GIL released; an error names
   /// them by those indexes.
   tfm_client::Results run(bool scoring, const tfm_search_options &opts,
                           const tfm_client::BatchBuilder &batch,
                           const size_t *sentences) const;
-  void keepTranslations(const tfm_client::Results &out, const size_t *batch,
-                        size_t count, const std::vector<bool> &text,
-                        bool returnScores, bool returnTokenScores,
-                        std::vector<TranslationResult> &results) const;
+  void keepTranslations(std::vector<tfm_client::Hypothesis> hypotheses,
+                        bool text, bool returnScores, bool returnTokenScores,
+                        TranslationResult &result) const;
   std::string decode(const std::vector<int32_t> &tokens) const;
   tfm_client::Client client() const { return {api, model.get()}; }
 
