@@ -39,31 +39,35 @@ std::string describe(py::handle value) {
   return text;
 }
 
-int64_t intArg(py::handle value, const std::string &name, int64_t min,
-               int64_t max, const std::string &why) {
-  if (PyBool_Check(value.ptr()) || !PyIndex_Check(value.ptr()))
-    throw py::type_error(name + " must be an int, found " + describe(value));
+bool isInteger(py::handle value) {
+  return !PyBool_Check(value.ptr()) && PyIndex_Check(value.ptr());
+}
+
+/// An integer's value as a Python int, through __index__ (raising what it
+/// raises).
+static py::object indexObject(py::handle value) {
   auto index = py::reinterpret_steal<py::object>(PyNumber_Index(value.ptr()));
   if (!index)
     throwPythonError();
-  int overflow = 0;
-  long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
-  if (v == -1 && PyErr_Occurred())
-    throwPythonError();
-  if (overflow || v < min || v > max)
+  return index;
+}
+
+int64_t intArg(py::handle value, const std::string &name, int64_t min,
+               int64_t max, const std::string &why) {
+  if (!isInteger(value))
+    throw py::type_error(name + " must be an int, found " + describe(value));
+  std::optional<long long> v = indexValue(value);
+  if (!v || *v < min || *v > max)
     throw py::value_error(name + " must be an int in [" + std::to_string(min) +
                           ", " + std::to_string(max) + "]" + why + ", found " +
                           reprText(value));
-  return v;
+  return *v;
 }
 
 uint64_t seedArg(py::handle value, const std::string &name) {
-  if (PyBool_Check(value.ptr()) || !PyIndex_Check(value.ptr()))
+  if (!isInteger(value))
     throw py::type_error(name + " must be an int, found " + describe(value));
-  auto index = py::reinterpret_steal<py::object>(PyNumber_Index(value.ptr()));
-  if (!index)
-    throwPythonError();
-  unsigned long long v = PyLong_AsUnsignedLongLong(index.ptr());
+  unsigned long long v = PyLong_AsUnsignedLongLong(indexObject(value).ptr());
   if (v == (unsigned long long)-1 && PyErr_Occurred()) {
     PyErr_Clear();
     throw py::value_error(name + " must be an int in [0, 2**64 - 1], found " +
@@ -167,14 +171,10 @@ void warn(PyObject *category, const std::string &message) {
     throwPythonError();
 }
 
-/// An integer token's value through __index__ (raising what it raises);
-/// none when it does not fit a long long.
 std::optional<long long> indexValue(py::handle token) {
-  auto index = py::reinterpret_steal<py::object>(PyNumber_Index(token.ptr()));
-  if (!index)
-    throwPythonError();
   int overflow = 0;
-  long long id = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  long long id =
+      PyLong_AsLongLongAndOverflow(indexObject(token).ptr(), &overflow);
   if (id == -1 && PyErr_Occurred())
     throwPythonError();
   if (overflow)

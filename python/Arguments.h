@@ -38,10 +38,13 @@ std::string reprText(pybind11::handle value);
 /// 2.5", "NoneType None", "generator").
 std::string describe(pybind11::handle value);
 
-/// `value` as an integer in [min, max], else a TypeError or ValueError
-/// naming `name`; `why` says where a bound comes from. Whatever has
-/// __index__ counts (numpy's integers), bool does not: True for a beam size
-/// is a mistake, not a 1.
+/// Whether `value` is an integer to us: whatever has __index__ counts
+/// (numpy's integers), bool does not: True for a beam size or a token id is
+/// a mistake, not a 1.
+bool isInteger(pybind11::handle value);
+
+/// `value` as an integer (isInteger) in [min, max], else a TypeError or
+/// ValueError naming `name`; `why` says where a bound comes from.
 int64_t intArg(pybind11::handle value, const std::string &name, int64_t min,
                int64_t max, const std::string &why = "");
 
@@ -67,8 +70,8 @@ std::string pathArg(pybind11::handle value, const std::string &name);
 /// would read as None, and is a ValueError.
 std::string codeArg(pybind11::handle arg, const std::string &name);
 
-/// An integer token's value through __index__ (raising what it raises);
-/// none when it does not fit a long long.
+/// An integer's value through __index__ (raising what it raises); none
+/// when it does not fit a long long.
 std::optional<long long> indexValue(pybind11::handle token);
 
 /// The UTF-8 of `text`; returns whether something was replaced by U+FFFD

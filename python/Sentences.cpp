@@ -106,7 +106,7 @@ std::vector<int32_t> SentenceReader::tokenIds(py::handle item,
   std::vector<int32_t> out;
   for (size_t k = 0; k < list.size(); ++k) {
     py::handle token = list[k];
-    if (PyBool_Check(token.ptr()) || !PyIndex_Check(token.ptr()))
+    if (!isInteger(token))
       throw py::type_error(where + ": token " + std::to_string(k) + " is " +
                            describe(token) + "; token ids must be integers");
     std::optional<long long> id = indexValue(token);
@@ -143,6 +143,33 @@ std::vector<int32_t> SentenceReader::encode(const std::string &line,
   return out;
 }
 
+/// `value` copied into a list (a str is no list of tokens or sentences),
+/// else a TypeError: `expected`, then what was found.
+static py::list listOf(py::handle value, const std::string &expected) {
+  auto list = py::reinterpret_steal<py::list>(
+      PyUnicode_Check(value.ptr()) ? nullptr : PySequence_List(value.ptr()));
+  if (!list) {
+    PyErr_Clear();
+    throw py::type_error(expected + ", found " + describe(value));
+  }
+  return list;
+}
+
+/// `arg`, named `name`, as a list of one `entry` per `sentence` of the
+/// `count` ("a prefix" per "sentence": "target_prefix has 2 entries for 3
+/// sentences").
+static py::list entryPerSentence(py::handle arg, const std::string &name,
+                                 const std::string &entry, size_t count,
+                                 const std::string &sentence) {
+  py::list list =
+      listOf(arg, name + " must be a list with " + entry + " per " + sentence);
+  if (list.size() != count)
+    throw py::value_error(name + " has " + std::to_string(list.size()) +
+                          " entries for " + std::to_string(count) + " " +
+                          sentence + "s");
+  return list;
+}
+
 /// The target prefix of each of `count` sentences: `arg` is None, or a
 /// list holding for each sentence None or a sequence of target token ids
 /// or of vocabulary pieces (str).
@@ -151,50 +178,36 @@ std::vector<std::vector<int32_t>> SentenceReader::targetPrefixes(py::handle arg,
   std::vector<std::vector<int32_t>> out(count);
   if (arg.is_none())
     return out;
-  auto list = py::reinterpret_steal<py::list>(
-      PyUnicode_Check(arg.ptr()) ? nullptr : PySequence_List(arg.ptr()));
-  if (!list) {
-    PyErr_Clear();
-    throw py::type_error("target_prefix must be a list with a prefix (or "
-                         "None) per sentence, found " +
-                         describe(arg));
-  }
-  if (list.size() != count)
-    throw py::value_error("target_prefix has " + std::to_string(list.size()) +
-                          " entries for " + std::to_string(count) +
-                          " sentences");
+  py::list list = entryPerSentence(arg, "target_prefix", "a prefix (or None)",
+                                   count, "sentence");
   for (size_t i = 0; i < count; ++i)
     if (!list[i].is_none())
-      out[i] = prefixIds(list[i], "target_prefix " + std::to_string(i));
+      out[i] = targetIds(list[i], "target_prefix " + std::to_string(i),
+                         "expected a list of target token ids or pieces", true);
   return out;
 }
 
-/// One target prefix: target token ids, or vocabulary pieces.
-std::vector<int32_t> SentenceReader::prefixIds(py::handle item,
-                                               const std::string &where) {
-  auto list = py::reinterpret_steal<py::list>(
-      PyUnicode_Check(item.ptr()) ? nullptr : PySequence_List(item.ptr()));
-  if (!list) {
-    PyErr_Clear();
-    throw py::type_error(where +
-                         ": expected a list of target token ids or "
-                         "pieces, found " +
-                         describe(item));
-  }
+/// A list of target token ids (also vocabulary pieces, where `pieces`),
+/// else a TypeError: `where`, `expected`, then what was found.
+std::vector<int32_t> SentenceReader::targetIds(py::handle item,
+                                               const std::string &where,
+                                               const std::string &expected,
+                                               bool pieces) {
+  py::list list = listOf(item, where + ": " + expected);
   std::vector<int32_t> out;
   for (size_t k = 0; k < list.size(); ++k) {
     py::handle token = list[k];
-    if (PyUnicode_Check(token.ptr()))
-      out.push_back(pieceId(token.cast<std::string>(),
-                            where + ": token " + std::to_string(k)));
+    std::string tokenWhere = where + ": token " + std::to_string(k);
+    if (pieces && PyUnicode_Check(token.ptr()))
+      out.push_back(pieceId(token.cast<std::string>(), tokenWhere));
     else
-      out.push_back(targetId(token, where + ": token " + std::to_string(k)));
+      out.push_back(targetId(token, tokenWhere));
   }
   return out;
 }
 
 int32_t SentenceReader::targetId(py::handle token, const std::string &where) {
-  if (PyBool_Check(token.ptr()) || !PyIndex_Check(token.ptr()))
+  if (!isInteger(token))
     throw py::type_error(where + " is " + describe(token) +
                          "; expected a token id or a piece");
   std::optional<long long> id = indexValue(token);
@@ -223,18 +236,8 @@ int32_t SentenceReader::pieceId(const std::string &piece,
 std::vector<std::vector<int32_t>>
 SentenceReader::scoredTargets(py::handle arg, size_t count,
                               const tfm_language_tokens &langTokens) {
-  auto list = py::reinterpret_steal<py::list>(
-      PyUnicode_Check(arg.ptr()) ? nullptr : PySequence_List(arg.ptr()));
-  if (!list) {
-    PyErr_Clear();
-    throw py::type_error("target must be a list with a translation per "
-                         "source sentence, found " +
-                         describe(arg));
-  }
-  if (list.size() != count)
-    throw py::value_error("target has " + std::to_string(list.size()) +
-                          " entries for " + std::to_string(count) +
-                          " source sentences");
+  py::list list = entryPerSentence(arg, "target", "a translation", count,
+                                   "source sentence");
   std::vector<std::vector<int32_t>> out(count);
   for (size_t i = 0; i < count; ++i) {
     std::string where = "target " + std::to_string(i);
@@ -271,17 +274,8 @@ SentenceReader::targetText(py::handle item, const std::string &where,
 
 std::vector<int32_t> SentenceReader::targetTokenIds(py::handle item,
                                                     const std::string &where) {
-  auto list = py::reinterpret_steal<py::list>(PySequence_List(item.ptr()));
-  if (!list) {
-    PyErr_Clear();
-    throw py::type_error(where +
-                         ": expected a str or a list of target "
-                         "token ids, found " +
-                         describe(item));
-  }
-  std::vector<int32_t> out;
-  for (size_t k = 0; k < list.size(); ++k)
-    out.push_back(targetId(list[k], where + ": token " + std::to_string(k)));
+  std::vector<int32_t> out = targetIds(
+      item, where, "expected a str or a list of target token ids", false);
   if (!out.empty() && out.back() == config.eos_token_id)
     out.pop_back();
   for (int32_t id : out)

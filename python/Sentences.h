@@ -60,8 +60,9 @@ private:
                                 const std::string &where);
   std::vector<int32_t> encode(const std::string &line, const std::string &where,
                               const tfm_language_tokens &frame);
-  std::vector<int32_t> prefixIds(pybind11::handle item,
-                                 const std::string &where);
+  std::vector<int32_t> targetIds(pybind11::handle item,
+                                 const std::string &where,
+                                 const std::string &expected, bool pieces);
   int32_t targetId(pybind11::handle token, const std::string &where);
   int32_t pieceId(const std::string &piece, const std::string &where);
   std::vector<int32_t> targetText(pybind11::handle item,
