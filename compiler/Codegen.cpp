@@ -67,8 +67,9 @@ static void addPackedWrappers(llvm::Module &module) {
 
 /// The constants `tfm_model_info_data` (tfm/abi/ModelInfo.h: the model's
 /// architecture and the weights layout's fingerprint, as i64s) and
-/// `tfm_model_bad_words`.
-static LogicalResult addModelInfo(llvm::Module &llvmModule, ModuleOp module) {
+/// `tfm_model_bad_words`; `precision` is the module's.
+static LogicalResult addModelInfo(llvm::Module &llvmModule, ModuleOp module,
+                                  Precision precision) {
   llvm::LLVMContext &ctx = llvmModule.getContext();
   auto model = module->getAttrOfType<DictionaryAttr>("tfm.model");
   auto size = module->getAttrOfType<IntegerAttr>(kWeightsSizeAttr);
@@ -88,7 +89,7 @@ static LogicalResult addModelInfo(llvm::Module &llvmModule, ModuleOp module) {
     fields.push_back(forced ? forced.getInt() : -1);
   }
   fields.push_back(size.getInt());
-  fields.push_back(precisionCode(module));
+  fields.push_back(precisionCode(precision));
   // Absent in hand-written IR: the heads split d_model.
   auto headDim = model.getAs<IntegerAttr>("decoder_head_dim");
   int64_t heads = model.getAs<IntegerAttr>("decoder_heads").getInt();
@@ -241,7 +242,10 @@ mlir::tfm::emitObjectFiles(ModuleOp module, llvm::StringRef pathStem,
   llvm::LLVMContext llvmContext;
   auto infoModule =
       std::make_unique<llvm::Module>("tfm_model_info", llvmContext);
-  if (failed(addModelInfo(*infoModule, module)))
+  llvm::Expected<Precision> precision = modulePrecision(module);
+  if (!precision)
+    return codegenError(llvm::toString(precision.takeError()));
+  if (failed(addModelInfo(*infoModule, module, *precision)))
     return codegenError("the module lacks tfm.model or its weights layout");
   OwningOpRef<ModuleOp> stripped = module.clone();
   for (NamedAttribute attr : module->getAttrs())

@@ -85,6 +85,16 @@ static std::vector<std::string> replacedOps(Operation *op) {
   return names;
 }
 
+/// The backend recorded on `op`; none where it has none, or a name that
+/// names no backend (a hand-written graph's).
+static std::optional<Backend> backendOf(Operation &op) {
+  llvm::Expected<std::optional<Backend>> backend = opBackend(&op);
+  if (backend)
+    return *backend;
+  llvm::consumeError(backend.takeError());
+  return std::nullopt;
+}
+
 namespace {
 /// Draws functions as clusters. What a model repeats once per layer is one
 /// node with its count: the calls of a layer (the value each passes to the
@@ -211,9 +221,9 @@ private:
       if (auto w = operand.getDefiningOp<WeightOp>())
         label += "\\n" + escape(shortWeightName(w));
     std::string fill = "white";
-    if (auto backend = op.getAttrOfType<StringAttr>(kBackendAttr)) {
-      label += "\\n-> " + backend.getValue().str();
-      fill = backend.getValue() == "onednn" ? "lightsalmon" : "lightblue";
+    if (std::optional<Backend> backend = backendOf(op)) {
+      label += "\\n-> " + backendName(*backend).str();
+      fill = *backend == Backend::OneDnn ? "lightsalmon" : "lightblue";
     }
     std::vector<std::string> replaced = replacedOps(&op);
     if (!replaced.empty()) {

@@ -45,12 +45,16 @@ uint64_t mlir::tfm::layoutFingerprint(ModuleOp module) {
   return (llvm::xxh3_64bits(text) >> 1) | 1;
 }
 
-uint64_t mlir::tfm::precisionCode(ModuleOp module) {
-  auto precision = module->getAttrOfType<StringAttr>("tfm.precision");
-  StringRef name = precision ? precision.getValue() : "fp32";
-  return name == "bf16"   ? tfm_runtime::kPrecisionBf16
-         : name == "int8" ? tfm_runtime::kPrecisionInt8
-                          : tfm_runtime::kPrecisionFp32;
+uint64_t mlir::tfm::precisionCode(Precision precision) {
+  switch (precision) {
+  case Precision::Fp32:
+    return tfm_runtime::kPrecisionFp32;
+  case Precision::Bf16:
+    return tfm_runtime::kPrecisionBf16;
+  case Precision::Int8:
+    return tfm_runtime::kPrecisionInt8;
+  }
+  llvm_unreachable("a Precision has a code");
 }
 
 /// IEEE half -> float.
@@ -591,6 +595,7 @@ llvm::Expected<uint64_t> EntryWriter::write(const LayoutEntry &entry) {
 
 /// The region table after the data, then the header that checks it.
 static llvm::Error writeTableAndHeader(WeightsOutput &file, ModuleOp module,
+                                       Precision precision,
                                        ArrayRef<WeightsRegion> regions,
                                        ArrayRef<uint64_t> checksums,
                                        uint64_t dataSize) {
@@ -599,7 +604,7 @@ static llvm::Error writeTableAndHeader(WeightsOutput &file, ModuleOp module,
   std::memcpy(header.magic, tfm_runtime::kWeightsMagic, 8);
   header.abiVersion = tfm_runtime::kAbiVersion;
   header.fingerprint = layoutFingerprint(module);
-  header.precision = precisionCode(module);
+  header.precision = precisionCode(precision);
   header.dataSize = dataSize;
   header.tableSize = table.size();
   header.tableChecksum = tfm_runtime::checksum(table.data(), table.size());
@@ -620,6 +625,9 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
   if (!layout || !size)
     return errorAt(path,
                    "the module has no weights layout (run tfm-layout-weights)");
+  llvm::Expected<Precision> precision = modulePrecision(module);
+  if (!precision)
+    return errorAt(path, llvm::toString(precision.takeError()));
   uint64_t dataSize = size.getInt();
   std::vector<WeightsRegion> regions = computeRegions(layout);
   WeightsOutput file(path);
@@ -634,8 +642,8 @@ llvm::Error mlir::tfm::writeWeightsFile(ModuleOp module,
       return checksum.takeError();
     checksums.push_back(*checksum);
   }
-  if (llvm::Error err =
-          writeTableAndHeader(file, module, regions, checksums, dataSize))
+  if (llvm::Error err = writeTableAndHeader(file, module, *precision, regions,
+                                            checksums, dataSize))
     return err;
   return file.keep();
 }

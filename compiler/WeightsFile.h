@@ -13,6 +13,7 @@
 #define TFM_COMPILER_WEIGHTSFILE_H
 
 #include "compiler/Checkpoint.h"
+#include "passes/LoweringChoices.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
@@ -23,9 +24,9 @@ namespace tfm {
 /// A hash of the module's `tfm.weights_layout` and `tfm.model`.
 uint64_t layoutFingerprint(ModuleOp module);
 
-/// The module's `tfm.precision` as the runtime's code for it
-/// (tfm_runtime::kPrecisionFp32 or kPrecisionBf16).
-uint64_t precisionCode(ModuleOp module);
+/// The runtime's code for `precision` (tfm_runtime::kPrecisionFp32,
+/// kPrecisionBf16 or kPrecisionInt8).
+uint64_t precisionCode(Precision precision);
 
 struct WeightsFileOptions {
   /// About how many bytes of a tensor are converted and written at a time

@@ -31,20 +31,44 @@ struct LoweringPipelineOptions
 };
 } // namespace
 
+/// Builds tfm-lower-to-llvm from its options' text: the names of the
+/// backend and precision parsed here, where they come in, and an unknown
+/// one refused through `errorHandler`.
+static LogicalResult buildLoweringFromOptions(
+    OpPassManager &pm, StringRef text,
+    function_ref<LogicalResult(const Twine &)> errorHandler) {
+  LoweringPipelineOptions options;
+  if (failed(options.parseFromString(text)))
+    return failure();
+  llvm::Expected<tfm::Backend> backend =
+      tfm::parseBackend(options.backend, "backend");
+  if (!backend)
+    return errorHandler(llvm::toString(backend.takeError()));
+  llvm::Expected<tfm::Precision> precision =
+      tfm::parsePrecision(options.precision, "precision");
+  if (!precision)
+    return errorHandler(llvm::toString(precision.takeError()));
+  tfm::buildLoweringPipeline(
+      pm, *backend, /*reportBackends=*/false,
+      tfm::VectorTarget{options.vectorWidth, options.bf16Dot, options.int8Dot},
+      *precision);
+  return success();
+}
+
 void tfm::registerAllTfmPasses() {
   registerTfmPasses();
   PassPipelineRegistration<>(
       "tfm-fusion-pipeline",
       "Fuse attention blocks, layer norms and linear epilogues, then clean up",
       buildFusionPipeline);
-  PassPipelineRegistration<LoweringPipelineOptions>(
+  // PassPipelineRegistration's builder cannot fail: registered by hand, so
+  // that a bad name is an error.
+  registerPassPipeline(
       "tfm-lower-to-llvm",
       "Lower fused tfm IR to the LLVM dialect (linalg or oneDNN calls, "
       "bufferization, loops)",
-      [](OpPassManager &pm, const LoweringPipelineOptions &options) {
-        buildLoweringPipeline(
-            pm, options.backend, /*reportBackends=*/false,
-            VectorTarget{options.vectorWidth, options.bf16Dot, options.int8Dot},
-            options.precision);
+      buildLoweringFromOptions,
+      [](function_ref<void(const mlir::detail::PassOptions &)> optionsHandler) {
+        optionsHandler(LoweringPipelineOptions());
       });
 }

@@ -5,6 +5,7 @@
 
 #include "dialects/Tfm/IR/TfmOps.h"
 #include "passes/KernelConfig.h"
+#include "passes/LoweringChoices.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -54,9 +55,6 @@ constexpr llvm::StringLiteral kWeightsLayoutAttr = "tfm.weights_layout";
 /// On the module, set by tfm-layout-weights: the bytes of the weights
 /// file's data (the end of its last entry).
 constexpr llvm::StringLiteral kWeightsSizeAttr = "tfm.weights_size";
-
-/// The attribute tfm-select-backend sets on ops: "llvm" or "onednn".
-constexpr llvm::StringLiteral kBackendAttr = "tfm.backend";
 
 /// Registers every tfm pass and the `tfm-fusion-pipeline` and
 /// `tfm-lower-to-llvm` pipelines.

@@ -56,30 +56,32 @@ void tfm::buildFusionPipeline(OpPassManager &pm) {
   pm.addPass(createCSEPass());
 }
 
-// The canonicalizations of the lowering run per function, so that MLIR runs
-// them on the entry points (encode, decode_step) in parallel threads.
-void tfm::buildLoweringPipeline(OpPassManager &pm, StringRef backend,
+void tfm::buildLoweringPipeline(OpPassManager &pm, Backend backend,
                                 bool reportBackends, VectorTarget target,
-                                StringRef precision) {
+                                Precision precision) {
   buildLoweringPipeline(pm, backend, reportBackends,
                         KernelConfig::forTarget(target), precision);
 }
 
-void tfm::buildLoweringPipeline(OpPassManager &pm, StringRef backend,
+// The canonicalizations of the lowering run per function, so that MLIR runs
+// them on the entry points (encode, decode_step) in parallel threads.
+void tfm::buildLoweringPipeline(OpPassManager &pm, Backend backend,
                                 bool reportBackends,
                                 const KernelConfig &kernels,
-                                StringRef precision) {
+                                Precision precision) {
+  // The passes take the choices as options (which tfm-opt spells and a
+  // printed pipeline shows): their names, which each pass parses back.
   TfmSelectBackendPassOptions selection;
-  selection.backend = backend.str();
+  selection.backend = backendName(backend).str();
   selection.report = reportBackends;
-  selection.precision = precision.str();
+  selection.precision = precisionName(precision).str();
   pm.addPass(createTfmSelectBackendPass(selection));
   pm.addPass(createConvertTfmToOneDnnPass());
   // After the oneDNN calls: weights that only our linears read go in
   // panels, those a call reads stay plain.
   TfmLayoutWeightsPassOptions layout;
   layout.panelWidth = kernels.panelWidth();
-  layout.precision = precision.str();
+  layout.precision = precisionName(precision).str();
   pm.addPass(createTfmLayoutWeightsPass(layout));
   pm.addPass(createConvertTfmToLinalgPass(kernels));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());

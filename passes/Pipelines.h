@@ -10,6 +10,7 @@
 #define TFM_PASSES_PIPELINES_H
 
 #include "passes/KernelConfig.h"
+#include "passes/LoweringChoices.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
@@ -27,19 +28,20 @@ void buildFusionPipeline(OpPassManager &pm);
 /// convert-tfm-to-linalg building the kernels of `kernels`,
 /// one-shot bufferization with the entry points' results as out-params and
 /// caches updated in place, loops, and the LLVM conversions. Entry points get
-/// `llvm.emit_c_interface`. `backend` (llvm, onednn, auto) chooses who runs
-/// the ops oneDNN can run (tfm-select-backend, convert-tfm-to-onednn).
-/// `precision` (fp32, bf16, int8) is the linears' (tfm-layout-weights).
-void buildLoweringPipeline(OpPassManager &pm, StringRef backend,
+/// `llvm.emit_c_interface`. `backend` chooses who runs the ops oneDNN can
+/// run (tfm-select-backend, convert-tfm-to-onednn); `precision` is the
+/// linears' (tfm-layout-weights). The caller builds `kernels` for its
+/// target once (KernelConfig::forTarget).
+void buildLoweringPipeline(OpPassManager &pm, Backend backend,
                            bool reportBackends, const KernelConfig &kernels,
-                           StringRef precision = "fp32");
+                           Precision precision = Precision::Fp32);
 
 /// The lowering pipeline with the kernels of `target`
 /// (KernelConfig::forTarget).
-void buildLoweringPipeline(OpPassManager &pm, StringRef backend = "llvm",
+void buildLoweringPipeline(OpPassManager &pm, Backend backend = Backend::Llvm,
                            bool reportBackends = false,
                            VectorTarget target = {},
-                           StringRef precision = "fp32");
+                           Precision precision = Precision::Fp32);
 
 /// Dialects and interface implementations (bufferization, LLVM conversion)
 /// that the lowering pipeline needs in the context.

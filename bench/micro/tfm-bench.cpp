@@ -136,11 +136,36 @@ namespace {
   std::exit(1);
 }
 
-/// The backends of tfmc's lowering (tfmc compile --backend).
-const char *const kBackends[] = {"llvm", "onednn", "auto"};
+/// How the snippets are compiled: --backends and --precisions, parsed.
+struct Lowering {
+  std::vector<mlir::tfm::Backend> backends;
+  /// The precisions besides fp32 (which always runs), in --precisions'
+  /// order.
+  std::vector<mlir::tfm::Precision> narrower;
+};
 
-bool knownBackend(StringRef name) {
-  return llvm::is_contained(kBackends, name);
+/// --backends (default: llvm) and --precisions parsed; an unknown name
+/// fails.
+Lowering chooseLowering() {
+  Lowering lowering;
+  for (const std::string &name : backends) {
+    Expected<mlir::tfm::Backend> backend =
+        mlir::tfm::parseBackend(name, "--backends");
+    if (!backend)
+      fail(toString(backend.takeError()));
+    lowering.backends.push_back(*backend);
+  }
+  if (lowering.backends.empty())
+    lowering.backends.push_back(mlir::tfm::Backend::Llvm);
+  for (const std::string &name : precisions) {
+    Expected<mlir::tfm::Precision> precision =
+        mlir::tfm::parsePrecision(name, "--precisions");
+    if (!precision)
+      fail(toString(precision.takeError()));
+    if (*precision != mlir::tfm::Precision::Fp32)
+      lowering.narrower.push_back(*precision);
+  }
+  return lowering;
 }
 
 /// Uniform values in [-1, 1) from a fixed linear congruential sequence.
@@ -389,21 +414,24 @@ std::unique_ptr<TargetMachine> hostMachine() {
 /// for `backend`, then LLVM at -O3 for the host CPU with FP contraction
 /// (tfmc's TargetMachine has AllowFPOpFusion = Fast; here every FP
 /// instruction gets the `contract` flag, which lets the same FMAs form).
-Compiled compile(mlir::ModuleOp module, StringRef backend,
-                 TargetMachine *machine, StringRef precision = "fp32") {
+Compiled compile(mlir::ModuleOp module, mlir::tfm::Backend backend,
+                 TargetMachine *machine,
+                 mlir::tfm::Precision precision = mlir::tfm::Precision::Fp32) {
   Compiled out;
   mlir::PassManager pm(module.getContext());
   mlir::tfm::buildLoweringPipeline(pm, backend, /*reportBackends=*/false,
                                    mlir::tfm::hostVectorTarget(), precision);
   if (failed(pm.run(module)))
-    fail("lowering with the " + backend + " backend failed");
+    fail("lowering with the " + mlir::tfm::backendName(backend) +
+         " backend failed");
   // The C interface's arguments: the weights file first if the function
   // reads weights (convert-tfm-to-linalg names it), then one descriptor per
   // argument and result.
   auto entry =
       module.lookupSymbol<mlir::LLVM::LLVMFuncOp>("_mlir_ciface_bench");
   if (!entry)
-    fail("the " + backend + " lowering has no _mlir_ciface_bench");
+    fail("the " + mlir::tfm::backendName(backend) +
+         " lowering has no _mlir_ciface_bench");
   auto name = entry.getArgAttrOfType<mlir::StringAttr>(0, "tfm.name");
   out.hasWeights = name && name.getValue() == "weights";
   out.numArguments = entry.getNumArguments();
@@ -678,7 +706,8 @@ double readBandwidth(int threads, int64_t bytes = int64_t(1) << 30) {
 }
 
 json::Value runBenchmark(Benchmark &b, mlir::MLIRContext &context,
-                         TargetMachine *machine, bool &ok) {
+                         TargetMachine *machine, const Lowering &lowering,
+                         bool &ok) {
   Random random(0x7fb5d329728ea185ULL ^ std::hash<std::string>()(b.name));
   for (Operand &a : b.args)
     a.allocate(&random);
@@ -691,8 +720,9 @@ json::Value runBenchmark(Benchmark &b, mlir::MLIRContext &context,
   std::vector<std::unique_ptr<Instance>> instances;
   std::vector<Engine> engines;
   auto addCompiled = [&](mlir::ModuleOp module, const std::string &name,
-                         const std::string &backend,
-                         const std::string &precision = "fp32") {
+                         mlir::tfm::Backend backend,
+                         mlir::tfm::Precision precision =
+                             mlir::tfm::Precision::Fp32) {
     auto instance = std::make_unique<Instance>();
     instance->compiled = compile(module, backend, machine, precision);
     instance->bind(b);
@@ -700,12 +730,12 @@ json::Value runBenchmark(Benchmark &b, mlir::MLIRContext &context,
     Engine e;
     e.name = name;
     e.role = "tfmc";
-    e.backend = backend;
+    e.backend = mlir::tfm::backendName(backend).str();
     e.run = [raw] { raw->call(); };
     e.output = raw->results[0].f32.get();
-    if (precision == "bf16")
+    if (precision == mlir::tfm::Precision::Bf16)
       e.rtol = bf16Rtol;
-    if (precision == "int8")
+    if (precision == mlir::tfm::Precision::Int8)
       e.rtol = int8Rtol;
     engines.push_back(std::move(e));
     instances.push_back(std::move(instance));
@@ -713,26 +743,25 @@ json::Value runBenchmark(Benchmark &b, mlir::MLIRContext &context,
 
   // Ours: the fused snippet per backend. Peers: the libraries (linears) or
   // the decomposed graph on the same backend (fused ops).
-  std::vector<std::string> chosen(backends.begin(), backends.end());
-  if (chosen.empty())
-    chosen.push_back("llvm");
-  for (const std::string &backend : chosen) {
+  for (mlir::tfm::Backend backend : lowering.backends) {
     mlir::OwningOpRef<mlir::ModuleOp> copy = fused->clone();
-    addCompiled(*copy, "tfmc-" + backend, backend);
+    addCompiled(*copy, "tfmc-" + mlir::tfm::backendName(backend).str(),
+                backend);
   }
   // Linears in narrower precisions: our code, and oneDNN's bf16 or
   // u8 x s8 matmul too when the oneDNN backend is chosen.
   std::vector<size_t> streamedSources = {0};
   if (b.kind == "linear")
-    for (const std::string &precision : precisions) {
-      if (precision == "fp32")
-        continue;
+    for (mlir::tfm::Precision precision : lowering.narrower) {
+      std::string name = mlir::tfm::precisionName(precision).str();
       mlir::OwningOpRef<mlir::ModuleOp> copy = fused->clone();
       streamedSources.push_back(instances.size());
-      addCompiled(*copy, "tfmc-llvm-" + precision, "llvm", precision);
-      if (llvm::is_contained(chosen, "onednn")) {
+      addCompiled(*copy, "tfmc-llvm-" + name, mlir::tfm::Backend::Llvm,
+                  precision);
+      if (llvm::is_contained(lowering.backends, mlir::tfm::Backend::OneDnn)) {
         mlir::OwningOpRef<mlir::ModuleOp> onednn = fused->clone();
-        addCompiled(*onednn, "tfmc-onednn-" + precision, "onednn", precision);
+        addCompiled(*onednn, "tfmc-onednn-" + name, mlir::tfm::Backend::OneDnn,
+                    precision);
       }
     }
   // A decoder step reads every weight once, from memory: for linears with
@@ -806,13 +835,14 @@ json::Value runBenchmark(Benchmark &b, mlir::MLIRContext &context,
       engines.push_back(std::move(dnn));
     }
   } else {
-    for (const std::string &backend : chosen) {
+    for (mlir::tfm::Backend backend : lowering.backends) {
       mlir::OwningOpRef<mlir::ModuleOp> decomposed = fused->clone();
       mlir::PassManager pm(&context);
       pm.addPass(mlir::tfm::createTfmDecomposePass());
       if (failed(pm.run(*decomposed)))
         fail("tfm-decompose failed on " + b.name);
-      addCompiled(*decomposed, "unfused-" + backend, backend);
+      addCompiled(*decomposed,
+                  "unfused-" + mlir::tfm::backendName(backend).str(), backend);
       engines.back().role = "peer";
     }
   }
@@ -892,19 +922,14 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "tfm-bench: micro-benchmarks of tfm kernels\n");
   if (listBackends) {
-    for (const char *b : kBackends)
-      outs() << b << "\n";
+    for (mlir::tfm::Backend backend : mlir::tfm::kAllBackends)
+      outs() << mlir::tfm::backendName(backend) << "\n";
     return 0;
   }
-  for (const std::string &b : backends)
-    if (!knownBackend(b))
-      fail("unknown backend '" + b + "' (tfm-bench --list-backends)");
+  Lowering lowering = chooseLowering();
   // The kernels allocate their results as in a translator, which reuses
   // the memory of one call in the next: timed alike.
   tfm_runtime::prepareHeap();
-  for (const std::string &p : precisions)
-    if (p != "fp32" && p != "bf16" && p != "int8")
-      fail("unknown precision '" + p + "': expected fp32, bf16 or int8");
   if (threads < 1 || repetitions < 1 || minTime <= 0)
     fail("--num-threads, --repetitions and --min-time must be positive");
   tfm_bench::setThreads(threads);
@@ -935,7 +960,7 @@ int main(int argc, char **argv) {
   bool ok = true;
   json::Array results;
   for (Benchmark &b : benchmarks)
-    results.push_back(runBenchmark(b, context, machine.get(), ok));
+    results.push_back(runBenchmark(b, context, machine.get(), lowering, ok));
   double bandwidthAfter = readBandwidth(threads);
   errs() << formatv("  read bandwidth {0:f1} GB/s\n", bandwidthAfter);
 
@@ -958,10 +983,10 @@ int main(int argc, char **argv) {
       tfm_bench::synchronizationCosts(threads);
   document["fork_join_us"] = sync.forkJoinMicroseconds;
   document["in_region_barrier_us"] = sync.barrierMicroseconds;
-  json::Array precisionList{"fp32"};
-  for (const std::string &p : precisions)
-    if (p != "fp32")
-      precisionList.push_back(p);
+  json::Array precisionList{
+      mlir::tfm::precisionName(mlir::tfm::Precision::Fp32)};
+  for (mlir::tfm::Precision precision : lowering.narrower)
+    precisionList.push_back(mlir::tfm::precisionName(precision));
   document["precisions"] = std::move(precisionList);
   outs() << formatv("{0:2}", json::Value(std::move(document))) << "\n";
   return ok ? 0 : 1;

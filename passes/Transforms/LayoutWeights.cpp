@@ -52,6 +52,19 @@ int64_t panelOf(WeightOp weight) {
   return width ? width.getInt() : 0;
 }
 
+/// The element type of the panels at `precision`.
+Type panelElementType(Builder &b, Precision precision) {
+  switch (precision) {
+  case Precision::Fp32:
+    return b.getF32Type();
+  case Precision::Bf16:
+    return b.getBF16Type();
+  case Precision::Int8:
+    return b.getI8Type();
+  }
+  llvm_unreachable("a Precision has a panel type");
+}
+
 /// Bytes the weights file holds for the weight in its layout: f32, or
 /// panels (bf16 ones pair K, int8 ones group it in quads and add each
 /// feature's scale and sum, tfm/abi/Panels.h).
@@ -74,13 +87,11 @@ struct TfmLayoutWeightsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (failed(checkOptions()))
+    FailureOr<Precision> linears = checkOptions();
+    if (failed(linears))
       return signalPassFailure();
     Builder b(&getContext());
-    // The panels' element type.
-    panelType = precision == "bf16"   ? Type(b.getBF16Type())
-                : precision == "int8" ? Type(b.getI8Type())
-                                      : Type(b.getF32Type());
+    panelType = panelElementType(b, *linears);
     WalkResult typed = module.walk([&](WeightOp weight) {
       if (weight.getType().getElementType().isF32())
         return WalkResult::advance();
@@ -106,12 +117,13 @@ struct TfmLayoutWeightsPass
     });
     layOut();
     recordChosenRows();
-    module->setAttr("tfm.precision", b.getStringAttr(precision));
+    setModulePrecision(module, *linears);
     module->setAttr(kWeightsLayoutAttr, b.getArrayAttr(layout));
     module->setAttr(kWeightsSizeAttr, b.getI64IntegerAttr(file.end));
   }
 
-  LogicalResult checkOptions() {
+  /// The options checked, and the precision parsed from its name.
+  FailureOr<Precision> checkOptions() {
     ModuleOp module = getOperation();
     if (alignment <= 0 || (alignment & (alignment - 1)))
       return module.emitError()
@@ -121,10 +133,10 @@ struct TfmLayoutWeightsPass
     if (panelWidth < 0 || (panelWidth && panelWidth % vectors))
       return module.emitError() << "panel-width must be 0 or a multiple of "
                                 << vectors << ", found " << int64_t(panelWidth);
-    if (precision != "fp32" && precision != "bf16" && precision != "int8")
-      return module.emitError() << "unknown precision '" << precision
-                                << "': expected fp32, bf16 or int8";
-    return success();
+    llvm::Expected<Precision> linears = parsePrecision(precision, "precision");
+    if (!linears)
+      return module.emitError(llvm::toString(linears.takeError()));
+    return *linears;
   }
 
   /// Every call of a layer says which layer's weights it binds.

@@ -35,61 +35,93 @@ using namespace mlir::tfm;
 //   lowering, which oneDNN's layer_normalization beats: those go to it.
 // - Softmax, masks, elementwise: ours, with no call and no copy into a
 //   primitive's layout.
-static StringRef autoBackend(Operation *op) {
+static Backend autoBackend(Operation *op) {
   if (auto attention = dyn_cast<AttentionOp>(op))
-    return hasVectorAttentionKernel(attention) ? "llvm" : "onednn";
+    return hasVectorAttentionKernel(attention) ? Backend::Llvm
+                                               : Backend::OneDnn;
   if (isa<MatmulOp>(op))
-    return "onednn";
+    return Backend::OneDnn;
   if (auto norm = dyn_cast<LayerNormOp>(op))
-    return hasVectorLayerNormKernel(norm) ? "llvm" : "onednn";
+    return hasVectorLayerNormKernel(norm) ? Backend::Llvm : Backend::OneDnn;
   // The scale of a product rides on oneDNN's matmul as a post-op.
   if (auto scale = dyn_cast<ScaleOp>(op)) {
     auto product = scale.getInput().getDefiningOp<MatmulOp>();
     if (product && product->hasOneUse())
-      return "onednn";
+      return Backend::OneDnn;
   }
-  return "llvm";
+  return Backend::Llvm;
 }
 
 namespace {
+/// What the pass chose: one line per op kind, operand types and backend,
+/// in program order, with its count.
+class ChoiceRecord {
+public:
+  void add(Operation *op, const Twine &backend) {
+    std::string line;
+    llvm::raw_string_ostream os(line);
+    os << op->getName() << " ";
+    llvm::interleaveComma(op->getOperandTypes(), os);
+    os << " -> " << backend;
+    auto [it, isNew] = lineIndex.try_emplace(line, lines.size());
+    if (isNew)
+      lines.push_back({line, 0});
+    ++lines[it->second].second;
+  }
+
+  std::string text() const {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    for (auto &[line, count] : lines)
+      os << line << " (" << count << (count == 1 ? " op" : " ops") << ")\n";
+    return text;
+  }
+
+private:
+  SmallVector<std::pair<std::string, int64_t>> lines;
+  llvm::StringMap<size_t> lineIndex;
+};
+
 struct TfmSelectBackendPass
     : public tfm::impl::TfmSelectBackendPassBase<TfmSelectBackendPass> {
   using Base::Base;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (backend != "llvm" && backend != "onednn" && backend != "auto") {
-      module.emitError() << "unknown backend '" << backend
-                         << "': expected llvm, onednn or auto";
+    // The options' names, parsed once: the rest of the pass takes enums.
+    llvm::Expected<Backend> chosen = parseBackend(backend, "backend");
+    if (!chosen) {
+      module.emitError(llvm::toString(chosen.takeError()));
       return signalPassFailure();
     }
-    if (precision != "fp32" && precision != "bf16" && precision != "int8") {
-      module.emitError() << "unknown precision '" << precision
-                         << "': expected fp32, bf16 or int8";
+    llvm::Expected<Precision> linears = parsePrecision(precision, "precision");
+    if (!linears) {
+      module.emitError(llvm::toString(linears.takeError()));
       return signalPassFailure();
     }
-    // One line per op kind, operand types and backend, in program order.
-    SmallVector<std::pair<std::string, int64_t>> choices;
-    llvm::StringMap<size_t> lineIndex;
-    auto record = [&](Operation *op, const Twine &chosen) {
-      std::string line;
-      llvm::raw_string_ostream os(line);
-      os << op->getName() << " ";
-      llvm::interleaveComma(op->getOperandTypes(), os);
-      os << " -> " << chosen;
-      auto [it, isNew] = lineIndex.try_emplace(line, choices.size());
-      if (isNew)
-        choices.push_back({line, 0});
-      ++choices[it->second].second;
-    };
-    // oneDNN 2.6 has no fused attention; auto spells out the attention ops
-    // our vector kernels cannot take (matmul, scale, masks, softmax,
-    // matmul), and the pieces are chosen below. The fused ones run our code
-    // whatever the backend.
-    // A gated linear (both halves in one kernel) is ours too; the onednn
-    // backend spells it out so that oneDNN runs the stacked product.
+    ChoiceRecord record;
+    if (failed(spellOutFusedOps(*chosen, record)))
+      return signalPassFailure();
+    // bf16 and int8 linears may run on oneDNN (the same arithmetic as
+    // ours; convert-tfm-to-onednn reads the precision from the module).
+    setModulePrecision(module, *linears);
+    giveBackends(*chosen, record);
+    std::string text = record.text();
+    module->setAttr("tfm.backend_choice",
+                    StringAttr::get(module.getContext(), text));
+    if (report)
+      llvm::errs() << "backend " << backendName(*chosen) << ":\n" << text;
+  }
+
+  /// oneDNN 2.6 has no fused attention; auto spells out the attention ops
+  /// our vector kernels cannot take (matmul, scale, masks, softmax,
+  /// matmul), and the pieces are chosen by giveBackends. The fused ones run
+  /// our code whatever the backend. A gated linear (both halves in one
+  /// kernel) is ours too; the onednn backend spells it out so that oneDNN
+  /// runs the stacked product.
+  LogicalResult spellOutFusedOps(Backend chosen, ChoiceRecord &record) {
     SmallVector<Operation *> fusedOps;
-    module.walk([&](Operation *op) {
+    getOperation().walk([&](Operation *op) {
       if (isa<AttentionOp>(op))
         fusedOps.push_back(op);
       if (auto linear = dyn_cast<FusedLinearOp>(op);
@@ -98,48 +130,40 @@ struct TfmSelectBackendPass
     });
     IRRewriter rewriter(&getContext());
     for (Operation *op : fusedOps) {
-      bool spelledOut = isa<AttentionOp>(op)
-                            ? backend == "auto" && autoBackend(op) == "onednn"
-                            : backend == "onednn";
+      bool spelledOut =
+          isa<AttentionOp>(op)
+              ? chosen == Backend::Auto && autoBackend(op) == Backend::OneDnn
+              : chosen == Backend::OneDnn;
       if (!spelledOut) {
-        record(op, "llvm");
+        record.add(op, "llvm");
         continue;
       }
-      record(op, "decomposed, onednn");
+      record.add(op, "decomposed, onednn");
       rewriter.setInsertionPoint(op);
       FailureOr<SmallVector<Value>> values =
           cast<linalg::AggregatedOpInterface>(op).decomposeOperation(rewriter);
-      if (failed(values)) {
-        op->emitOpError("cannot be decomposed");
-        return signalPassFailure();
-      }
+      if (failed(values))
+        return op->emitOpError("cannot be decomposed");
       rewriter.replaceOp(op, *values);
     }
-    // bf16 and int8 linears may run on oneDNN (the same arithmetic as
-    // ours; convert-tfm-to-onednn reads the precision from the module).
-    module->setAttr("tfm.precision",
-                    StringAttr::get(module.getContext(), precision));
-    module.walk([&](Operation *op) {
+    return success();
+  }
+
+  /// Gives each op oneDNN can run to `chosen` (with auto: autoBackend's
+  /// choice for it).
+  void giveBackends(Backend chosen, ChoiceRecord &record) {
+    getOperation().walk([&](Operation *op) {
       // A linear over rows its caller chose (tfm.caller_rows) reads our
       // panels: ours on every backend.
       if (isa<LinearOp, FusedLinearOp>(op) &&
           op->getOperand(1).getDefiningOp<CallerRowsOp>())
-        record(op, "llvm (rows chosen by the caller)");
+        record.add(op, "llvm (rows chosen by the caller)");
       if (!isOneDnnCandidate(op))
         return;
-      StringRef chosen =
-          backend == "auto" ? autoBackend(op) : StringRef(backend);
-      op->setAttr(kBackendAttr, StringAttr::get(op->getContext(), chosen));
-      record(op, chosen);
+      Backend given = chosen == Backend::Auto ? autoBackend(op) : chosen;
+      setOpBackend(op, given);
+      record.add(op, backendName(given));
     });
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    for (auto &[line, count] : choices)
-      os << line << " (" << count << (count == 1 ? " op" : " ops") << ")\n";
-    module->setAttr("tfm.backend_choice",
-                    StringAttr::get(module.getContext(), text));
-    if (report)
-      llvm::errs() << "backend " << backend << ":\n" << text;
   }
 };
 } // namespace

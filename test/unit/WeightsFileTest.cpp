@@ -149,7 +149,7 @@ static OwningOpRef<ModuleOp> makeModule(MLIRContext &context,
   }
   (*module)->setAttr(kWeightsLayoutAttr, b.getArrayAttr(layout));
   (*module)->setAttr(kWeightsSizeAttr, b.getI64IntegerAttr(offset));
-  (*module)->setAttr("tfm.precision", b.getStringAttr("int8"));
+  setModulePrecision(*module, Precision::Int8);
   return module;
 }
 
@@ -204,7 +204,7 @@ static std::string expectedFile(ModuleOp module,
   std::memcpy(header.magic, tfm_runtime::kWeightsMagic, 8);
   header.abiVersion = tfm_runtime::kAbiVersion;
   header.fingerprint = layoutFingerprint(module);
-  header.precision = precisionCode(module);
+  header.precision = precisionCode(Precision::Int8);
   header.dataSize = dataSize;
   header.tableSize = table.size();
   header.tableChecksum = tfm_runtime::checksum(table.data(), table.size());

@@ -137,14 +137,23 @@ struct Tensor {
   }
 };
 
+/// The backend `option` names; an unknown name fails, naming the option.
+mlir::tfm::Backend backendOption(const cl::opt<std::string> &option) {
+  Expected<mlir::tfm::Backend> backend =
+      mlir::tfm::parseBackend(option, ("--" + option.ArgStr).str());
+  if (!backend)
+    fail(toString(backend.takeError()));
+  return *backend;
+}
+
 /// Compiles `module` (fused or primitive tfm IR) to a JIT'd engine.
 std::unique_ptr<mlir::ExecutionEngine> compile(mlir::ModuleOp module,
-                                               StringRef backendName) {
+                                               mlir::tfm::Backend backend) {
   mlir::PassManager pm(module.getContext());
   mlir::tfm::VectorTarget target = mlir::tfm::hostVectorTarget();
   if (vectorWidth)
     target.width = vectorWidth;
-  mlir::tfm::buildLoweringPipeline(pm, backendName, /*reportBackends=*/false,
+  mlir::tfm::buildLoweringPipeline(pm, backend, /*reportBackends=*/false,
                                    target);
   if (failed(pm.run(module)))
     fail("lowering failed");
@@ -198,6 +207,8 @@ int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   mlir::tfm::registerAllTfmPasses();
   cl::ParseCommandLineOptions(argc, argv, "tfm-run: run one tfm function\n");
+  mlir::tfm::Backend fusedBackend = backendOption(backend);
+  mlir::tfm::Backend spelledBackend = backendOption(referenceBackend);
   InitializeNativeTarget();
   InitializeNativeTargetAsmPrinter();
 
@@ -268,7 +279,7 @@ int main(int argc, char **argv) {
   }
   if (decomposeFirst)
     decompose(*module);
-  auto fused = compile(*module, backend);
+  auto fused = compile(*module, fusedBackend);
   std::vector<Tensor> results = run(*fused, inputs, resultShapes);
   if (printResults)
     for (auto [r, t] : llvm::enumerate(results)) {
@@ -283,7 +294,7 @@ int main(int argc, char **argv) {
   // against the LLVM lowering of the graph it replaces); with
   // --reference-backend=onednn our fused kernels are checked against
   // oneDNN's primitives.
-  auto spelled = compile(*decomposed, referenceBackend);
+  auto spelled = compile(*decomposed, spelledBackend);
   std::vector<Tensor> expected = run(*spelled, inputs, resultShapes);
   bool ok = true;
   for (size_t r = 0; r < results.size(); ++r) {

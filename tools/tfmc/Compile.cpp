@@ -304,8 +304,8 @@ static int runPipeline(mlir::ModuleOp module) {
         mlir::tfm::targetVectorUnit(codegenOptions());
     if (!vectorUnit)
       return reportError(toString(vectorUnit.takeError()));
-    mlir::tfm::buildLoweringPipeline(pm, backend, printBackends, *vectorUnit,
-                                     precision);
+    mlir::tfm::buildLoweringPipeline(pm, chosenBackend(), printBackends,
+                                     *vectorUnit, chosenPrecision());
   }
   if (failed(pm.run(module)))
     return reportError("compiling " + modelDir + " failed");

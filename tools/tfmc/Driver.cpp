@@ -79,6 +79,12 @@ cl::opt<bool> passStatistics(
 
 using namespace tfmc;
 
+namespace {
+/// --backend and --precision, parsed by checkModelOptions.
+mlir::tfm::Backend parsedBackend = mlir::tfm::Backend::Auto;
+mlir::tfm::Precision parsedPrecision = mlir::tfm::Precision::Fp32;
+} // namespace
+
 int tfmc::reportError(const Twine &message) {
   WithColor::error(errs(), "tfmc") << message << "\n";
   return 1;
@@ -100,11 +106,22 @@ int tfmc::checkModelOptions() {
           refuseEmptyNames({&outputFile, &graphWeights, &targetCpu, &backend,
                             &precision, &sourceLang, &targetLang, &vmapFile}))
     return rc;
-  if (precision != "fp32" && precision != "bf16" && precision != "int8")
-    return reportError("unknown --precision '" + precision +
-                       "': expected fp32, bf16 or int8");
+  Expected<mlir::tfm::Backend> backendChoice =
+      mlir::tfm::parseBackend(backend, "--backend");
+  if (!backendChoice)
+    return reportError(toString(backendChoice.takeError()));
+  Expected<mlir::tfm::Precision> precisionChoice =
+      mlir::tfm::parsePrecision(precision, "--precision");
+  if (!precisionChoice)
+    return reportError(toString(precisionChoice.takeError()));
+  parsedBackend = *backendChoice;
+  parsedPrecision = *precisionChoice;
   return 0;
 }
+
+mlir::tfm::Backend tfmc::chosenBackend() { return parsedBackend; }
+
+mlir::tfm::Precision tfmc::chosenPrecision() { return parsedPrecision; }
 
 int tfmc::refuseTranslatorOptions() {
   if (!vmapFile.empty())

@@ -15,6 +15,8 @@
 
 #include "tools/common/GuardedOutput.h"
 
+#include "passes/LoweringChoices.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -60,8 +62,12 @@ int reportError(const llvm::Twine &message);
 int refuseEmptyNames(llvm::ArrayRef<llvm::cl::opt<std::string> *> options);
 
 /// What `import`, `compile` and `graph` check before reading the model:
-/// no empty names, a known --precision.
+/// no empty names, a known --backend and --precision (parsed here, once).
 int checkModelOptions();
+
+/// --backend and --precision as checkModelOptions parsed them.
+mlir::tfm::Backend chosenBackend();
+mlir::tfm::Precision chosenPrecision();
 
 /// --vmap and the languages are stored with a translator: an error for a
 /// command that makes none.

@@ -134,7 +134,7 @@ static int drawGraph(mlir::ModuleOp module) {
                        kStageNames[int(graphStage.getValue())])
                           .str();
   if (graphStage == Stage::Backends)
-    title += " (" + backend + ")";
+    title += " (" + mlir::tfm::backendName(chosenBackend()).str() + ")";
   std::string dot;
   raw_string_ostream dotStream(dot);
   mlir::tfm::writeGraphPicture(module, title, dotStream);
@@ -162,7 +162,7 @@ static int runStagePasses(mlir::ModuleOp module) {
   mlir::tfm::buildFusionPipeline(pm);
   if (graphStage == Stage::Backends) {
     mlir::tfm::TfmSelectBackendPassOptions selection;
-    selection.backend = backend;
+    selection.backend = mlir::tfm::backendName(chosenBackend()).str();
     pm.addPass(mlir::tfm::createTfmSelectBackendPass(selection));
   }
   if (failed(pm.run(module)))

@@ -216,13 +216,13 @@ const char *activationName(Activation act) {
 /// quantized as for our int8 kernel and their integer products summed
 /// exactly (the kernel's epilogue then does the scaling and post-ops).
 void lowerLinear(KernelCall &call, Value input, Value weight, Value bias,
-                 Activation act, Value residual, StringRef precision) {
+                 Activation act, Value residual, Precision precision) {
   int64_t code = static_cast<int64_t>(act);
-  if (precision == "bf16") {
+  if (precision == Precision::Bf16) {
     code |= abi::kBf16Products;
     if (auto stored = weight.getDefiningOp<WeightOp>())
       stored->setAttr(kBf16ProductsAttr, UnitAttr::get(stored.getContext()));
-  } else if (precision == "int8") {
+  } else if (precision == Precision::Int8) {
     code |= abi::kInt8Products;
   }
   call.read(input);
@@ -250,9 +250,9 @@ void lowerLinear(KernelCall &call, Value input, Value weight, Value bias,
     postOps.push_back(name);
   if (residual)
     postOps.push_back("sum");
-  if (precision == "bf16" || precision == "int8")
-    emitted->setAttr("tfm.products",
-                     StringAttr::get(emitted.getContext(), precision));
+  if (precision != Precision::Fp32)
+    emitted->setAttr("tfm.products", StringAttr::get(emitted.getContext(),
+                                                     precisionName(precision)));
   if (!postOps.empty())
     emitted->setAttr("tfm.post_ops", StringAttr::get(emitted.getContext(),
                                                      llvm::join(postOps, ",")));
@@ -265,19 +265,22 @@ ScaleOp scaleOfProduct(Operation *op) {
   if (!mm || !mm->hasOneUse())
     return nullptr;
   auto scale = dyn_cast<ScaleOp>(*mm->user_begin());
-  auto backend =
-      scale ? scale->getAttrOfType<StringAttr>(kBackendAttr) : nullptr;
-  if (backend && backend.getValue() == "llvm")
+  if (!scale)
     return nullptr;
-  return scale;
+  // The pass checked every op's tfm.backend before it lowers any.
+  llvm::Expected<std::optional<Backend>> backend = opBackend(scale);
+  if (!backend) {
+    llvm::consumeError(backend.takeError());
+    return nullptr;
+  }
+  return *backend == Backend::Llvm ? nullptr : scale;
 }
 
-/// Lowers `op`; `scale` is scaleOfProduct(op), folded into the call.
-void lower(IRRewriter &rewriter, ModuleOp module, Operation *op,
-           ScaleOp scale) {
+/// Lowers `op`; `scale` is scaleOfProduct(op), folded into the call;
+/// `precision` is the module's.
+void lower(IRRewriter &rewriter, ModuleOp module, Operation *op, ScaleOp scale,
+           Precision precision) {
   KernelCall call(rewriter, module, op);
-  auto precisionAttr = module->getAttrOfType<StringAttr>("tfm.precision");
-  StringRef precision = precisionAttr ? precisionAttr.getValue() : "fp32";
   TypeSwitch<Operation *>(op)
       .Case([&](LinearOp linear) {
         lowerLinear(call, linear.getInput(), linear.getWeight(),
@@ -376,12 +379,25 @@ struct ConvertTfmToOneDnnPass
     : public tfm::impl::ConvertTfmToOneDnnPassBase<ConvertTfmToOneDnnPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    llvm::Expected<Precision> precision = modulePrecision(module);
+    if (!precision) {
+      module.emitError(llvm::toString(precision.takeError()));
+      return signalPassFailure();
+    }
+    // Ops tfm-select-backend gave oneDNN, or all it can run without it.
     SmallVector<Operation *> ops;
-    module.walk([&](Operation *op) {
-      auto backend = op->getAttrOfType<StringAttr>(kBackendAttr);
-      if ((!backend || backend.getValue() == "onednn") && isOneDnnCandidate(op))
+    WalkResult walked = module.walk([&](Operation *op) {
+      llvm::Expected<std::optional<Backend>> backend = opBackend(op);
+      if (!backend) {
+        op->emitOpError(llvm::toString(backend.takeError()));
+        return WalkResult::interrupt();
+      }
+      if (*backend != Backend::Llvm && isOneDnnCandidate(op))
         ops.push_back(op);
+      return WalkResult::advance();
     });
+    if (walked.wasInterrupted())
+      return signalPassFailure();
     IRRewriter rewriter(&getContext());
     llvm::SmallPtrSet<Operation *, 8> folded;
     for (Operation *op : ops) {
@@ -390,7 +406,7 @@ struct ConvertTfmToOneDnnPass
       ScaleOp scale = scaleOfProduct(op);
       if (scale)
         folded.insert(scale);
-      lower(rewriter, module, op, scale);
+      lower(rewriter, module, op, scale, *precision);
     }
   }
 };
