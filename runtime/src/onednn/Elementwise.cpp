@@ -12,11 +12,6 @@
 
 #include <cstring>
 
-using dnnl::algorithm;
-using dnnl::memory;
-using dnnl::primitive;
-using dnnl::prop_kind;
-
 namespace tfm_runtime {
 namespace onednn {
 namespace {

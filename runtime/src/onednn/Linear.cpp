@@ -20,11 +20,6 @@
 #include <unordered_map>
 #include <vector>
 
-using dnnl::algorithm;
-using dnnl::memory;
-using dnnl::primitive;
-using dnnl::prop_kind;
-
 namespace tfm_runtime {
 namespace onednn {
 namespace {

@@ -13,11 +13,6 @@
 #include <cstring>
 #include <utility>
 
-using dnnl::algorithm;
-using dnnl::memory;
-using dnnl::primitive;
-using dnnl::prop_kind;
-
 namespace tfm_runtime {
 namespace onednn {
 

@@ -11,9 +11,6 @@
 
 #include <cstring>
 
-using dnnl::memory;
-using dnnl::primitive;
-
 namespace tfm_runtime {
 namespace onednn {
 

@@ -21,6 +21,11 @@ namespace onednn {
 
 using Memref = UnrankedMemRefType<float>;
 using Dims = dnnl::memory::dims;
+// The oneDNN names the kernels use unqualified.
+using dnnl::algorithm;
+using dnnl::memory;
+using dnnl::primitive;
+using dnnl::prop_kind;
 
 dnnl::engine &cpuEngine();
 dnnl::stream &cpuStream();

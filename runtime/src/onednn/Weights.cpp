@@ -13,8 +13,6 @@
 #include <map>
 #include <mutex>
 
-using dnnl::memory;
-
 namespace tfm_runtime {
 namespace onednn {
 namespace {
