@@ -462,6 +462,22 @@ tfm_status outputPiece(const tfm_tokenizer &tok, int32_t id, std::string &out) {
   return nullptr;
 }
 
+/// `ids` in the encode calls' out parameters, as an array the caller frees
+/// with tfm_free.
+tfm_status handOut(const std::vector<int32_t> &ids, int32_t **out_ids,
+                   int32_t *out_length) {
+  // One byte more: an empty sentence's malloc(0) may give null, which
+  // would read as out of memory.
+  auto *out =
+      static_cast<int32_t *>(std::malloc(ids.size() * sizeof(int32_t) + 1));
+  if (!out)
+    return makeError("out of memory encoding a sentence");
+  std::memcpy(out, ids.data(), ids.size() * sizeof(int32_t));
+  *out_ids = out;
+  *out_length = int32_t(ids.size());
+  return nullptr;
+}
+
 } // namespace
 
 tfm_status tfm_runtime::openTokenizer(const char *model_path,
@@ -514,14 +530,7 @@ tfm_status tfm_runtime::encodeText(const tfm_tokenizer &tok,
       return s;
     ids.insert(ids.end(), frame->source_suffix,
                frame->source_suffix + frame->source_suffix_length);
-    auto *out =
-        static_cast<int32_t *>(std::malloc(ids.size() * sizeof(int32_t) + 1));
-    if (!out)
-      return makeError("out of memory encoding a sentence");
-    std::memcpy(out, ids.data(), ids.size() * sizeof(int32_t));
-    *out_ids = out;
-    *out_length = int32_t(ids.size());
-    return nullptr;
+    return handOut(ids, out_ids, out_length);
   });
 }
 
@@ -534,14 +543,7 @@ tfm_status tfm_runtime::encodeTarget(const tfm_tokenizer &tok, const char *text,
     std::vector<int32_t> ids;
     if (tfm_status s = pieceIds(tok, tok.target, text, length, ids))
       return s;
-    auto *out =
-        static_cast<int32_t *>(std::malloc(ids.size() * sizeof(int32_t) + 1));
-    if (!out)
-      return makeError("out of memory encoding a sentence");
-    std::memcpy(out, ids.data(), ids.size() * sizeof(int32_t));
-    *out_ids = out;
-    *out_length = int32_t(ids.size());
-    return nullptr;
+    return handOut(ids, out_ids, out_length);
   });
 }
 
