@@ -48,28 +48,29 @@ struct Batch {
   }
 };
 
-/// tfm_search_options_default's options.
+/// tfm_search_options_default's options, in the struct's order (C++17 has
+/// no designated initializers; RequestTest checks each by its name).
 inline tfm_search_options defaultSearchOptions() {
-  tfm_search_options o;
-  o.beam_size = 1;
-  o.n_best = 1;
-  o.max_length = 256;
-  // Marian's default factor: a sentence that runs away (repeats itself)
-  // stops after about three times its source's tokens.
-  o.max_length_ratio = 3.0f;
-  o.min_length = 0;
-  o.length_penalty = 1.0f;
-  o.suppress_eos = 0;
-  o.repetition_penalty = 0.0f; // the model's
-  o.no_repeat_ngram_size = -1; // the model's
-  o.sampling = 0;
-  o.sampling_topk = 0;
-  o.sampling_topp = 1.0f;
-  o.sampling_temperature = 1.0f;
-  o.seed = 0;
-  o.use_vmap = 1;
-  o.fused_search = 1;
-  return o;
+  return {
+      /*beam_size=*/1,
+      /*n_best=*/1,
+      /*max_length=*/256,
+      // Marian's default factor: a sentence that runs away (repeats itself)
+      // stops after about three times its source's tokens.
+      /*max_length_ratio=*/3.0f,
+      /*min_length=*/0,
+      /*length_penalty=*/1.0f,
+      /*suppress_eos=*/0,
+      /*repetition_penalty=*/0.0f, // the model's
+      /*no_repeat_ngram_size=*/-1, // the model's
+      /*sampling=*/0,
+      /*sampling_topk=*/0,
+      /*sampling_topp=*/1.0f,
+      /*sampling_temperature=*/1.0f,
+      /*seed=*/0,
+      /*use_vmap=*/1,
+      /*fused_search=*/1,
+  };
 }
 
 /// The options with the repetition guards they leave to the model (0 and

@@ -8,6 +8,7 @@
 
 #include "runtime/src/LogitsRules.h"
 #include "runtime/src/Request.h"
+#include "test/unit/ModelConfigs.h"
 
 #include "gtest/gtest.h"
 
@@ -21,13 +22,8 @@ using Tokens = std::vector<int32_t>;
 
 /// A model of 10 target tokens: EOS 0, padding 1, decoder start 2.
 tfm_model_config smallConfig() {
-  tfm_model_config cfg{};
-  cfg.target_vocab_size = 10;
-  cfg.eos_token_id = 0;
-  cfg.pad_token_id = 1;
+  tfm_model_config cfg = tfm_test::tenTokenConfig();
   cfg.decoder_start_token_id = 2;
-  cfg.forced_eos_token_id = -1;
-  cfg.forced_bos_token_id = -1;
   return cfg;
 }
 

@@ -9,12 +9,14 @@
 #include "runtime/src/Request.h"
 
 #include "runtime/src/Model.h"
+#include "test/unit/ModelConfigs.h"
 
 #include "gtest/gtest.h"
 
 #include <cmath>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -23,16 +25,11 @@ using namespace tfm_runtime;
 namespace {
 
 /// A model of 6 positions, 20 source tokens and 10 target tokens, EOS 0
-/// and padding 1.
+/// and padding 1, with repetition guards of its own.
 tfm_model_config smallConfig() {
-  tfm_model_config cfg{};
+  tfm_model_config cfg = tfm_test::tenTokenConfig();
   cfg.max_positions = 6;
   cfg.source_vocab_size = 20;
-  cfg.target_vocab_size = 10;
-  cfg.eos_token_id = 0;
-  cfg.pad_token_id = 1;
-  cfg.forced_eos_token_id = -1;
-  cfg.forced_bos_token_id = -1;
   cfg.repetition_penalty = 1.5;
   cfg.no_repeat_ngram_size = 3;
   return cfg;
@@ -121,6 +118,26 @@ tfm_search_options sampling() {
 }
 
 } // namespace
+
+// defaultSearchOptions lists its values in the struct's order: each is
+// checked here by its field's name.
+TEST(Request, DefaultsAreTheOnesTheApiDocuments) {
+  tfm_search_options o = defaultSearchOptions();
+  // Greedy, one hypothesis, no length penalty; Marian's length limits.
+  EXPECT_EQ(std::tuple(o.beam_size, o.n_best, o.length_penalty),
+            std::tuple(1, 1, 1.0f));
+  EXPECT_EQ(std::tuple(o.max_length, o.max_length_ratio, o.min_length,
+                       o.suppress_eos),
+            std::tuple(256, 3.0f, 0, 0));
+  // The repetition guards left to the model.
+  EXPECT_EQ(std::tuple(o.repetition_penalty, o.no_repeat_ngram_size),
+            std::tuple(0.0f, -1));
+  // No sampling, its settings neutral.
+  EXPECT_EQ(std::tuple(o.sampling, o.sampling_topk, o.sampling_topp,
+                       o.sampling_temperature, o.seed),
+            std::tuple(0, 0, 1.0f, 1.0f, uint64_t(0)));
+  EXPECT_EQ(std::tuple(o.use_vmap, o.fused_search), std::tuple(1, 1));
+}
 
 TEST(Request, AcceptsARequestWithinTheRules) {
   tfm_search_options beam = defaultSearchOptions();
