@@ -143,6 +143,14 @@ public:
     return llvm::toString(copyTokenizerFiles(files, out));
   }
 
+  /// compile, then open: "" or the first error.
+  std::string compileAndOpen(const std::string &modelType, int64_t vocab,
+                             const std::string &source = "",
+                             const std::string &target = "") {
+    std::string error = compile(modelType, vocab, source, target);
+    return error.empty() ? open() : error;
+  }
+
   /// The runtime's tokenizer and languages of out/ ("" or the error).
   std::string open(const std::string &path = "") {
     const std::string &at = path.empty() ? weights : path;
@@ -218,6 +226,27 @@ const char kM2MVocab[] = R"({"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3,
 constexpr int32_t kM2MEn = 6 + (128022 - 128004),
                   kM2MDe = 6 + (128020 - 128004);
 
+/// NLLB's and mBART-50's files (fairseq's alignment) for kPieces, compiled
+/// as `modelType` for `vocab` ids and opened: "" or the first error.
+std::string openFairseq(Family &f, const std::string &modelType,
+                        int64_t vocab) {
+  f.add("sentencepiece.bpe.model", sentencePiece(kPieces));
+  return f.compileAndOpen(modelType, vocab);
+}
+
+/// In openFairseq's ids (kPieces: 5 pieces, so 6 ids), the id of what the
+/// published tokenizer of `publishedPieces` pieces numbers `publishedId`
+/// after its pieces and fairseq's extra id: a language code or <mask>.
+int32_t idAfterPieces(int32_t publishedId, int32_t publishedPieces) {
+  return 5 + 1 + publishedId - (publishedPieces + 1);
+}
+int32_t nllbId(int32_t publishedId) {
+  return idAfterPieces(publishedId, 256000);
+}
+int32_t mbartId(int32_t publishedId) {
+  return idAfterPieces(publishedId, 250000);
+}
+
 } // namespace
 
 TEST(TokenizerFamilies, M2M100) {
@@ -225,8 +254,7 @@ TEST(TokenizerFamilies, M2M100) {
   f.add("config.json", "{}");
   f.add("vocab.json", kM2MVocab);
   f.add("sentencepiece.bpe.model", sentencePiece(kPieces));
-  ASSERT_EQ(f.compile("m2m_100", 6 + 100 + 8), "");
-  ASSERT_EQ(f.open(), "");
+  ASSERT_EQ(f.compileAndOpen("m2m_100", 6 + 100 + 8), "");
   ASSERT_TRUE(f.tokenizer && f.languages);
   EXPECT_EQ(tfm_languages_count(f.languages), 100);
   // source = __src__ pieces </s>; an unknown piece is <unk>.
@@ -252,22 +280,18 @@ TEST(TokenizerFamilies, M2M100) {
 TEST(TokenizerFamilies, M2M100WithoutSentencePieceHasLanguagesOnly) {
   Family f;
   f.add("vocab.json", kM2MVocab);
-  ASSERT_EQ(f.compile("m2m_100", 114), "");
-  ASSERT_EQ(f.open(), "");
+  ASSERT_EQ(f.compileAndOpen("m2m_100", 114), "");
   EXPECT_EQ(f.tokenizer, nullptr);
   ASSERT_NE(f.languages, nullptr);
   EXPECT_EQ(prefixOf(f.tokens(nullptr, "de")), std::vector<int32_t>{kM2MDe});
 }
 
 TEST(TokenizerFamilies, Nllb) {
+  const int32_t eng = nllbId(256047), deu = nllbId(256042),
+                mask = nllbId(256203);
   Family f;
-  f.add("sentencepiece.bpe.model", sentencePiece(kPieces));
-  // 5 pieces: a code's id is 5 + 1 + its index; the model's vocabulary is
-  // padded past <mask> as NLLB-200's is.
-  const int32_t base = 5 + 1 - 256001, eng = base + 256047, deu = base + 256042,
-                mask = base + 256203;
-  ASSERT_EQ(f.compile("m2m_100", mask + 3), "");
-  ASSERT_EQ(f.open(), "");
+  // The model's vocabulary is padded past <mask> as NLLB-200's is.
+  ASSERT_EQ(openFairseq(f, "m2m_100", mask + 3), "");
   ASSERT_TRUE(f.tokenizer && f.languages);
   EXPECT_EQ(tfm_languages_count(f.languages), 202);
   tfm_language_tokens t = f.tokens("eng_Latn", "de");
@@ -282,23 +306,19 @@ TEST(TokenizerFamilies, Nllb) {
 
 TEST(TokenizerFamilies, NllbLegacyBehaviour) {
   Family f;
-  f.add("sentencepiece.bpe.model", sentencePiece(kPieces));
   f.add("tokenizer_config.json",
         R"({"tokenizer_class": "NllbTokenizer", "legacy_behaviour": true})");
-  ASSERT_EQ(f.compile("m2m_100", 5 + 1 + 202 + 1), "");
-  ASSERT_EQ(f.open(), "");
+  ASSERT_EQ(openFairseq(f, "m2m_100", 5 + 1 + 202 + 1), "");
   tfm_language_tokens t = f.tokens("fr", nullptr);
-  const int32_t fra = 5 + 1 - 256001 + 256057;
-  EXPECT_EQ(f.encode("world", &t), (std::vector<int32_t>{5, 2, fra}));
+  EXPECT_EQ(f.encode("world", &t),
+            (std::vector<int32_t>{5, 2, nllbId(256057)}));
 }
 
 TEST(TokenizerFamilies, MBart50) {
+  const int32_t en = mbartId(250004), de = mbartId(250003),
+                mask = mbartId(250053);
   Family f;
-  f.add("sentencepiece.bpe.model", sentencePiece(kPieces));
-  const int32_t base = 5 + 1 - 250001, en = base + 250004, de = base + 250003,
-                mask = base + 250053;
-  ASSERT_EQ(f.compile("mbart", mask + 1), "");
-  ASSERT_EQ(f.open(), "");
+  ASSERT_EQ(openFairseq(f, "mbart", mask + 1), "");
   EXPECT_EQ(tfm_languages_count(f.languages), 52);
   tfm_language_tokens t = f.tokens("en_XX", "de");
   EXPECT_EQ(f.encode("world hello", &t), (std::vector<int32_t>{en, 5, 4, 2}));
@@ -329,8 +349,7 @@ TEST(TokenizerFamilies, T5) {
   Family f;
   makeT5(f);
   f.add("spiece.model", t5SentencePiece(kT5Pieces));
-  ASSERT_EQ(f.compile("t5", 16), "");
-  ASSERT_EQ(f.open(), "");
+  ASSERT_EQ(f.compileAndOpen("t5", 16), "");
   ASSERT_TRUE(f.tokenizer && f.languages);
   EXPECT_EQ(tfm_languages_count(f.languages), 2);
   EXPECT_EQ(f.find("pt_BR"), f.find("<2pt_BR>"));
@@ -367,8 +386,7 @@ TEST(TokenizerFamilies, T5WithoutDummyPrefixPutsTheLanguageAlone) {
   Family f;
   makeT5(f);
   f.add("spiece.model", t5SentencePiece(kT5Pieces, /*dummyPrefix=*/false));
-  ASSERT_EQ(f.compile("mt5", 16), "");
-  ASSERT_EQ(f.open(), "");
+  ASSERT_EQ(f.compileAndOpen("mt5", 16), "");
   tfm_language_tokens t = f.tokens(nullptr, "de");
   EXPECT_EQ(std::vector<int32_t>(t.source_prefix,
                                  t.source_prefix + t.source_prefix_length),
@@ -380,8 +398,7 @@ TEST(TokenizerFamilies, T5WithoutASpacePieceLeadsWithUnknown) {
   Family f;
   makeT5(f);
   f.add("spiece.model", t5SentencePiece({"\xe2\x96\x81hello", "<2de>"}));
-  ASSERT_EQ(f.compile("t5", 8), "");
-  ASSERT_EQ(f.open(), "");
+  ASSERT_EQ(f.compileAndOpen("t5", 8), "");
   tfm_language_tokens t = f.tokens(nullptr, "de");
   EXPECT_EQ(f.encode("hello", &t), (std::vector<int32_t>{2, 4, 3, 1}));
 }
@@ -390,8 +407,7 @@ TEST(TokenizerFamilies, T5WithoutLanguageTokensHasNoLanguages) {
   Family f;
   makeT5(f);
   f.add("spiece.model", t5SentencePiece({"\xe2\x96\x81hello"}));
-  ASSERT_EQ(f.compile("t5", 16), "");
-  ASSERT_EQ(f.open(), "");
+  ASSERT_EQ(f.compileAndOpen("t5", 16), "");
   ASSERT_NE(f.tokenizer, nullptr);
   EXPECT_EQ(f.languages, nullptr);
   EXPECT_EQ(f.encode("hello"), (std::vector<int32_t>{3, 1}));
@@ -409,8 +425,7 @@ TEST(TokenizerFamilies, T5SentinelsPastTheRows) {
   Family f;
   makeT5(f);
   f.add("spiece.model", t5SentencePiece(kT5Pieces));
-  ASSERT_EQ(f.compile("t5", 11), "");
-  ASSERT_EQ(f.open(), "");
+  ASSERT_EQ(f.compileAndOpen("t5", 11), "");
   ASSERT_TRUE(f.tokenizer);
   int32_t id = 0;
   EXPECT_EQ(Family::message(
@@ -485,8 +500,7 @@ TEST(TokenizerFamilies, EmbeddedFilesGiveTheSameIds) {
 TEST(TokenizerFamilies, OnePairLanguages) {
   Family f;
   f.add("config.json", "{}");
-  ASSERT_EQ(f.compile("bart", 30, "en", "de"), "");
-  ASSERT_EQ(f.open(), "");
+  ASSERT_EQ(f.compileAndOpen("bart", 30, "en", "de"), "");
   EXPECT_EQ(f.tokenizer, nullptr);
   ASSERT_NE(f.languages, nullptr);
   int32_t source = -1, target = -1;
@@ -509,8 +523,7 @@ TEST(TokenizerFamilies, OnePairLanguages) {
 TEST(TokenizerFamilies, UnknownLanguagesAreNamed) {
   Family f;
   f.add("vocab.json", kM2MVocab);
-  ASSERT_EQ(f.compile("m2m_100", 114), "");
-  ASSERT_EQ(f.open(), "");
+  ASSERT_EQ(f.compileAndOpen("m2m_100", 114), "");
   int32_t index = 0;
   EXPECT_EQ(Family::message(tfm_languages_find(f.languages, "dx", &index)),
             "'dx' is not a language of this model; it has da (__da__), de "
