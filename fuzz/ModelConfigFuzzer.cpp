@@ -8,25 +8,17 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/ModelConfig.h"
-#include "fuzz/FuzzUtil.h"
-
-#include "llvm/Support/raw_ostream.h"
+#include "fuzz/CompilerReaders.h"
 
 #include <cmath>
 
 using namespace mlir::tfm;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static tfm_fuzz::MemFile file;
-  file.set(data, size);
-  llvm::Expected<ModelConfig> config = ModelConfig::load(file.path());
-  if (!config) {
-    std::string message = llvm::toString(config.takeError());
-    TFM_FUZZ_CHECK(llvm::StringRef(message).starts_with(file.path() + ": "));
-    if (tfm_fuzz::verbose())
-      llvm::errs() << message << "\n";
+  std::optional<ModelConfig> config = tfm_fuzz::openInput(
+      data, size, ModelConfig::load, tfm_fuzz::startsWithPathThen(": "));
+  if (!config)
     return 0;
-  }
   const ModelConfig &c = *config;
   bool relative = c.positions == ModelConfig::Positions::relative;
   bool tables = c.positions == ModelConfig::Positions::table;

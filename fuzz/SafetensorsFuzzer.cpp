@@ -8,25 +8,17 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Safetensors.h"
-#include "fuzz/FuzzUtil.h"
-
-#include "llvm/Support/raw_ostream.h"
+#include "fuzz/CompilerReaders.h"
 
 #include <cstring>
 
 using namespace mlir::tfm;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static tfm_fuzz::MemFile file;
-  file.set(data, size);
-  llvm::Expected<SafetensorsFile> st = SafetensorsFile::open(file.path());
-  if (!st) {
-    std::string message = llvm::toString(st.takeError());
-    TFM_FUZZ_CHECK(llvm::StringRef(message).starts_with(file.path() + ":"));
-    if (tfm_fuzz::verbose())
-      llvm::errs() << message << "\n";
+  std::optional<SafetensorsFile> st = tfm_fuzz::openInput(
+      data, size, SafetensorsFile::open, tfm_fuzz::startsWithPathThen(":"));
+  if (!st)
     return 0;
-  }
   uint64_t sum = 0;
   for (const TensorInfo &t : st->tensors()) {
     llvm::ArrayRef<char> bytes = st->bytes(t);

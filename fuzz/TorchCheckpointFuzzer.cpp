@@ -9,33 +9,17 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/TorchCheckpoint.h"
-#include "fuzz/FuzzUtil.h"
-
-#include "llvm/Support/raw_ostream.h"
+#include "fuzz/CompilerReaders.h"
 
 using namespace mlir::tfm;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static tfm_fuzz::MemFile file;
-  file.set(data, size);
-  llvm::Expected<TorchCheckpointFile> checkpoint =
-      TorchCheckpointFile::open(file.path());
-  if (!checkpoint) {
-    std::string message = llvm::toString(checkpoint.takeError());
-    TFM_FUZZ_CHECK(llvm::StringRef(message).starts_with(file.path() + ":"));
-    if (tfm_fuzz::verbose())
-      llvm::errs() << message << "\n";
+  std::optional<TorchCheckpointFile> checkpoint = tfm_fuzz::openInput(
+      data, size, TorchCheckpointFile::open, tfm_fuzz::startsWithPathThen(":"));
+  if (!checkpoint)
     return 0;
-  }
-  uint64_t sum = 0;
-  for (const TensorInfo &t : checkpoint->tensors()) {
-    llvm::ArrayRef<char> bytes = checkpoint->bytes(t);
+  for (const TensorInfo &t : checkpoint->tensors())
     TFM_FUZZ_CHECK(t.begin <= t.end && t.end <= size);
-    TFM_FUZZ_CHECK(uint64_t(t.numElements()) * dtypeSize(t.dtype) ==
-                   bytes.size());
-    if (!bytes.empty())
-      sum += uint8_t(bytes.front()) + uint8_t(bytes.back());
-    TFM_FUZZ_CHECK(checkpoint->lookup(t.name) == &t);
-  }
+  uint64_t sum = tfm_fuzz::checkTensors(*checkpoint);
   return sum == 0xdeadbeef ? 0 : 0; // keeps `sum` alive
 }
