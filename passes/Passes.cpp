@@ -48,10 +48,10 @@ static LogicalResult buildLoweringFromOptions(
       tfm::parsePrecision(options.precision, "precision");
   if (!precision)
     return errorHandler(llvm::toString(precision.takeError()));
-  tfm::buildLoweringPipeline(
-      pm, *backend, /*reportBackends=*/false,
-      tfm::VectorTarget{options.vectorWidth, options.bf16Dot, options.int8Dot},
-      *precision);
+  tfm::KernelConfig kernels = tfm::KernelConfig::forTarget(
+      {options.vectorWidth, options.bf16Dot, options.int8Dot});
+  tfm::buildLoweringPipeline(pm, *backend, /*reportBackends=*/false, kernels,
+                             *precision);
   return success();
 }
 

@@ -56,13 +56,6 @@ void tfm::buildFusionPipeline(OpPassManager &pm) {
   pm.addPass(createCSEPass());
 }
 
-void tfm::buildLoweringPipeline(OpPassManager &pm, Backend backend,
-                                bool reportBackends, VectorTarget target,
-                                Precision precision) {
-  buildLoweringPipeline(pm, backend, reportBackends,
-                        KernelConfig::forTarget(target), precision);
-}
-
 // The canonicalizations of the lowering run per function, so that MLIR runs
 // them on the entry points (encode, decode_step) in parallel threads.
 void tfm::buildLoweringPipeline(OpPassManager &pm, Backend backend,

@@ -36,13 +36,6 @@ void buildLoweringPipeline(OpPassManager &pm, Backend backend,
                            bool reportBackends, const KernelConfig &kernels,
                            Precision precision = Precision::Fp32);
 
-/// The lowering pipeline with the kernels of `target`
-/// (KernelConfig::forTarget).
-void buildLoweringPipeline(OpPassManager &pm, Backend backend = Backend::Llvm,
-                           bool reportBackends = false,
-                           VectorTarget target = {},
-                           Precision precision = Precision::Fp32);
-
 /// Dialects and interface implementations (bufferization, LLVM conversion)
 /// that the lowering pipeline needs in the context.
 void registerCodegenDialects(DialectRegistry &registry);

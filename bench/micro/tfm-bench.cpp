@@ -136,18 +136,22 @@ namespace {
   std::exit(1);
 }
 
-/// How the snippets are compiled: --backends and --precisions, parsed.
+/// How the snippets are compiled: the host's kernels, --backends and
+/// --precisions parsed.
 struct Lowering {
+  mlir::tfm::KernelConfig kernels;
   std::vector<mlir::tfm::Backend> backends;
   /// The precisions besides fp32 (which always runs), in --precisions'
   /// order.
   std::vector<mlir::tfm::Precision> narrower;
 };
 
-/// --backends (default: llvm) and --precisions parsed; an unknown name
-/// fails.
+/// The kernels for this host; --backends (default: llvm) and --precisions
+/// parsed, an unknown name failing.
 Lowering chooseLowering() {
   Lowering lowering;
+  lowering.kernels =
+      mlir::tfm::KernelConfig::forTarget(mlir::tfm::hostVectorTarget());
   for (const std::string &name : backends) {
     Expected<mlir::tfm::Backend> backend =
         mlir::tfm::parseBackend(name, "--backends");
@@ -415,12 +419,12 @@ std::unique_ptr<TargetMachine> hostMachine() {
 /// (tfmc's TargetMachine has AllowFPOpFusion = Fast; here every FP
 /// instruction gets the `contract` flag, which lets the same FMAs form).
 Compiled compile(mlir::ModuleOp module, mlir::tfm::Backend backend,
-                 TargetMachine *machine,
+                 const mlir::tfm::KernelConfig &kernels, TargetMachine *machine,
                  mlir::tfm::Precision precision = mlir::tfm::Precision::Fp32) {
   Compiled out;
   mlir::PassManager pm(module.getContext());
   mlir::tfm::buildLoweringPipeline(pm, backend, /*reportBackends=*/false,
-                                   mlir::tfm::hostVectorTarget(), precision);
+                                   kernels, precision);
   if (failed(pm.run(module)))
     fail("lowering with the " + mlir::tfm::backendName(backend) +
          " backend failed");
@@ -724,7 +728,8 @@ json::Value runBenchmark(Benchmark &b, mlir::MLIRContext &context,
                          mlir::tfm::Precision precision =
                              mlir::tfm::Precision::Fp32) {
     auto instance = std::make_unique<Instance>();
-    instance->compiled = compile(module, backend, machine, precision);
+    instance->compiled =
+        compile(module, backend, lowering.kernels, machine, precision);
     instance->bind(b);
     Instance *raw = instance.get();
     Engine e;

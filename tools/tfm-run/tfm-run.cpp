@@ -146,15 +146,22 @@ mlir::tfm::Backend backendOption(const cl::opt<std::string> &option) {
   return *backend;
 }
 
-/// Compiles `module` (fused or primitive tfm IR) to a JIT'd engine.
-std::unique_ptr<mlir::ExecutionEngine> compile(mlir::ModuleOp module,
-                                               mlir::tfm::Backend backend) {
-  mlir::PassManager pm(module.getContext());
+/// The kernels for this host, or for --vector-width's vectors.
+mlir::tfm::KernelConfig kernelConfig() {
   mlir::tfm::VectorTarget target = mlir::tfm::hostVectorTarget();
   if (vectorWidth)
     target.width = vectorWidth;
+  return mlir::tfm::KernelConfig::forTarget(target);
+}
+
+/// Compiles `module` (fused or primitive tfm IR) with the kernels of
+/// `kernels` to a JIT'd engine.
+std::unique_ptr<mlir::ExecutionEngine>
+compile(mlir::ModuleOp module, mlir::tfm::Backend backend,
+        const mlir::tfm::KernelConfig &kernels) {
+  mlir::PassManager pm(module.getContext());
   mlir::tfm::buildLoweringPipeline(pm, backend, /*reportBackends=*/false,
-                                   target);
+                                   kernels);
   if (failed(pm.run(module)))
     fail("lowering failed");
   auto transformer = mlir::makeOptimizingTransformer(3, 0, nullptr);
@@ -209,6 +216,7 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv, "tfm-run: run one tfm function\n");
   mlir::tfm::Backend fusedBackend = backendOption(backend);
   mlir::tfm::Backend spelledBackend = backendOption(referenceBackend);
+  mlir::tfm::KernelConfig kernels = kernelConfig();
   InitializeNativeTarget();
   InitializeNativeTargetAsmPrinter();
 
@@ -279,7 +287,7 @@ int main(int argc, char **argv) {
   }
   if (decomposeFirst)
     decompose(*module);
-  auto fused = compile(*module, fusedBackend);
+  auto fused = compile(*module, fusedBackend, kernels);
   std::vector<Tensor> results = run(*fused, inputs, resultShapes);
   if (printResults)
     for (auto [r, t] : llvm::enumerate(results)) {
@@ -294,7 +302,7 @@ int main(int argc, char **argv) {
   // against the LLVM lowering of the graph it replaces); with
   // --reference-backend=onednn our fused kernels are checked against
   // oneDNN's primitives.
-  auto spelled = compile(*decomposed, spelledBackend);
+  auto spelled = compile(*decomposed, spelledBackend, kernels);
   std::vector<Tensor> expected = run(*spelled, inputs, resultShapes);
   bool ok = true;
   for (size_t r = 0; r < results.size(); ++r) {

@@ -304,8 +304,10 @@ static int runPipeline(mlir::ModuleOp module) {
         mlir::tfm::targetVectorUnit(codegenOptions());
     if (!vectorUnit)
       return reportError(toString(vectorUnit.takeError()));
+    mlir::tfm::KernelConfig kernels =
+        mlir::tfm::KernelConfig::forTarget(*vectorUnit);
     mlir::tfm::buildLoweringPipeline(pm, chosenBackend(), printBackends,
-                                     *vectorUnit, chosenPrecision());
+                                     kernels, chosenPrecision());
   }
   if (failed(pm.run(module)))
     return reportError("compiling " + modelDir + " failed");
