@@ -255,6 +255,21 @@ def TfmLowerVectorsPass : Pass<"tfm-lower-vectors", "::mlir::ModuleOp"> {
   }];
 }
 
+def TfmNameConstantGlobalsPass
+    : Pass<"tfm-name-constant-globals", "::mlir::ModuleOp"> {
+  let summary = "Name and order bufferized constants by their first use";
+  let description = [{
+    One-shot bufferization names the `memref.global` of each tensor
+    constant `__constant_<type>` (then `_0`, `_1`, ...) in the order it
+    visits functions, which follows pointer values: two layers' constants
+    of one type could swap names from run to run. This pass renames those
+    globals, and moves them to the start of the module, in the order of
+    their first `memref.get_global` in the module, so that the generated
+    code is the same on every run.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def TfmMarkEntryPointsPass : Pass<"tfm-mark-entry-points", "::mlir::ModuleOp"> {
   let summary = "Give public functions C interface wrappers";
   let description = [{

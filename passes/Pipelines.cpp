@@ -92,6 +92,9 @@ void tfm::buildLoweringPipeline(OpPassManager &pm, Backend backend,
       bufferization::LayoutMapOption::IdentityLayoutMap);
   bufferization.allowReturnAllocsFromLoops = true;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
+  // Its constants' globals get names by the order it visited functions in,
+  // which varies from run to run: named by their first use instead.
+  pm.addPass(createTfmNameConstantGlobalsPass());
   pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   // Layers keep their results: a call cannot allocate an out-param of a
   // dynamic shape (the layer allocates it and hands it over instead).
