@@ -364,20 +364,36 @@ static void readT5(ConfigReader &r, ModelConfig &c) {
   c.targetVocabSize = c.vocabSize;
 }
 
+namespace {
+/// A key a config must have, the field it fills and its least value.
+struct RequiredInteger {
+  const char *key;
+  int64_t ModelConfig::*field;
+  int64_t min;
+};
+} // namespace
+
+/// The integers of Marian's, BART's and fairseq's configs, in the order
+/// they are checked.
+static constexpr RequiredInteger kBartStyleIntegers[] = {
+    {"d_model", &ModelConfig::dModel, 1},
+    {"encoder_layers", &ModelConfig::encoderLayers, 1},
+    {"decoder_layers", &ModelConfig::decoderLayers, 1},
+    {"encoder_attention_heads", &ModelConfig::encoderHeads, 1},
+    {"decoder_attention_heads", &ModelConfig::decoderHeads, 1},
+    {"encoder_ffn_dim", &ModelConfig::encoderFfnDim, 1},
+    {"decoder_ffn_dim", &ModelConfig::decoderFfnDim, 1},
+    {"vocab_size", &ModelConfig::vocabSize, 1},
+    {"max_position_embeddings", &ModelConfig::maxPositions, 1},
+    {"eos_token_id", &ModelConfig::eosTokenId, 0},
+    {"pad_token_id", &ModelConfig::padTokenId, 0},
+    {"decoder_start_token_id", &ModelConfig::decoderStartTokenId, 0},
+};
+
 /// The keys of Marian's, BART's and fairseq's configs.
 static void readBartStyle(ConfigReader &r, ModelConfig &c) {
-  r.integer("d_model", c.dModel, 1);
-  r.integer("encoder_layers", c.encoderLayers, 1);
-  r.integer("decoder_layers", c.decoderLayers, 1);
-  r.integer("encoder_attention_heads", c.encoderHeads, 1);
-  r.integer("decoder_attention_heads", c.decoderHeads, 1);
-  r.integer("encoder_ffn_dim", c.encoderFfnDim, 1);
-  r.integer("decoder_ffn_dim", c.decoderFfnDim, 1);
-  r.integer("vocab_size", c.vocabSize, 1);
-  r.integer("max_position_embeddings", c.maxPositions, 1);
-  r.integer("eos_token_id", c.eosTokenId, 0);
-  r.integer("pad_token_id", c.padTokenId, 0);
-  r.integer("decoder_start_token_id", c.decoderStartTokenId, 0);
+  for (const RequiredInteger &integer : kBartStyleIntegers)
+    r.integer(integer.key, c.*integer.field, integer.min);
   if (c.family == ModelFamily::marian)
     r.boolean("share_encoder_decoder_embeddings", c.shareEmbeddings, true);
   r.boolean("tie_word_embeddings", c.tieWordEmbeddings, true);

@@ -1,7 +1,7 @@
 //===- Support.h - Small helpers the compiler's files share -----*- C++ -*-===//
 //
-// The error and path helpers that the tokenizer files, linking and
-// embedding each wrote for themselves.
+// The error and path helpers that the tokenizer files, linking,
+// embedding and the checkpoint readers each wrote for themselves.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +20,11 @@ namespace mlir::tfm {
 /// An error whose message is `message` (which names the file or field).
 inline llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
+}
+
+/// An error about the file at `path`: "<path>: <message>".
+inline llvm::Error fail(llvm::StringRef path, const llvm::Twine &message) {
+  return fail(path + ": " + message);
 }
 
 /// The path of `name` in directory `dir`.

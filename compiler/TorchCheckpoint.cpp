@@ -1,6 +1,7 @@
 //===- TorchCheckpoint.cpp - Read torch.save's state_dict files -----------===//
 
 #include "compiler/TorchCheckpoint.h"
+#include "compiler/Support.h"
 
 #include "compiler/Zip.h"
 #include "dialects/Tfm/IR/TfmOps.h"
@@ -15,11 +16,6 @@
 using namespace mlir;
 using namespace mlir::tfm;
 using llvm::formatv;
-
-static llvm::Error fail(llvm::StringRef path, const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 (path + ": " + message).str());
-}
 
 //===----------------------------------------------------------------------===//
 // The pickle: a state_dict's opcodes and globals, nothing more

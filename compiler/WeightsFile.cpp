@@ -57,6 +57,23 @@ uint64_t mlir::tfm::precisionCode(Precision precision) {
   llvm_unreachable("a Precision has a code");
 }
 
+tfm_runtime::WeightsHeader mlir::tfm::weightsHeader(uint64_t fingerprint,
+                                                    Precision precision,
+                                                    ArrayRef<uint8_t> table,
+                                                    uint64_t dataSize) {
+  tfm_runtime::WeightsHeader header{};
+  std::memcpy(header.magic, tfm_runtime::kWeightsMagic, 8);
+  header.abiVersion = tfm_runtime::kAbiVersion;
+  header.fingerprint = fingerprint;
+  header.precision = precisionCode(precision);
+  header.dataSize = dataSize;
+  header.tableSize = table.size();
+  header.tableChecksum = tfm_runtime::checksum(table.data(), table.size());
+  header.headerChecksum = tfm_runtime::checksum(
+      &header, offsetof(tfm_runtime::WeightsHeader, headerChecksum));
+  return header;
+}
+
 /// IEEE half -> float.
 static float halfToFloat(uint16_t h) {
   uint32_t sign = uint32_t(h & 0x8000) << 16;
@@ -600,16 +617,8 @@ static llvm::Error writeTableAndHeader(WeightsOutput &file, ModuleOp module,
                                        ArrayRef<uint64_t> checksums,
                                        uint64_t dataSize) {
   std::vector<uint8_t> table = regionTable(regions, checksums);
-  tfm_runtime::WeightsHeader header{};
-  std::memcpy(header.magic, tfm_runtime::kWeightsMagic, 8);
-  header.abiVersion = tfm_runtime::kAbiVersion;
-  header.fingerprint = layoutFingerprint(module);
-  header.precision = precisionCode(precision);
-  header.dataSize = dataSize;
-  header.tableSize = table.size();
-  header.tableChecksum = tfm_runtime::checksum(table.data(), table.size());
-  header.headerChecksum = tfm_runtime::checksum(
-      &header, offsetof(tfm_runtime::WeightsHeader, headerChecksum));
+  tfm_runtime::WeightsHeader header =
+      weightsHeader(layoutFingerprint(module), precision, table, dataSize);
   if (llvm::Error err = file.write(tfm_runtime::kWeightsHeaderSize + dataSize,
                                    table.data(), table.size()))
     return err;

@@ -14,6 +14,7 @@
 
 #include "compiler/Checkpoint.h"
 #include "passes/LoweringChoices.h"
+#include "tfm/abi/ModelInfo.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
@@ -27,6 +28,14 @@ uint64_t layoutFingerprint(ModuleOp module);
 /// The runtime's code for `precision` (tfm_runtime::kPrecisionFp32,
 /// kPrecisionBf16 or kPrecisionInt8).
 uint64_t precisionCode(Precision precision);
+
+/// The weights file's header (tfm/abi/ModelInfo.h) for `dataSize` bytes
+/// of tensors followed by the region table `table`, of a layout with
+/// `fingerprint` and linears at `precision`; its checksums filled in.
+tfm_runtime::WeightsHeader weightsHeader(uint64_t fingerprint,
+                                         Precision precision,
+                                         llvm::ArrayRef<uint8_t> table,
+                                         uint64_t dataSize);
 
 struct WeightsFileOptions {
   /// About how many bytes of a tensor are converted and written at a time

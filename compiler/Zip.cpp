@@ -1,6 +1,7 @@
 //===- Zip.cpp - The entries of an uncompressed zip archive -----*- C++ -*-===//
 
 #include "compiler/Zip.h"
+#include "compiler/Support.h"
 
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -10,11 +11,6 @@
 using namespace mlir;
 using namespace mlir::tfm;
 using llvm::formatv;
-
-static llvm::Error fail(llvm::StringRef path, const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 (path + ": " + message).str());
-}
 
 namespace {
 /// Little-endian fields at checked offsets of the file.

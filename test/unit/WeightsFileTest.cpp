@@ -200,19 +200,48 @@ static std::string expectedFile(ModuleOp module,
     table.resize(llvm::alignTo(table.size(), 8), '\0');
     offset = llvm::alignTo(offset + entryBytes(e), 64);
   }
-  tfm_runtime::WeightsHeader header{};
-  std::memcpy(header.magic, tfm_runtime::kWeightsMagic, 8);
-  header.abiVersion = tfm_runtime::kAbiVersion;
-  header.fingerprint = layoutFingerprint(module);
-  header.precision = precisionCode(Precision::Int8);
-  header.dataSize = dataSize;
-  header.tableSize = table.size();
-  header.tableChecksum = tfm_runtime::checksum(table.data(), table.size());
-  header.headerChecksum = tfm_runtime::checksum(
-      &header, offsetof(tfm_runtime::WeightsHeader, headerChecksum));
+  // The header's fields are checked against the format in
+  // HeaderHoldsTheFormatsFields.
+  tfm_runtime::WeightsHeader header = weightsHeader(
+      layoutFingerprint(module), Precision::Int8,
+      llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(table.data()),
+                              table.size()),
+      dataSize);
   std::string file(tfm_runtime::kWeightsHeaderSize, '\0');
   std::memcpy(file.data(), &header, sizeof header);
   return file + std::string(data.begin(), data.end()) + table;
+}
+
+/// The little-endian u64 at byte `offset` of `bytes`.
+static uint64_t wordAt(const unsigned char *bytes, size_t offset) {
+  uint64_t word = 0;
+  for (int i = 7; i >= 0; --i)
+    word = word << 8 | bytes[offset + i];
+  return word;
+}
+
+// The header as tfm/abi/ModelInfo.h defines it, byte by byte: the magic
+// "TFMWGT01", then u64s: the ABI version, the fingerprint, the data's and
+// the table's sizes, the table's checksum, the precision's code (int8: 2),
+// and the checksum of the 56 bytes before it.
+TEST(WeightsFile, HeaderHoldsTheFormatsFields) {
+  const uint8_t table[] = {1, 2,  3,  4,  5,  6,  7,  8,
+                           9, 10, 11, 12, 13, 14, 15, 16};
+  tfm_runtime::WeightsHeader header =
+      weightsHeader(0x1234567890abcdefull, Precision::Int8, table, 4160);
+  ASSERT_EQ(sizeof header, 64u);
+  unsigned char bytes[64];
+  std::memcpy(bytes, &header, 64);
+  EXPECT_EQ(std::string(reinterpret_cast<char *>(bytes), 8), "TFMWGT01");
+  EXPECT_EQ(wordAt(bytes, 8), tfm_runtime::kAbiVersion);
+  EXPECT_EQ(wordAt(bytes, 16), 0x1234567890abcdefull);
+  EXPECT_EQ(wordAt(bytes, 24), 4160u);
+  EXPECT_EQ(wordAt(bytes, 32), 16u);
+  EXPECT_EQ(wordAt(bytes, 40), tfm_runtime::checksum(table, sizeof table));
+  EXPECT_EQ(wordAt(bytes, 48), 2u);
+  EXPECT_EQ(wordAt(bytes, 56), tfm_runtime::checksum(bytes, 56));
+  EXPECT_EQ(weightsHeader(1, Precision::Fp32, table, 0).precision, 0u);
+  EXPECT_EQ(weightsHeader(1, Precision::Bf16, table, 0).precision, 1u);
 }
 
 namespace {
