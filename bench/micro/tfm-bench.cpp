@@ -35,11 +35,11 @@
 
 #include "bench/micro/Synchronization.h"
 #include "bench/micro/peers/Peers.h"
+#include "compiler/Jit.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
 #include "runtime/src/Heap.h"
 #include "tfm/abi/ModelInfo.h"
-#include "tfm/abi/OneDnnAbi.h"
 #include "tfm/abi/Panels.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -48,9 +48,6 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/IR/InstIterator.h"
@@ -78,9 +75,6 @@
 #include <vector>
 
 using namespace llvm;
-
-extern "C" void memrefCopy(int64_t, void *,
-                           void *); // runtime/src/MemrefCopy.cpp
 
 static cl::list<std::string>
     linears("linear", cl::CommaSeparated,
@@ -210,12 +204,7 @@ struct Operand {
   std::vector<int64_t> descriptor;
   void *descriptorPtr = nullptr;
 
-  int64_t elements() const {
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    return n;
-  }
+  int64_t elements() const { return mlir::ShapedType::getNumElements(shape); }
   void allocate(Random *random) {
     if (isInt) {
       i32.assign(elements(), intValue);
@@ -472,20 +461,9 @@ Compiled compile(mlir::ModuleOp module, mlir::tfm::Backend backend,
   mlir::ExecutionEngineOptions options;
   options.transformer = transformer;
   options.jitCodeGenOptLevel = CodeGenOptLevel::Aggressive;
-  auto engine = mlir::ExecutionEngine::create(module, options);
+  auto engine = mlir::tfm::createJit(module, options);
   if (!engine)
     fail("JIT: " + toString(engine.takeError()));
-  // What the translator links: memrefCopy, the oneDNN backend's kernels.
-  (*engine)->registerSymbols([](orc::MangleAndInterner interner) {
-    orc::SymbolMap map;
-    auto add = [&](const char *name, auto *fn) {
-      map[interner(name)] = {orc::ExecutorAddr::fromPtr(fn),
-                             JITSymbolFlags::Exported};
-    };
-    add("memrefCopy", &memrefCopy);
-    tfm_runtime::onednn::forEachKernel(add);
-    return map;
-  });
   auto function = (*engine)->lookupPacked("_mlir_ciface_bench");
   if (!function)
     fail("JIT: " + toString(function.takeError()));
@@ -943,12 +921,7 @@ int main(int argc, char **argv) {
   InitializeNativeTargetAsmPrinter();
   std::unique_ptr<TargetMachine> machine = hostMachine();
 
-  mlir::DialectRegistry registry;
-  mlir::tfm::registerCodegenDialects(registry);
-  mlir::registerBuiltinDialectTranslation(registry);
-  mlir::registerLLVMDialectTranslation(registry);
-  mlir::registerOpenMPDialectTranslation(registry);
-  mlir::MLIRContext context(registry);
+  mlir::MLIRContext context(mlir::tfm::jitRegistry());
 
   std::vector<Benchmark> benchmarks;
   for (const std::string &s : linears)

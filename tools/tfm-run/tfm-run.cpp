@@ -15,19 +15,16 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/Jit.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
 #include "tfm/abi/ModelInfo.h"
-#include "tfm/abi/OneDnnAbi.h"
 
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -40,9 +37,6 @@
 #include <vector>
 
 using namespace llvm;
-
-extern "C" void memrefCopy(int64_t, void *,
-                           void *); // runtime/src/MemrefCopy.cpp
 
 static cl::opt<std::string> inputFile(cl::Positional, cl::Required,
                                       cl::desc("<input .mlir>"));
@@ -125,12 +119,7 @@ struct Tensor {
   int64_t scalar = 0;
   bool isScalar = false;
 
-  int64_t size() const {
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    return n;
-  }
+  int64_t size() const { return mlir::ShapedType::getNumElements(shape); }
   void describe(void *data) {
     descriptor = tfm_runtime::memrefDescriptor(data, shape);
     descriptorPtr = descriptor.data();
@@ -167,19 +156,9 @@ compile(mlir::ModuleOp module, mlir::tfm::Backend backend,
   auto transformer = mlir::makeOptimizingTransformer(3, 0, nullptr);
   mlir::ExecutionEngineOptions options;
   options.transformer = transformer;
-  auto engine = mlir::ExecutionEngine::create(module, options);
+  auto engine = mlir::tfm::createJit(module, options);
   if (!engine)
     fail("JIT: " + toString(engine.takeError()));
-  (*engine)->registerSymbols([](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap map;
-    auto add = [&](const char *name, auto *fn) {
-      map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(fn),
-                             llvm::JITSymbolFlags::Exported};
-    };
-    add("memrefCopy", &memrefCopy);
-    tfm_runtime::onednn::forEachKernel(add);
-    return map;
-  });
   return std::move(*engine);
 }
 
@@ -220,12 +199,7 @@ int main(int argc, char **argv) {
   InitializeNativeTarget();
   InitializeNativeTargetAsmPrinter();
 
-  mlir::DialectRegistry registry;
-  mlir::tfm::registerCodegenDialects(registry);
-  mlir::registerBuiltinDialectTranslation(registry);
-  mlir::registerLLVMDialectTranslation(registry);
-  mlir::registerOpenMPDialectTranslation(registry);
-  mlir::MLIRContext context(registry);
+  mlir::MLIRContext context(mlir::tfm::jitRegistry());
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceFile<mlir::ModuleOp>(inputFile, &context);
   if (!module)
