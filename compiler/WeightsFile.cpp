@@ -53,6 +53,8 @@ uint64_t mlir::tfm::precisionCode(Precision precision) {
     return tfm_runtime::kPrecisionBf16;
   case Precision::Int8:
     return tfm_runtime::kPrecisionInt8;
+  case Precision::Int4:
+    return tfm_runtime::kPrecisionInt4;
   }
   llvm_unreachable("a Precision has a code");
 }
@@ -111,8 +113,8 @@ static llvm::Error errorAt(const Twine &file, const Twine &message) {
 
 namespace {
 /// How a layout entry's elements are stored: f32 as they are, or a linear's
-/// panels (tfm/abi/Panels.h) of f32, bf16 or int8.
-enum class Packing { None, F32Panels, Bf16Panels, Int8Panels };
+/// panels (tfm/abi/Panels.h) of f32, bf16, int8 or int4.
+enum class Packing { None, F32Panels, Bf16Panels, Int8Panels, Int4Panels };
 
 /// An entry of the module's tfm.weights_layout.
 struct LayoutEntry {
@@ -138,6 +140,7 @@ static LayoutEntry readEntry(Attribute attr) {
   auto type = dyn_cast_or_null<TypeAttr>(dict.get("element_type"));
   bool bf16 = type && type.getValue().isBF16();
   bool int8 = type && type.getValue().isInteger(8);
+  bool int4 = type && type.getValue().isInteger(4);
   auto panel = dyn_cast_or_null<IntegerAttr>(dict.get("panel_width"));
   LayoutEntry entry;
   entry.name = cast<StringAttr>(dict.get("name")).getValue();
@@ -146,6 +149,7 @@ static LayoutEntry readEntry(Attribute attr) {
   entry.parts = dyn_cast_or_null<ArrayAttr>(dict.get("parts"));
   entry.packing = !panel ? Packing::None
                   : int8 ? Packing::Int8Panels
+                  : int4 ? Packing::Int4Panels
                   : bf16 ? Packing::Bf16Panels
                          : Packing::F32Panels;
   entry.panelWidth = panel ? panel.getInt() : 0;
@@ -167,6 +171,8 @@ static uint64_t regionBytes(const LayoutEntry &entry) {
            2;
   case Packing::Int8Panels:
     return tfm_runtime::int8PanelsBytes(shape[0], shape[1], width);
+  case Packing::Int4Panels:
+    return tfm_runtime::int4PanelsBytes(shape[0], shape[1], width);
   }
   llvm_unreachable("unknown packing");
 }
@@ -177,6 +183,7 @@ static std::vector<WeightsRegion> computeRegions(ArrayAttr layout) {
     LayoutEntry entry = readEntry(attr);
     std::string name = entry.name.str();
     name += entry.packing == Packing::Int8Panels   ? " (in int8 panels)"
+            : entry.packing == Packing::Int4Panels ? " (in int4 panels)"
             : entry.packing == Packing::Bf16Panels ? " (in bf16 panels)"
             : entry.packing == Packing::F32Panels  ? " (in panels)"
                                                    : "";
@@ -391,8 +398,9 @@ private:
   uint64_t chunkBytes;
   std::vector<float> rowsF32;        // a chunk of a panelled entry's rows
   std::vector<uint8_t> regionBuffer; // a region's bytes not yet written
-  std::vector<uint8_t> int8Scales;   // an int8 entry's, kept for its end
-  std::vector<uint8_t> int8Sums;     // likewise
+  // The arrays after a panelled entry's panels (int8's scales and sums,
+  // int4's corrections), kept for its end.
+  std::vector<uint8_t> tails[2];
 };
 } // namespace
 
@@ -533,7 +541,8 @@ llvm::Error EntryWriter::writePlain(const LayoutEntry &entry,
 
 /// A linear's panels, a chunk of whole panels at a time: the panels of
 /// rows [r, r + n) of the matrix are those of the [n, k] matrix of those
-/// rows, and so are int8's scales and sums, which come after all panels.
+/// rows, and so are the arrays after all panels (int8's scales and sums,
+/// int4's corrections).
 llvm::Error EntryWriter::writePanels(const LayoutEntry &entry,
                                      ArrayRef<Source> sources,
                                      RegionWriter &region) {
@@ -541,8 +550,8 @@ llvm::Error EntryWriter::writePanels(const LayoutEntry &entry,
   int64_t width = entry.panelWidth;
   int64_t panelBytes = std::max<int64_t>(1, 4 * cols * width); // as f32
   int64_t chunk = width * std::max<int64_t>(1, chunkBytes / panelBytes);
-  int8Scales.clear();
-  int8Sums.clear();
+  for (std::vector<uint8_t> &tail : tails)
+    tail.clear();
   for (int64_t row = 0; row < rows; row += chunk) {
     int64_t count = std::min(chunk, rows - row);
     rowsF32.resize(count * cols);
@@ -552,17 +561,17 @@ llvm::Error EntryWriter::writePanels(const LayoutEntry &entry,
     if (llvm::Error err = packRows(entry, count, region))
       return err;
   }
-  for (const std::vector<uint8_t> *tail : {&int8Scales, &int8Sums}) {
-    if (tail->empty())
+  for (const std::vector<uint8_t> &tail : tails) {
+    if (tail.empty())
       continue;
-    std::memcpy(region.reserve(tail->size()), tail->data(), tail->size());
-    if (llvm::Error err = region.append(tail->size()))
+    std::memcpy(region.reserve(tail.size()), tail.data(), tail.size());
+    if (llvm::Error err = region.append(tail.size()))
       return err;
   }
   return llvm::Error::success();
 }
 
-/// The panels of the `rows` rows in rowsF32 (int8's scales and sums kept
+/// The panels of the `rows` rows in rowsF32 (the arrays after them kept
 /// for the end).
 llvm::Error EntryWriter::packRows(const LayoutEntry &entry, int64_t rows,
                                   RegionWriter &region) {
@@ -582,13 +591,23 @@ llvm::Error EntryWriter::packRows(const LayoutEntry &entry, int64_t rows,
         reinterpret_cast<uint16_t *>(region.reserve(size)));
     return region.append(size);
   }
-  uint64_t size = tfm_runtime::int8PanelsBytes(rows, cols, width);
-  uint64_t features = llvm::alignTo(rows, width), panels = size - 8 * features;
+  // Integers: the panels now, the arrays after them (one 32-bit value per
+  // feature each) at the entry's end.
+  bool int4 = entry.packing == Packing::Int4Panels;
+  uint64_t size = int4 ? tfm_runtime::int4PanelsBytes(rows, cols, width)
+                       : tfm_runtime::int8PanelsBytes(rows, cols, width);
+  uint64_t features = llvm::alignTo(rows, width);
+  int64_t tailCount = int4 ? 1 : 2;
+  uint64_t panels = size - 4 * features * tailCount;
   uint8_t *out = region.reserve(size);
-  tfm_runtime::packInt8Panels(rows, cols, width, at, out);
-  int8Scales.insert(int8Scales.end(), out + panels,
-                    out + panels + 4 * features);
-  int8Sums.insert(int8Sums.end(), out + panels + 4 * features, out + size);
+  if (int4)
+    tfm_runtime::packInt4Panels(rows, cols, width, at, out);
+  else
+    tfm_runtime::packInt8Panels(rows, cols, width, at, out);
+  for (int64_t t = 0; t < tailCount; ++t) {
+    const uint8_t *tail = out + panels + 4 * features * t;
+    tails[t].insert(tails[t].end(), tail, tail + 4 * features);
+  }
   return region.append(panels);
 }
 

@@ -26,7 +26,7 @@ namespace tfm {
 uint64_t layoutFingerprint(ModuleOp module);
 
 /// The runtime's code for `precision` (tfm_runtime::kPrecisionFp32,
-/// kPrecisionBf16 or kPrecisionInt8).
+/// kPrecisionBf16, kPrecisionInt8 or kPrecisionInt4).
 uint64_t precisionCode(Precision precision);
 
 /// The weights file's header (tfm/abi/ModelInfo.h) for `dataSize` bytes

@@ -15,6 +15,8 @@ StringRef tfm::precisionName(Precision precision) {
     return "bf16";
   case Precision::Int8:
     return "int8";
+  case Precision::Int4:
+    return "int4";
   }
   llvm_unreachable("a Precision has a name");
 }

@@ -22,7 +22,7 @@ namespace tfm {
 
 /// The linears' arithmetic; attention, layer norm, softmax and the
 /// residual stream stay f32 at every precision (docs/Design/Precisions.md).
-enum class Precision { Fp32, Bf16, Int8 };
+enum class Precision { Fp32, Bf16, Int8, Int4 };
 
 /// Who runs the ops oneDNN can run: our generated code, oneDNN's
 /// primitives, or per op kind and shape (tfm-select-backend). An op is
@@ -30,20 +30,20 @@ enum class Precision { Fp32, Bf16, Int8 };
 enum class Backend { Llvm, OneDnn, Auto };
 
 /// Every value, in the order the names are listed.
-inline constexpr Precision kAllPrecisions[] = {Precision::Fp32, Precision::Bf16,
-                                               Precision::Int8};
+inline constexpr Precision kAllPrecisions[] = {
+    Precision::Fp32, Precision::Bf16, Precision::Int8, Precision::Int4};
 inline constexpr Backend kAllBackends[] = {Backend::Llvm, Backend::OneDnn,
                                            Backend::Auto};
 
-/// "fp32", "bf16" or "int8".
+/// "fp32", "bf16", "int8" or "int4".
 llvm::StringRef precisionName(Precision precision);
 
 /// "llvm", "onednn" or "auto".
 llvm::StringRef backendName(Backend backend);
 
 /// `name` as a precision. An unknown name is an error naming `option` and
-/// the names allowed: "unknown <option> 'fp16': expected fp32, bf16 or
-/// int8".
+/// the names allowed: "unknown <option> 'fp16': expected fp32, bf16, int8
+/// or int4".
 llvm::Expected<Precision> parsePrecision(llvm::StringRef name,
                                          llvm::StringRef option);
 

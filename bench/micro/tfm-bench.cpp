@@ -3,7 +3,8 @@
 //   tfm-bench [--linear=MxKxN,...]
 //             [--attention=encoder:S[:B],decoder:S[:B],...]
 //             [--layer-norm=RxD,...] [--backends=llvm] [--num-threads=2]
-//             [--precisions=fp32,bf16,int8] [--min-time=0.1] [--repetitions=5]
+//             [--precisions=fp32,bf16,int8,int4] [--min-time=0.1]
+//             [--repetitions=5]
 //             [--settle=0.25]
 //
 // Each benchmark is a tfm snippet generated for one shape, compiled by the
@@ -26,10 +27,11 @@
 // so the previous engine's spinning worker threads (OpenMP, OpenBLAS) are
 // idle. The results go to stdout as JSON.
 //
-// --precisions with bf16 or int8: each linear also as tfmc compile
-// --precision bf16 (int8) builds it ("tfmc-llvm-bf16", and streamed),
-// checked against the fp32 peers within --bf16-rtol (--int8-rtol): its
-// weights and inputs are rounded to bf16 (quantized to int8).
+// --precisions with bf16, int8 or int4: each linear also as tfmc compile
+// --precision bf16 (int8, int4) builds it ("tfmc-llvm-bf16", and
+// streamed), checked against the fp32 peers within --bf16-rtol
+// (--int8-rtol, --int4-rtol): its weights and inputs are rounded to bf16
+// (quantized to int8; int4 weights in groups). oneDNN has no int4.
 //
 //===----------------------------------------------------------------------===//
 
@@ -102,6 +104,10 @@ static cl::opt<double>
 static cl::opt<double> int8Rtol(
     "int8-rtol", cl::init(5e-2),
     cl::desc("Largest difference of an int8 engine from the fp32 peer, "
+             "relative to the peer's largest value"));
+static cl::opt<double> int4Rtol(
+    "int4-rtol", cl::init(0.25),
+    cl::desc("Largest difference of an int4 engine from the fp32 peer, "
              "relative to the peer's largest value"));
 static cl::opt<bool> listBackends("list-backends",
                                   cl::desc("Print the backends and exit"));
@@ -386,6 +392,7 @@ public:
     int64_t panelWidth; // 0: row-major; else panels (tfm/abi/Panels.h)
     bool bf16 = false;  // panels of bf16
     bool int8 = false;  // panels of int8, scales and corrections
+    bool int4 = false;  // panels of int4 with their groups' scales
   };
   std::vector<Weight> weights;
   int64_t weightsSize = 0;
@@ -444,6 +451,7 @@ Compiled compile(mlir::ModuleOp module, mlir::tfm::Backend backend,
       auto type = dyn_cast_or_null<mlir::TypeAttr>(entry.get("element_type"));
       w.bf16 = type && type.getValue().isBF16();
       w.int8 = type && type.getValue().isInteger(8);
+      w.int4 = type && type.getValue().isInteger(4);
       out.weights.push_back(w);
     }
   if (auto size =
@@ -494,6 +502,9 @@ struct Weights {
       auto at = [&](int64_t r, int64_t c) { return values[r * w.columns + c]; };
       if (w.panelWidth && w.int8)
         tfm_runtime::packInt8Panels(w.rows, w.columns, w.panelWidth, at,
+                                    reinterpret_cast<uint8_t *>(dst));
+      else if (w.panelWidth && w.int4)
+        tfm_runtime::packInt4Panels(w.rows, w.columns, w.panelWidth, at,
                                     reinterpret_cast<uint8_t *>(dst));
       else if (w.panelWidth && w.bf16)
         tfm_runtime::packBf16Panels(w.rows, w.columns, w.panelWidth, at,
@@ -720,6 +731,8 @@ json::Value runBenchmark(Benchmark &b, mlir::MLIRContext &context,
       e.rtol = bf16Rtol;
     if (precision == mlir::tfm::Precision::Int8)
       e.rtol = int8Rtol;
+    if (precision == mlir::tfm::Precision::Int4)
+      e.rtol = int4Rtol;
     engines.push_back(std::move(e));
     instances.push_back(std::move(instance));
   };
@@ -741,7 +754,8 @@ json::Value runBenchmark(Benchmark &b, mlir::MLIRContext &context,
       streamedSources.push_back(instances.size());
       addCompiled(*copy, "tfmc-llvm-" + name, mlir::tfm::Backend::Llvm,
                   precision);
-      if (llvm::is_contained(lowering.backends, mlir::tfm::Backend::OneDnn)) {
+      if (llvm::is_contained(lowering.backends, mlir::tfm::Backend::OneDnn) &&
+          precision != mlir::tfm::Precision::Int4) {
         mlir::OwningOpRef<mlir::ModuleOp> onednn = fused->clone();
         addCompiled(*onednn, "tfmc-onednn-" + name, mlir::tfm::Backend::OneDnn,
                     precision);

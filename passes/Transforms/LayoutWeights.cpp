@@ -61,13 +61,16 @@ Type panelElementType(Builder &b, Precision precision) {
     return b.getBF16Type();
   case Precision::Int8:
     return b.getI8Type();
+  case Precision::Int4:
+    return b.getIntegerType(4);
   }
   llvm_unreachable("a Precision has a panel type");
 }
 
 /// Bytes the weights file holds for the weight in its layout: f32, or
 /// panels (bf16 ones pair K, int8 ones group it in quads and add each
-/// feature's scale and sum, tfm/abi/Panels.h).
+/// feature's scale and sum, int4 ones pack eight k a word with a scale per
+/// group and a correction per feature, tfm/abi/Panels.h).
 int64_t storedBytes(WeightOp weight, Type panelType) {
   RankedTensorType type = weight.getType();
   int64_t panel = panelOf(weight);
@@ -75,6 +78,9 @@ int64_t storedBytes(WeightOp weight, Type panelType) {
     return type.getNumElements() * 4;
   if (panelType.isInteger(8))
     return tfm_runtime::int8PanelsBytes(type.getDimSize(0), type.getDimSize(1),
+                                        panel);
+  if (panelType.isInteger(4))
+    return tfm_runtime::int4PanelsBytes(type.getDimSize(0), type.getDimSize(1),
                                         panel);
   return tfm_runtime::panelsSize(type.getDimSize(0), type.getDimSize(1), panel,
                                  panelType.isBF16()) *

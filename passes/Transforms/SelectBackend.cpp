@@ -99,6 +99,14 @@ struct TfmSelectBackendPass
       module.emitError(llvm::toString(linears.takeError()));
       return signalPassFailure();
     }
+    // Int4 weights are our kernels' layout only: oneDNN 2.6's matmul
+    // takes no 4-bit weights (auto gives every linear to ours anyway).
+    if (*chosen == Backend::OneDnn && *linears == Precision::Int4) {
+      module.emitError("the onednn backend has no int4 linears (oneDNN 2.6's "
+                       "matmul takes no 4-bit weights): use the llvm or auto "
+                       "backend");
+      return signalPassFailure();
+    }
     ChoiceRecord record;
     if (failed(spellOutFusedOps(*chosen, record)))
       return signalPassFailure();

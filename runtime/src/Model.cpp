@@ -131,19 +131,31 @@ tfm_status readRegionTable(const std::string &name, const char *table,
   return nullptr;
 }
 
+/// What the output projection's panels hold at `precision`.
+tfm_runtime::PanelElements panelElements(int64_t precision) {
+  using tfm_runtime::PanelElements;
+  switch (precision) {
+  case kPrecisionBf16:
+    return PanelElements::Bf16Pairs;
+  case kPrecisionInt8:
+    return PanelElements::Int8Quads;
+  case kPrecisionInt4:
+    return PanelElements::Int4Octets;
+  default:
+    return PanelElements::F32;
+  }
+}
+
 /// Where the output projection's panels and bias are, checked against
 /// the weights' size (the header's fingerprint ties them to the code).
 tfm_status readOutputProjection(tfm_model_t &model) {
   const tfm_model_info &info = tfm_model_info_data;
   int64_t width = info.outputPanelWidth, vocab = info.targetVocabSize;
-  int64_t elementBytes = info.precision == kPrecisionInt8   ? 1
-                         : info.precision == kPrecisionBf16 ? 2
-                                                            : 4;
   model.outputPanelWidth = width;
-  model.outputElementBytes = elementBytes;
+  model.outputElements = panelElements(info.precision);
   model.outputPanelCount = (vocab + width - 1) / width;
   model.outputPanelBytes =
-      tfm_runtime::bytesPerPanel(info.dModel, width, elementBytes);
+      tfm_runtime::bytesPerPanel(info.dModel, width, model.outputElements);
   int64_t end =
       info.outputPanelsOffset + model.outputPanelCount * model.outputPanelBytes;
   int64_t biasEnd = info.outputBiasOffset + vocab * int64_t(sizeof(float));

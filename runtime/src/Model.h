@@ -11,6 +11,7 @@
 
 #include "runtime/src/Buffer.h"
 #include "runtime/src/Shortlist.h"
+#include "tfm/abi/Panels.h"
 #include "tfm/runtime.h"
 
 #include <cstddef>
@@ -36,12 +37,12 @@ struct tfm_model_t {
   std::vector<std::vector<int32_t>> badWords;
   /// The output projection that decode_step's caller chooses rows from
   /// (tfm/abi/ModelInfo.h): all target vocabulary rows as panels of
-  /// `outputPanelWidth` features, `outputPanelBytes` bytes each (elements
-  /// of `outputElementBytes`: f32, bf16 or int8), and the logits bias
+  /// `outputPanelWidth` features, `outputPanelBytes` bytes each (holding
+  /// `outputElements`: f32, bf16, int8 or int4), and the logits bias
   /// padded with zeros to whole panels (empty: none).
   const uint8_t *outputPanels = nullptr;
-  int64_t outputPanelCount = 0, outputPanelWidth = 0, outputPanelBytes = 0,
-          outputElementBytes = 4;
+  int64_t outputPanelCount = 0, outputPanelWidth = 0, outputPanelBytes = 0;
+  tfm_runtime::PanelElements outputElements = tfm_runtime::PanelElements::F32;
   tfm_runtime::Buffer outputBias;
   /// The vocabulary shortlist: stored with the model (tfmc compile --vmap)
   /// or read from a vmap file (tfm_model_read_vmap).

@@ -94,7 +94,7 @@ inline void OutputRows::chooseTokens(const tfm_model &model,
   panelByteCount = panels * model.outputPanelBytes;
   chosenPanels.resize(size_t(panelByteCount) / sizeof(float));
   selectPanelFeatures(model.outputPanels, model.outputPanelCount,
-                      model.config.d_model, width, model.outputElementBytes,
+                      model.config.d_model, width, model.outputElements,
                       tokenOfColumn.data(), tokenCount,
                       reinterpret_cast<uint8_t *>(chosenPanels.data));
   panelData = chosenPanels.data;

@@ -40,7 +40,7 @@
 // BF16: tfm.weight "table" at 0 {tfm.panel_element_type = bf16, tfm.panel_width = 64 : i64} : tensor<50x16xf32>
 // BF16: tfm.weight "bias" at 2048 : tensor<50xf32>
 
-// BAD-PRECISION: error: unknown precision 'fp16': expected fp32, bf16 or int8
+// BAD-PRECISION: error: unknown precision 'fp16': expected fp32, bf16, int8 or int4
 
 // Lowered with bf16 panels, K in pairs: the view is [1, 8, 128] (8 pairs
 // of k, each of 64 features x 2). Without AVX512-BF16, x is rounded to

@@ -7,11 +7,11 @@
 // RUN: not tfm-opt %s -split-input-file --tfm-lower-to-llvm=backend=gpu 2>&1 | FileCheck %s --check-prefix=PIPELINE-BACKEND
 // RUN: not tfm-opt %s -split-input-file --tfm-lower-to-llvm=precision=fp16 2>&1 | FileCheck %s --check-prefix=PIPELINE-PRECISION
 
-// SELECT: error: unknown precision 'fp16': expected fp32, bf16 or int8
+// SELECT: error: unknown precision 'fp16': expected fp32, bf16, int8 or int4
 // PIPELINE-BACKEND: unknown backend 'gpu': expected llvm, onednn or auto
-// PIPELINE-PRECISION: unknown precision 'fp16': expected fp32, bf16 or int8
+// PIPELINE-PRECISION: unknown precision 'fp16': expected fp32, bf16, int8 or int4
 
-// CHECK: error: unknown tfm.precision 'fp16': expected fp32, bf16 or int8
+// CHECK: error: unknown tfm.precision 'fp16': expected fp32, bf16, int8 or int4
 module attributes {tfm.precision = "fp16"} {
   func.func @linear(%x: tensor<4x64xf32>) -> tensor<4x16xf32> {
     %w = tfm.weight "w" : tensor<16x64xf32>

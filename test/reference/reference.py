@@ -6,7 +6,7 @@
                [--suppress-eos] [--batch-size N] [--threads N] [--timing]
                [--dump-first-logits FILE]
                [--input-format text|ids] [--output-format text|ids]
-               [--encode-only] [--precision fp32|bf16|int8]
+               [--encode-only] [--precision fp32|bf16|int8|int4]
                [--target-prefix TOKENS | --target-prefix-file FILE]
 
 The model of a Hugging Face checkpoint of the family config.json's
@@ -185,6 +185,33 @@ def quantize_rows(t):
     return torch.round(t * (127.0 / amax)), amax / 127.0
 
 
+INT4_GROUP = 64  # k per int4 scale (tfm/abi/Panels.h, kInt4Group)
+
+
+def quantize_groups(t, group=INT4_GROUP):
+    """(q, scale, correction) of a weight t [N, K] in int4: each row's k
+    in groups of `group` (the last one short if K is not a multiple), each
+    group as integers in [-7, 7] with its scale, q = round(t * (7 / a))
+    ties to even, scale = a / 7, a = max|group| (float32 arithmetic; an
+    all-zero group has scale 1 and stays zero). correction[n] =
+    sum_g scale[n, g] * sum_k q[n, g, k], summed over g in order in float32:
+    the kernel subtracts z * correction for the inputs' zero point."""
+    n, k = t.shape
+    groups = (k + group - 1) // group
+    padded = torch.zeros(n, groups * group, dtype=t.dtype)
+    padded[:, :k] = t
+    g = padded.reshape(n, groups, group)
+    amax = g.abs().amax(dim=-1, keepdim=True)
+    amax = torch.where(amax > 0, amax, torch.full_like(amax, 7.0))
+    q = torch.round(g * (7.0 / amax))
+    scale = (amax / 7.0).squeeze(-1)
+    sums = q.sum(dim=-1)
+    correction = torch.zeros(n, dtype=torch.float32)
+    for j in range(groups):
+        correction = correction + scale[:, j] * sums[:, j]
+    return q.reshape(n, groups * group)[:, :k], scale, correction
+
+
 def quantize_activations(t):
     """(u, z, scale): each row of t as unsigned integers u in [0, 255] with
     a zero point z, row ~ (u - z) * scale, over the row's range extended to
@@ -243,7 +270,12 @@ class Model:
         # (sum * s_x) * s_w[n], before the bias. The rest stays f32, as with
         # bf16.
         self.int8 = precision == "int8"
-        self.quantized = {}  # weight name -> (integers, scales)
+        # --precision int4: the weights in groups along K (quantize_groups),
+        # the inputs as int8's; each group's integer sum exact, then scaled
+        # and added to the row's float32 sum group by group, in order:
+        # acc = acc + sum_g * s_w[n, g]; at the end (acc - z * c[n]) * s_x.
+        self.int4 = precision == "int4"
+        self.quantized = {}  # weight name -> (integers, scales[, corrections])
         if self.family.name == "t5":
             self.init_t5(model_dir)
             return
@@ -317,6 +349,8 @@ class Model:
     def product(self, x, w, name):
         """x · wᵀ in the model's precision; `name` keys w's bf16 or int8
         copy."""
+        if self.int4:
+            return self.int4_product(x, w, name)
         if self.int8:
             if name not in self.quantized:
                 self.quantized[name] = quantize_rows(w)
@@ -330,6 +364,24 @@ class Model:
         if name not in self.rounded:
             self.rounded[name] = to_bf16(w)
         return to_bf16(x) @ self.rounded[name].T
+
+    def int4_product(self, x, w, name):
+        if name not in self.quantized:
+            self.quantized[name] = quantize_groups(w)
+        qw, sw, correction = self.quantized[name]
+        u, z, sx = quantize_activations(x)
+        shape = u.shape
+        u = u.reshape(-1, shape[-1]).double()
+        z = z.reshape(-1, 1)
+        sx = sx.reshape(-1, 1)
+        acc = torch.zeros(u.shape[0], qw.shape[0], dtype=torch.float32)
+        for j in range(sw.shape[1]):
+            ks = slice(j * INT4_GROUP, (j + 1) * INT4_GROUP)
+            # |sum| <= 255 * 7 * group: exact in float64.
+            sums = (u[:, ks] @ qw[:, ks].double().T).float()
+            acc = acc + sums * sw[:, j]
+        y = (acc - z * correction) * sx
+        return y.reshape(*shape[:-1], qw.shape[0])
 
     def linear(self, x, name):
         return self.product(x, self.w[name + ".weight"], name) + self.w[name + ".bias"]
@@ -1080,7 +1132,7 @@ def main():
     ap.add_argument("--batch-size", type=int, default=1,
                     help="sentences decoded together (padded); results do not change")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--precision", choices=["fp32", "bf16", "int8"], default="fp32",
+    ap.add_argument("--precision", choices=["fp32", "bf16", "int8", "int4"], default="fp32",
                     help="the linears' arithmetic, as tfmc compile --precision")
     ap.add_argument("--timing", action="store_true",
                     help="report load and translation seconds on stderr")

@@ -36,8 +36,9 @@ struct PanelModel {
     model.outputPanels = reinterpret_cast<const uint8_t *>(words.data());
     model.outputPanelCount = kVocab / kWidth;
     model.outputPanelWidth = kWidth;
-    model.outputPanelBytes = bytesPerPanel(kFeatures, kWidth, 4);
-    model.outputElementBytes = 4;
+    model.outputPanelBytes =
+        bytesPerPanel(kFeatures, kWidth, PanelElements::F32);
+    model.outputElements = PanelElements::F32;
     model.outputBias.resize(kVocab);
     for (int64_t t = 0; t < kVocab; ++t)
       model.outputBias.data[t] = float(t) + 0.5f;

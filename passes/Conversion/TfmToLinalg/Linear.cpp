@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Conversion/TfmToLinalg/PanelKernel.h"
+#include "tfm/abi/Panels.h"
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -79,16 +80,22 @@ struct MatmulLowering : public OpConversionPattern<MatmulOp> {
 /// where the layout gave them bf16 [Np, ceil(K / 2), 2P] (K in pairs), or
 /// int8 [Np, ceil(K / 4), 4P] (K in quads); for int8 also the features'
 /// scales [Np·P] (f32) and the sums of their integers [Np·P] (i32) after
-/// the panels.
+/// the panels. int4 panels are bytes [Np, rows + groups, 4P] (eight k a
+/// word, then the groups' scales, which `groupScales` views as f32
+/// [Np, rows + groups, P]), then the features' corrections [Np·P] (f32).
 struct PanelViews {
   Value panels, scales, sums;
+  Value groupScales, corrections;
+  int64_t int4Groups = 0;
 };
 
-/// Of a weight's panels: the element type stored, rows per panel (K, or
-/// K in pairs or quads) and elements per panel row.
+/// Of a weight's panels: the element type viewed, rows per panel (K, or
+/// K in pairs or quads, or int4's words and its groups' scales) and
+/// elements per panel row.
 struct PanelShape {
   Type elt;
   int64_t features, rows, width;
+  int64_t int4Groups = 0;
 
   explicit PanelShape(WeightOp op) {
     RankedTensorType type = op.getType();
@@ -98,17 +105,26 @@ struct PanelShape {
     elt = type.getElementType();
     if (auto stored = op->getAttrOfType<TypeAttr>(kPanelElementTypeAttr)) {
       elt = stored.getValue();
+      if (elt.isInteger(4)) {
+        int4Groups = tfm_runtime::int4Groups(rows);
+        rows = tfm_runtime::int4PanelRows(rows) + int4Groups;
+        width *= 4;
+        elt = IntegerType::get(op.getContext(), 8);
+        return;
+      }
       int64_t group = elt.isInteger(8) ? 4 : 2;
       rows = llvm::divideCeil(rows, group);
       width *= group;
     }
   }
-  /// Bytes of the panels, then for int8 the features' scales and sums.
+  /// Bytes of a panel, and with its share of what follows all panels:
+  /// int8's scales and sums, int4's corrections.
   int64_t panelBytes() const {
     return rows * width * elt.getIntOrFloatBitWidth() / 8;
   }
   int64_t bytesPerPanel() const {
-    return panelBytes() + (elt.isInteger(8) ? 8 * features : 0);
+    int64_t tails = int4Groups ? 1 : elt.isInteger(8) ? 2 : 0;
+    return panelBytes() + 4 * tails * features;
   }
 };
 
@@ -148,6 +164,15 @@ static PanelViews viewPanels(OpBuilder &b, Location loc, Value bytes,
   };
   PanelViews views;
   views.panels = viewAt(offset, panels, shape.elt, {shape.rows, shape.width});
+  if (shape.int4Groups) {
+    views.int4Groups = shape.int4Groups;
+    views.groupScales =
+        viewAt(offset, panels, b.getF32Type(), {shape.rows, shape.features});
+    OpFoldResult correctionsAt = add(offset, mul(panels, shape.panelBytes()));
+    views.corrections =
+        viewAt(correctionsAt, mul(panels, shape.features), b.getF32Type(), {});
+    return views;
+  }
   if (!shape.elt.isInteger(8))
     return views;
   // After the panels, per feature: f32 scales, then i32 sums.
@@ -272,12 +297,21 @@ static Value linearOfPackedWeight(OpBuilder &b, Location loc, Value x,
   Type stored = cast<MemRefType>(view.getType()).getElementType();
   if (stored.isInteger(8)) {
     auto [u, xZeros, xScales] = quantizeActivations(
-        b, loc, x, config.vectorWidth, config.serialActivationElements);
+        b, loc, x, config.vectorWidth, config.serialActivationElements,
+        views.int4Groups ? tfm_runtime::kInt4Group : 4);
+    Int8Operands operands;
+    operands.xZeros = xZeros;
+    operands.xScales = xScales;
+    if (views.int4Groups) {
+      operands.int4Groups = views.int4Groups;
+      operands.groupScales = viewTensor(b, loc, views.groupScales);
+      operands.corrections = viewTensor(b, loc, views.corrections);
+    } else {
+      operands.scales = viewTensor(b, loc, views.scales);
+      operands.sums = viewTensor(b, loc, views.sums);
+    }
     return panelLinear(b, loc, u, viewTensor(b, loc, view), view, n, bias, act,
-                       residual, config.panels.int8Dot, config,
-                       Int8Operands{xZeros, xScales,
-                                    viewTensor(b, loc, views.scales),
-                                    viewTensor(b, loc, views.sums)},
+                       residual, config.panels.int8Dot, config, operands,
                        blockTerms, gated);
   }
   bool dotPairs = false;

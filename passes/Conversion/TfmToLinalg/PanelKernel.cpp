@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Conversion/TfmToLinalg/PanelKernel.h"
+#include "tfm/abi/Panels.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Matchers.h"
@@ -43,6 +44,9 @@ constexpr llvm::StringLiteral kBf16PairDot = "llvm.x86.avx512bf16.dpbf16ps.512";
 /// from 64 unsigned bytes a and 64 signed bytes b (as 16 words each); the
 /// sums here never leave i32 (|Σ| ≤ 255·127·K), so it does not saturate.
 constexpr llvm::StringLiteral kInt8QuadDot = "llvm.x86.avx512.vpdpbusd.512";
+
+/// int4 panel rows per group of K (eight k a row).
+constexpr int64_t kInt4GroupRows = tfm_runtime::kInt4Group / 8;
 
 /// Panels of each half per iteration of the gated forall: up to 4 (a
 /// thread then streams 4 panels of one half, then 4 of the other, rather
@@ -137,9 +141,15 @@ private:
   SmallVector<Value> storedSums(const Tile &tile, Value t);
   scf::ForOp productLoop(const Tile &tile, const KBlock &block, ValueRange acc0,
                          Prefetch prefetch);
+  scf::ForOp int4ProductLoop(const Tile &tile, const KBlock &block,
+                             ValueRange acc0, Prefetch prefetch);
+  SmallVector<Value> scaleGroup(const Tile &tile, Value kk0, ValueRange acc,
+                                ArrayRef<Value> sums);
 
   // The weights of a panel row, and the prefetch beside their reads.
   RowWeights panelRow(const Tile &tile, Value kk);
+  Value readPanelRow(const Tile &tile, Value kk, int64_t c, VectorType type);
+  std::pair<RowWeights, RowWeights> int4PanelRow(const Tile &tile, Value kk);
   void widenPairs(Value words, RowWeights &weights);
   void widenQuads(Value words, RowWeights &weights);
   void prefetchAhead(const Tile &tile, Value kk, Prefetch prefetch);
@@ -152,6 +162,8 @@ private:
   Value broadcastWord(const Tile &tile, int64_t r, Value column);
   void bf16DotRow(const Tile &tile, int64_t r, Value even,
                   ArrayRef<Value> weights, SmallVector<Value> &acc);
+  void int8Row(const Tile &tile, int64_t r, Value quad,
+               const RowWeights &weights, SmallVector<Value> &acc);
   void int8WidenedRow(const Tile &tile, int64_t r, Value quad,
                       const RowWeights &weights, SmallVector<Value> &acc);
   void int8DotRow(const Tile &tile, int64_t r, Value quad,
@@ -165,6 +177,10 @@ private:
   SmallVector<Value> allFinished(const Tile &tile, ValueRange sums);
   Value finished(const Tile &tile, int64_t r, int64_t c, Value y);
   Value dequantize(const Tile &tile, int64_t r, Value col, Value y);
+  Value int4Dequantize(const Tile &tile, int64_t r, Value col, Value y);
+  /// Sums kept in i32 between K blocks (int8; int4 scales each group's
+  /// into f32).
+  bool i32Sums() const { return int8 && !int4; }
   Value storeTile(const Tile &tile, ArrayRef<Value> ys, Value t);
 
   /// A vector of 32-bit words, each v.
@@ -190,7 +206,7 @@ private:
   Value gateResidual;
   // Of the panels' layout.
   Type stored;
-  bool int8, pairK;
+  bool int8, pairK, int4;
   int64_t perFeature, numPanels, k, width, lanes, lineElements;
   bool whole;
   // Of the vectors.
@@ -222,12 +238,17 @@ PanelKernelBuilder::PanelKernelBuilder(OpBuilder &b, Location loc, Value x,
   RankedTensorType panelType = tensorTypeOf(panels);
   stored = panelType.getElementType();
   int8 = stored.isInteger(8);
+  int4 = int8Operands.int4Groups > 0;
   pairK = stored.isBF16();
   // k per panel row and feature: 1 (f32), 2 (bf16 pairs) or 4 (int8 quads).
   perFeature = int8 ? 4 : pairK ? 2 : 1;
-  // k: rows of a panel (K, K/2 pairs or K/4 quads).
+  // k: rows of a panel (K, K/2 pairs, K/4 quads or int4's K/8 words, its
+  // groups' scales after them).
   numPanels = panelType.getDimSize(0);
-  k = panelType.getDimSize(1);
+  k = panelType.getDimSize(1) - int8Operands.int4Groups;
+  assert((!int4 || (sizes.fewRowsKBlock % kInt4GroupRows == 0 &&
+                    sizes.manyRowsKBlock % kInt4GroupRows == 0)) &&
+         "int4: K blocks of whole groups");
   width = panelType.getDimSize(2) / perFeature;
   lanes = config.vectorWidth;
   assert(width == config.panelWidth() && "panels of the kernels' width");
@@ -244,7 +265,7 @@ PanelKernelBuilder::PanelKernelBuilder(OpBuilder &b, Location loc, Value x,
   // A vector of 32-bit words: L pairs of bf16, L quads of bytes, or the
   // i32 sums of int8.
   wordType = VectorType::get({lanes}, b.getI32Type());
-  accType = int8 ? wordType : vecType;
+  accType = i32Sums() ? wordType : vecType;
 }
 
 Value PanelKernelBuilder::splat(uint32_t v) {
@@ -685,7 +706,8 @@ Value PanelKernelBuilder::buildTile(Value m0, TileShape shape, int64_t c0,
     tile.rowIndex.push_back(
         b.create<arith::AddIOp>(loc, m0, indexConstant(b, loc, r)));
   SmallVector<Value> acc0 = startSums(tile, t, block.first);
-  scf::ForOp kLoop = productLoop(tile, block, acc0, prefetch);
+  scf::ForOp kLoop = int4 ? int4ProductLoop(tile, block, acc0, prefetch)
+                          : productLoop(tile, block, acc0, prefetch);
   SmallVector<Value> ys = finishSums(tile, kLoop.getResults(), block.last);
   return storeTile(tile, ys, t);
 }
@@ -729,7 +751,8 @@ SmallVector<Value> PanelKernelBuilder::storedSums(const Tile &tile, Value t) {
           ValueRange{tile.rowIndex[r],
                      indexConstant(b, loc, tile.c0 + c * lanes)},
           fzero, ArrayRef<bool>{true});
-      sums.push_back(int8 ? b.create<vector::BitCastOp>(loc, accType, v) : v);
+      sums.push_back(i32Sums() ? b.create<vector::BitCastOp>(loc, accType, v)
+                               : v);
     }
   return sums;
 }
@@ -752,6 +775,63 @@ scf::ForOp PanelKernelBuilder::productLoop(const Tile &tile,
       });
 }
 
+/// int4: acc[r][c] += f32(Σ_{k in g} u·q) · s_W[g, ...] for each group g
+/// of the block, in order: a group's rows (unrolled) sum in i32 from zero,
+/// each row's low and high quads as int8 rows, then scaleGroup.
+scf::ForOp PanelKernelBuilder::int4ProductLoop(const Tile &tile,
+                                               const KBlock &block,
+                                               ValueRange acc0,
+                                               Prefetch prefetch) {
+  return b.create<scf::ForOp>(
+      loc, block.start, block.end, indexConstant(b, loc, kInt4GroupRows), acc0,
+      [&](OpBuilder &, Location, Value kk0, ValueRange acc) {
+        Value zero = b.create<arith::ConstantOp>(
+            loc, cast<TypedAttr>(b.getZeroAttr(wordType)));
+        SmallVector<Value> sums(tile.rows * tile.vectors, zero);
+        for (int64_t i = 0; i < kInt4GroupRows; ++i) {
+          Value kk =
+              b.create<arith::AddIOp>(loc, kk0, indexConstant(b, loc, i));
+          auto [low, high] = int4PanelRow(tile, kk);
+          prefetchAhead(tile, kk, prefetch);
+          Value quad =
+              b.create<arith::MulIOp>(loc, kk, indexConstant(b, loc, 8));
+          Value nextQuad =
+              b.create<arith::AddIOp>(loc, quad, indexConstant(b, loc, 4));
+          for (int64_t r = 0; r < tile.rows; ++r) {
+            int8Row(tile, r, quad, low, sums);
+            int8Row(tile, r, nextQuad, high, sums);
+          }
+        }
+        b.create<scf::YieldOp>(loc, scaleGroup(tile, kk0, acc, sums));
+      });
+}
+
+/// acc[r][c] + f32(sums[r][c]) · s_W[g, c0 + c·L : ... + L], the group
+/// g = kk0 / its rows, whose scales are row K + g of the panel.
+SmallVector<Value> PanelKernelBuilder::scaleGroup(const Tile &tile, Value kk0,
+                                                  ValueRange acc,
+                                                  ArrayRef<Value> sums) {
+  Value scaleRow = b.create<arith::AddIOp>(
+      loc, indexConstant(b, loc, k),
+      b.create<arith::DivUIOp>(loc, kk0,
+                               indexConstant(b, loc, kInt4GroupRows)));
+  SmallVector<Value> scales;
+  for (int64_t c = 0; c < tile.vectors; ++c)
+    scales.push_back(b.create<vector::TransferReadOp>(
+        loc, vecType, int8Operands.groupScales,
+        ValueRange{p, scaleRow, indexConstant(b, loc, tile.c0 + c * lanes)},
+        fzero, ArrayRef<bool>{true}));
+  SmallVector<Value> next;
+  for (int64_t r = 0; r < tile.rows; ++r)
+    for (int64_t c = 0; c < tile.vectors; ++c) {
+      int64_t i = r * tile.vectors + c;
+      Value scaled = b.create<arith::MulFOp>(
+          loc, b.create<arith::SIToFPOp>(loc, vecType, sums[i]), scales[c]);
+      next.push_back(b.create<arith::AddFOp>(loc, acc[i], scaled));
+    }
+  return next;
+}
+
 //===----------------------------------------------------------------------===//
 // The weights of a panel row, and prefetches
 //===----------------------------------------------------------------------===//
@@ -764,11 +844,7 @@ RowWeights PanelKernelBuilder::panelRow(const Tile &tile, Value kk) {
   VectorType readType =
       perFeature == 1 ? vecType : VectorType::get({perFeature * lanes}, stored);
   for (int64_t c = 0; c < tile.vectors; ++c) {
-    Value read = b.create<vector::TransferReadOp>(
-        loc, readType, panels,
-        ValueRange{p, kk,
-                   indexConstant(b, loc, (tile.c0 + c * lanes) * perFeature)},
-        storedZero, ArrayRef<bool>{true});
+    Value read = readPanelRow(tile, kk, c, readType);
     if (perFeature == 1 || (pairK && dot)) {
       weights.w.push_back(read);
       continue;
@@ -780,6 +856,43 @@ RowWeights PanelKernelBuilder::panelRow(const Tile &tile, Value kk) {
       widenPairs(words, weights);
   }
   return weights;
+}
+
+/// Wp[p, kk, (c0 + c·L)·g : ... + g·L] (g = perFeature) as `type`.
+Value PanelKernelBuilder::readPanelRow(const Tile &tile, Value kk, int64_t c,
+                                       VectorType type) {
+  return b.create<vector::TransferReadOp>(
+      loc, type, panels,
+      ValueRange{p, kk,
+                 indexConstant(b, loc, (tile.c0 + c * lanes) * perFeature)},
+      storedZero, ArrayRef<bool>{true});
+}
+
+/// Panel row kk of int4 words u as the two int8 rows it holds, the low
+/// nibbles and the high ones, each less 8 byte by byte (vpsubb):
+///   low = (u & 0x0f0f0f0f) − 8,  high = ((u >> 4) & 0x0f0f0f0f) − 8
+std::pair<RowWeights, RowWeights>
+PanelKernelBuilder::int4PanelRow(const Tile &tile, Value kk) {
+  VectorType bytesType = VectorType::get({4 * lanes}, stored);
+  Value eights = b.create<arith::ConstantOp>(
+      loc, DenseElementsAttr::get(bytesType, b.getI8IntegerAttr(8)));
+  auto lessEight = [&](Value nibbles) {
+    Value bytes = b.create<vector::BitCastOp>(loc, bytesType, nibbles);
+    return b.create<vector::BitCastOp>(
+        loc, wordType, b.create<arith::SubIOp>(loc, bytes, eights));
+  };
+  RowWeights low, high;
+  for (int64_t c = 0; c < tile.vectors; ++c) {
+    Value words = b.create<vector::BitCastOp>(
+        loc, wordType, readPanelRow(tile, kk, c, bytesType));
+    Value lowNibbles = b.create<arith::AndIOp>(loc, words, splat(0x0f0f0f0fu));
+    Value highNibbles = b.create<arith::AndIOp>(
+        loc, b.create<arith::ShRUIOp>(loc, words, splat(4)),
+        splat(0x0f0f0f0fu));
+    widenQuads(lessEight(lowNibbles), low);
+    widenQuads(lessEight(highNibbles), high);
+  }
+  return {low, high};
 }
 
 /// A word u of bf16 pairs as two f32 (a bf16 is the top half of an f32):
@@ -848,11 +961,8 @@ void PanelKernelBuilder::accumulateRow(const Tile &tile, int64_t r, Value kk,
     return;
   }
   if (int8) {
-    Value quad = b.create<arith::MulIOp>(loc, kk, indexConstant(b, loc, 4));
-    if (!dot)
-      int8WidenedRow(tile, r, quad, weights, acc);
-    else
-      int8DotRow(tile, r, quad, weights.w, acc);
+    int8Row(tile, r, b.create<arith::MulIOp>(loc, kk, indexConstant(b, loc, 4)),
+            weights, acc);
     return;
   }
   Value even = b.create<arith::MulIOp>(loc, kk, indexConstant(b, loc, 2));
@@ -863,6 +973,17 @@ void PanelKernelBuilder::accumulateRow(const Tile &tile, int64_t r, Value kk,
   fmaRow(tile, r, b.create<arith::AddIOp>(loc, even, indexConstant(b, loc, 1)),
          weights.wk1, acc);
   fmaRow(tile, r, even, weights.w, acc);
+}
+
+/// Row r of the tile times an int8 panel row (the quad from u's column
+/// `quad`), by the dot product where the configuration takes it.
+void PanelKernelBuilder::int8Row(const Tile &tile, int64_t r, Value quad,
+                                 const RowWeights &weights,
+                                 SmallVector<Value> &acc) {
+  if (dot)
+    int8DotRow(tile, r, quad, weights.w, acc);
+  else
+    int8WidenedRow(tile, r, quad, weights, acc);
 }
 
 /// acc[r][c] = fma(broadcast(x[m0 + r, column]), weights[c], acc[r][c])
@@ -957,7 +1078,7 @@ SmallVector<Value> PanelKernelBuilder::finishSums(const Tile &tile,
         SmallVector<Value> partial;
         for (Value acc : sums)
           partial.push_back(
-              int8 ? b.create<vector::BitCastOp>(loc, vecType, acc) : acc);
+              i32Sums() ? b.create<vector::BitCastOp>(loc, vecType, acc) : acc);
         b.create<scf::YieldOp>(loc, partial);
       });
   return llvm::to_vector_of<Value>(ys.getResults());
@@ -980,7 +1101,9 @@ Value PanelKernelBuilder::finished(const Tile &tile, int64_t r, int64_t c,
                                    Value y) {
   Value col = b.create<arith::AddIOp>(
       loc, n0, indexConstant(b, loc, tile.c0 + c * lanes));
-  if (int8)
+  if (int4)
+    y = int4Dequantize(tile, r, col, y);
+  else if (int8)
     y = dequantize(tile, r, col, y);
   if (!hasEpilogue())
     return y;
@@ -1020,6 +1143,25 @@ Value PanelKernelBuilder::dequantize(const Tile &tile, int64_t r, Value col,
                                 b.create<arith::SubIOp>(loc, y, correction));
   return b.create<arith::MulFOp>(loc, b.create<arith::MulFOp>(loc, y, xScale),
                                  scale);
+}
+
+/// The int4 sums, scaled group by group into f32, less the zero point:
+///   y = (acc − z[m] · c[n]) · s_x[m]
+Value PanelKernelBuilder::int4Dequantize(const Tile &tile, int64_t r, Value col,
+                                         Value y) {
+  Value corrections = b.create<vector::TransferReadOp>(
+      loc, vecType, int8Operands.corrections, ValueRange{col}, fzero,
+      ArrayRef<bool>{true});
+  auto rowVector = [&](Value perRow) {
+    return b.create<vector::BroadcastOp>(
+        loc, vecType,
+        b.create<tensor::ExtractOp>(loc, perRow, tile.rowIndex[r]));
+  };
+  Value zeroTerms =
+      b.create<arith::MulFOp>(loc, rowVector(int8Operands.xZeros), corrections);
+  return b.create<arith::MulFOp>(loc,
+                                 b.create<arith::SubFOp>(loc, y, zeroTerms),
+                                 rowVector(int8Operands.xScales));
 }
 
 /// t[m0 + r, c0 + c·L : ... + L] = ys[r][c]

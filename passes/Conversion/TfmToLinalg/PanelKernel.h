@@ -1,7 +1,7 @@
 //===- PanelKernel.h - The panel kernel of linears --------------*- C++ -*-===//
 //
 // y = act(x·Wᵀ + b) + r on a weight packed in panels (tfm/abi/Panels.h), in
-// f32, bf16 or int8, and the int8 kernel's quantized input. Linear.cpp
+// f32, bf16, int8 or int4, and the integer kernels' quantized input. Linear.cpp
 // lowers the linears onto these; PanelKernel.cpp and
 // QuantizeActivations.cpp build them.
 //
@@ -23,10 +23,15 @@ namespace lowering {
 Value linearEpilogue(OpBuilder &b, Location loc, Value y, Value bias,
                      Activation act, Value residual);
 
-/// What the int8 panel kernel reads besides x and the panels.
+/// What the int8 and int4 panel kernels read besides x and the panels.
 struct Int8Operands {
   Value xZeros, xScales; // [M] f32: z and s_x of the input's rows
-  Value scales, sums;    // [Np·P]: s_W (f32) and Σ_k q_W (i32)
+  Value scales, sums;    // int8, [Np·P]: s_W (f32) and Σ_k q_W (i32)
+  // int4: the panels' groups (0 for int8), their scales as f32 over the
+  // panels' bytes [Np, rows + groups, P] (rows [rows, rows + groups) hold
+  // them), and the features' corrections [Np·P] (f32).
+  int64_t int4Groups = 0;
+  Value groupScales, corrections;
 };
 
 /// y[M, N] = act(x·Wᵀ + b) + r with W as panels (P = `config.panels.vectors`
@@ -65,6 +70,15 @@ struct Int8Operands {
 ///   y = (f32(acc − z[m] · Σ_k q_W[n, k]) · s_x[m]) · s_W[n]
 /// before bias, activation and residual. Between K blocks the i32 sums
 /// wait in the f32 tile as their bits.
+/// int4 (`int8Operands.int4Groups` > 0): Wp[Np, rows + groups, 4P] bytes
+/// whose word rows hold eight k each (tfm/abi/Panels.h, packInt4Panels):
+/// the low nibbles less 8 are the int8 quad of k 8q .. 8q + 3, the high
+/// ones the quad after, each multiplied as an int8 panel row. A group's
+/// rows sum in i32 from zero; its sums are scaled into the f32
+/// accumulators, and the epilogue takes out the zero point:
+///   acc[r][c] = acc[r][c] + f32(Σ_{k in g} u·q) · s_W[g, n]   (g in order)
+///   y = (acc − z[m] · c[n]) · s_x[m]
+/// (c the features' corrections); between K blocks acc waits as f32.
 /// `panels` is the panels as a tensor; `panelsMemref` the same as a view of
 /// the weights file, which the kernel prefetches from (null for panels
 /// packed in the function: no prefetches). `n` is N, the columns of y.
@@ -85,7 +99,7 @@ Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
 /// The int8 form of a linear's input x [M, K] (reference.py,
 /// quantize_activations): each row as unsigned bytes u over the row's
 /// range extended to 0, with a zero point z and a scale s_x, K padded to
-/// whole quads:
+/// a multiple of `padTo` (whole quads for int8, whole groups for int4):
 ///   lo = min(x[m, :], 0), hi = max(x[m, :], 0), r = hi − lo (255 if 0)
 ///   inverse = (1 / r) · 255, s_x[m] = r / 255
 ///   z[m] = round_even(−lo · inverse)
@@ -98,7 +112,8 @@ Value panelLinear(OpBuilder &b, Location loc, Value x, Value panels,
 /// s_x.
 std::tuple<Value, Value, Value> quantizeActivations(OpBuilder &b, Location loc,
                                                     Value x, int64_t lanes,
-                                                    int64_t serialElements);
+                                                    int64_t serialElements,
+                                                    int64_t padTo = 4);
 
 /// The bf16 form of a linear's input x [M, K]: x rounded to nearest even,
 /// bf16 [M, K2] where `dotPairs` (the kernel's dot product reads it in

@@ -43,7 +43,7 @@ struct QuantizedRow {
 class ActivationQuantizer {
 public:
   ActivationQuantizer(OpBuilder &b, Location loc, Value x, int64_t lanes,
-                      int64_t serialElements);
+                      int64_t serialElements, int64_t padTo);
 
   /// u [M, K4] (i8), z [M] and s_x [M] (f32).
   std::tuple<Value, Value, Value> build();
@@ -70,7 +70,7 @@ private:
   int64_t lanes, serialElements;
   Type f32, i8, i32;
   VectorType vecType;
-  // K, and K padded to whole quads.
+  // K, and K padded to whole quads (int4: whole groups).
   int64_t k, paddedK;
   // M, the results' empty tensors, and 0.0.
   Value m, u0, zeros0, scales0, fzero;
@@ -79,11 +79,12 @@ private:
 } // namespace
 
 ActivationQuantizer::ActivationQuantizer(OpBuilder &b, Location loc, Value x,
-                                         int64_t lanes, int64_t serialElements)
+                                         int64_t lanes, int64_t serialElements,
+                                         int64_t padTo)
     : b(b), loc(loc), x(x), lanes(lanes), serialElements(serialElements),
       f32(b.getF32Type()), i8(b.getI8Type()), i32(b.getI32Type()),
       vecType(VectorType::get({lanes}, f32)), k(tensorTypeOf(x).getDimSize(1)),
-      paddedK(llvm::alignTo(k, 4)) {}
+      paddedK(llvm::alignTo(k, padTo)) {}
 
 /// In parallel over rows where there are many (an encoder's batch, whose
 /// serial loop left the other thread idle), else in one loop (a decoder
@@ -260,9 +261,9 @@ Value ActivationQuantizer::pick(arith::CmpFPredicate predicate, Value v,
 
 std::tuple<Value, Value, Value>
 mlir::tfm::lowering::quantizeActivations(OpBuilder &b, Location loc, Value x,
-                                         int64_t lanes,
-                                         int64_t serialElements) {
-  return ActivationQuantizer(b, loc, x, lanes, serialElements).build();
+                                         int64_t lanes, int64_t serialElements,
+                                         int64_t padTo) {
+  return ActivationQuantizer(b, loc, x, lanes, serialElements, padTo).build();
 }
 
 /// dest[row0 : row0 + rows, 0 : K] = round(x[row0 : row0 + rows, 0 : K]):

@@ -217,6 +217,8 @@ const char *activationName(Activation act) {
 /// exactly (the kernel's epilogue then does the scaling and post-ops).
 void lowerLinear(KernelCall &call, Value input, Value weight, Value bias,
                  Activation act, Value residual, Precision precision) {
+  assert(precision != Precision::Int4 &&
+         "tfm-select-backend gives no int4 linear to oneDNN");
   int64_t code = static_cast<int64_t>(act);
   if (precision == Precision::Bf16) {
     code |= abi::kBf16Products;

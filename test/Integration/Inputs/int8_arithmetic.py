@@ -1,8 +1,9 @@
 """Checks the reference's int8 arithmetic (reference.py --precision int8):
 the rounding of quantize_rows (weights) and quantize_activations (inputs),
 zero rows, and that a product is the integer sums of the quantized operands
-scaled back, within the quantization's error bound of the f32 product.
-Prints one line per check that holds."""
+scaled back, within the quantization's error bound of the f32 product;
+then the same of int4's groups (--precision int4). Prints one line per
+check that holds."""
 import os
 import sys
 
@@ -45,7 +46,7 @@ sums = qx.double() @ qw.double().T
 assert torch.equal(sums, torch.round(sums)) and sums.abs().max().item() <= 255 * 127 * 300
 
 model = reference.Model.__new__(reference.Model)
-model.int8, model.bf16, model.quantized = True, False, {}
+model.int8, model.int4, model.bf16, model.quantized = True, False, False, {}
 got = model.product(x, w, "w")
 assert torch.equal(got, (sums.float() * sx) * sw.T)
 assert got[:, 5].abs().max().item() == 0
@@ -57,3 +58,27 @@ bound = (x.abs() @ (0.5 * sw).expand(-1, 300).T) + (0.5 * sx) @ (qw * sw).abs().
 error = (got - x @ w.T).abs()
 assert (error <= bound * 1.0001 + 1e-6).all(), (error - bound).max()
 print(f"within the rounding bound (largest error {error.max().item():.3g}, f32 products up to {(x @ w.T).abs().max().item():.3g})")
+
+# int4 (reference.py --precision int4): groups of 64 along K, each in
+# [-7, 7] with its scale; K = 300 leaves a short last group; a zero group
+# stays zero with scale 1.
+w4 = w.clone()
+w4[2, 64:128] = 0.0
+q4, s4, c4 = reference.quantize_groups(w4)
+assert q4.shape == w4.shape and s4.shape == (33, 5) and q4.abs().max().item() == 7
+assert q4[2, 64:128].abs().sum().item() == 0 and s4[2, 1].item() == 1.0
+groups = torch.arange(300) // 64
+assert ((q4 * s4[:, groups] - w4).abs() <= 0.5 * s4[:, groups] * 1.0001).all()
+print("int4: groups of 64 in [-7, 7], zero groups stay zero, scale 1")
+
+model.int4, model.quantized = True, {}
+got4 = model.product(x, w4, "w4")
+acc = torch.zeros(7, 33)
+for g in range(5):
+    ks = slice(64 * g, 64 * (g + 1))
+    acc = acc + (u[:, ks].double() @ q4[:, ks].double().T).float() * s4[:, g]
+assert torch.equal(got4, (acc - z * c4) * sx)
+bound4 = (x.abs() @ (0.5 * s4[:, groups]).T) + (0.5 * sx) @ (q4 * s4[:, groups]).abs().sum(1, keepdim=True).T
+error4 = (got4 - x @ w4.T).abs()
+assert (error4 <= bound4 * 1.0001 + 1e-5).all(), (error4 - bound4).max()
+print("int4 product = group sums scaled in order, less z * correction, within the rounding bound")

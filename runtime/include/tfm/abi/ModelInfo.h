@@ -41,9 +41,12 @@ constexpr int64_t kLogitBlock = 64;
 constexpr uint64_t kPrecisionFp32 = 0;
 constexpr uint64_t kPrecisionBf16 = 1;
 constexpr uint64_t kPrecisionInt8 = 2;
+/// Or int4 weights (groups of K with a scale each) times int8's inputs.
+constexpr uint64_t kPrecisionInt4 = 3;
 inline const char *precisionName(uint64_t precision) {
   return precision == kPrecisionBf16   ? "bf16"
          : precision == kPrecisionInt8 ? "int8"
+         : precision == kPrecisionInt4 ? "int4"
          : precision == kPrecisionFp32 ? "fp32"
                                        : "unknown";
 }

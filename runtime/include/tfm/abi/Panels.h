@@ -166,31 +166,146 @@ void packInt8Panels(int64_t n, int64_t k, int64_t panel, ElementFn element,
   }
 }
 
-/// The rows of a panel as 32-bit words (P per row: one f32, one bf16 pair
-/// or one int8 quad per feature) for k inputs at `elementBytes` (4, 2, 1).
-inline int64_t panelWordRows(int64_t k, int64_t elementBytes) {
-  int64_t perWord = 4 / elementBytes;
-  return (k + perWord - 1) / perWord;
+/// --precision int4: a weight's rows quantized in groups of kInt4Group
+/// consecutive k, each group with a scale of its own (the last group of a
+/// K that is not a multiple is short):
+///   a = max |group| (7 for an all-zero group, which stays zero)
+///   q = round_even(w · ((1 / a) · 7)) in [-7, 7],  s = a / 7
+/// in f32 arithmetic, as int8's rows (test/reference/reference.py,
+/// quantize_groups).
+constexpr int64_t kInt4Group = 64;
+
+inline int64_t int4Groups(int64_t k) {
+  return (k + kInt4Group - 1) / kInt4Group;
 }
 
-/// Bytes one panel of P features takes, with int8's scales and sums.
-inline int64_t bytesPerPanel(int64_t k, int64_t panel, int64_t elementBytes) {
-  return panelWordRows(k, elementBytes) * panel * 4 +
-         (elementBytes == 1 ? 8 * panel : 0);
+/// Rows of an int4 panel: eight k a 32-bit word per feature, K padded to
+/// whole groups (the padding's integers are 0).
+inline int64_t int4PanelRows(int64_t k) {
+  return int4Groups(k) * kInt4Group / 8;
+}
+
+/// Bytes one int4 panel of P features takes: its words, then its groups'
+/// scales (packInt4Panels).
+inline int64_t int4PanelBytes(int64_t k, int64_t panel) {
+  return (int4PanelRows(k) + int4Groups(k)) * 4 * panel;
+}
+
+/// Bytes the int4 panels of an [n, k] matrix take: the panels, then a
+/// correction per padded output feature (packInt4Panels).
+inline int64_t int4PanelsBytes(int64_t n, int64_t k, int64_t panel) {
+  int64_t panels = (n + panel - 1) / panel;
+  return panels * (int4PanelBytes(k, panel) + 4 * panel);
+}
+
+/// One group of `count` values `element(i)` quantized as above:
+/// store(i, q) for each; returns the scale and the sum of the integers.
+template <typename ElementFn, typename StoreFn>
+Int8Row quantizeInt4Group(int64_t count, ElementFn element, StoreFn store) {
+  float amax = 0;
+  for (int64_t i = 0; i < count; ++i)
+    amax = std::max(amax, std::fabs(element(i)));
+  float inverse = (1.0f / (amax > 0 ? amax : 7.0f)) * 7.0f;
+  int32_t sum = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    auto value = int8_t(std::nearbyint(element(i) * inverse));
+    store(i, value);
+    sum += value;
+  }
+  return {(amax > 0 ? amax : 7.0f) / 7.0f, sum};
+}
+
+/// The int4 panels of an [n, k] matrix of floats `element(row, col)`. Row
+/// r of panel p holds, for each of its P features j, the 32-bit word whose
+/// byte h (lowest first) is
+///   (q[p·P + j, 8r + h] + 8) | (q[p·P + j, 8r + 4 + h] + 8) << 4
+/// (q = 0 past n or k): its low nibbles less 8 are the int8 quad of k
+/// 8r .. 8r + 3 that AVX512-VNNI's `vpdpbusd` takes, its high nibbles the
+/// quad after. After a panel's rows, its groups' scales [groups][P] (f32).
+/// After all panels, per padded feature j the correction
+///   c[j] = Σ_g s[j, g] · Σ_{k in g} q[j, k]   (f32, g in order)
+/// with which the kernel takes out the inputs' zero point z:
+///   y = (Σ_g f32(Σ_{k in g} u·q) · s[j, g] − z · c[j]) · s_x.
+template <typename ElementFn>
+void packInt4Panels(int64_t n, int64_t k, int64_t panel, ElementFn element,
+                    uint8_t *dst) {
+  int64_t panels = (n + panel - 1) / panel, rows = int4PanelRows(k);
+  int64_t groups = int4Groups(k), panelBytes = int4PanelBytes(k, panel);
+  auto *corrections = reinterpret_cast<float *>(dst + panels * panelBytes);
+  std::memset(dst, 0x88, panels * panelBytes); // every integer 0
+  for (int64_t row = 0; row < panels * panel; ++row) {
+    int64_t p = row / panel, j = row % panel;
+    uint8_t *words = dst + p * panelBytes;
+    auto *scales = reinterpret_cast<float *>(words + rows * 4 * panel);
+    auto store = [&](int64_t col, int8_t q) {
+      uint8_t &byte = words[((col / 8) * panel + j) * 4 + col % 4];
+      int shift = col % 8 < 4 ? 0 : 4;
+      byte = uint8_t((byte & ~(0xf << shift)) | ((q + 8) << shift));
+    };
+    float correction = 0;
+    for (int64_t g = 0; g < groups; ++g) {
+      int64_t first = g * kInt4Group;
+      Int8Row group = {1.0f, 0};
+      if (row < n)
+        group = quantizeInt4Group(
+            std::min(kInt4Group, k - first),
+            [&](int64_t i) { return element(row, first + i); },
+            [&](int64_t i, int8_t q) { store(first + i, q); });
+      scales[g * panel + j] = group.scale;
+      // Two statements: not contracted into an fma, as the reference's
+      // separate rounding of the product and of the sum.
+      float term = group.scale * float(group.sum);
+      correction = correction + term;
+    }
+    corrections[row] = correction;
+  }
+}
+
+/// What a panel's 32-bit words hold per feature: one f32, a bf16 pair, an
+/// int8 quad, or eight int4 (packPanels, packBf16Panels, packInt8Panels,
+/// packInt4Panels).
+enum class PanelElements { F32, Bf16Pairs, Int8Quads, Int4Octets };
+
+/// A panel as rows of P 32-bit words, one per feature (an int4 panel's
+/// groups' scales are rows too), and the arrays of one 32-bit value per
+/// feature that follow all panels (int8: scales and sums; int4: the
+/// corrections).
+struct PanelWords {
+  int64_t rows, tails;
+};
+inline PanelWords panelWords(int64_t k, PanelElements elements) {
+  switch (elements) {
+  case PanelElements::F32:
+    return {k, 0};
+  case PanelElements::Bf16Pairs:
+    return {(k + 1) / 2, 0};
+  case PanelElements::Int8Quads:
+    return {(k + 3) / 4, 2};
+  case PanelElements::Int4Octets:
+    return {int4PanelRows(k) + int4Groups(k), 1};
+  }
+  return {0, 0};
+}
+
+/// Bytes one panel of P features takes, with its share of the arrays
+/// after the panels.
+inline int64_t bytesPerPanel(int64_t k, int64_t panel, PanelElements elements) {
+  PanelWords words = panelWords(k, elements);
+  return (words.rows + words.tails) * panel * 4;
 }
 
 /// Copies the features `ids[0..count)` of the panels `src` (`srcPanels`
-/// of them, as packPanels, packBf16Panels or packInt8Panels wrote them)
-/// into ceil(count / P) panels at `dst` in that order, the features past
-/// `count` zero: each feature's words move from its lane of its panel to
-/// lane c % P of panel c / P, and int8's scales and sums alike. A linear
-/// over them computes for column c what it computes over `src` for
-/// feature ids[c], bit for bit.
+/// of them, holding `elements`) into ceil(count / P) panels at `dst` in
+/// that order, the features past `count` zero: each feature's words move
+/// from its lane of its panel to lane c % P of panel c / P, and its values
+/// in the arrays after the panels alike. A linear over them computes for
+/// column c what it computes over `src` for feature ids[c], bit for bit.
 inline void selectPanelFeatures(const uint8_t *src, int64_t srcPanels,
-                                int64_t k, int64_t panel, int64_t elementBytes,
-                                const int32_t *ids, int64_t count,
-                                uint8_t *dst) {
-  int64_t rows = panelWordRows(k, elementBytes);
+                                int64_t k, int64_t panel,
+                                PanelElements elements, const int32_t *ids,
+                                int64_t count, uint8_t *dst) {
+  PanelWords words = panelWords(k, elements);
+  int64_t rows = words.rows;
   int64_t dstPanels = (count + panel - 1) / panel;
   const auto *from = reinterpret_cast<const uint32_t *>(src);
   auto *to = reinterpret_cast<uint32_t *>(dst);
@@ -205,17 +320,14 @@ inline void selectPanelFeatures(const uint8_t *src, int64_t srcPanels,
         out[r * panel + j] = in ? in[r * panel] : 0;
     }
   }
-  if (elementBytes != 1)
-    return;
-  // After the panels: the scales of all features, then their sums.
+  // After the panels: each array of one value per feature.
   int64_t srcFeatures = srcPanels * panel, dstFeatures = dstPanels * panel;
-  const uint32_t *srcScales = from + srcPanels * rows * panel;
-  uint32_t *dstScales = to + dstPanels * rows * panel;
-  for (int64_t c = 0; c < dstFeatures; ++c) {
-    dstScales[c] = c < count ? srcScales[ids[c]] : 0;
-    dstScales[dstFeatures + c] =
-        c < count ? srcScales[srcFeatures + ids[c]] : 0;
-  }
+  const uint32_t *srcTails = from + srcPanels * rows * panel;
+  uint32_t *dstTails = to + dstPanels * rows * panel;
+  for (int64_t t = 0; t < words.tails; ++t)
+    for (int64_t c = 0; c < dstFeatures; ++c)
+      dstTails[t * dstFeatures + c] =
+          c < count ? srcTails[t * srcFeatures + ids[c]] : 0;
 }
 
 } // namespace tfm_runtime
