@@ -417,8 +417,7 @@ tfm_status openDescribed(const tfm_runtime::ModelFiles &files,
   return tfm_runtime::languageTokens(info, -1, -1, tok.frame);
 }
 
-/// The ids of `text`'s pieces, without a frame.
-/// The ids of the pieces `spm` (the source's or the target's
+/// The ids of the pieces (no frame) `spm` (the source's or the target's
 /// SentencePiece model) cuts the text into.
 tfm_status pieceIds(const tfm_tokenizer &tok,
                     const sentencepiece::SentencePieceProcessor &spm,
