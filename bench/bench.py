@@ -9,7 +9,7 @@ all in one run.
   /usr/bin/python3 bench/bench.py --quick --out DIR     # tiny model, one run
 
   options: [--size base|small|tiny] [--backends llvm,onednn,auto]
-           [--precisions fp32,bf16,int8] [--families marian,bart,...]
+           [--precisions fp32,bf16,int8,int4] [--families marian,bart,...]
            [--serve [--serve-clients 1,8,64] [--serve-seconds 30]]
            [--shortlist]
            [--sentences 128] [--reference-sentences 16] [--runs 3]
@@ -26,14 +26,15 @@ backend the compile time of `tfmc compile`. Backends that this tfmc does not
 list in `tfmc compile --help` are skipped with a note. Only ratios measured
 in the same run mean anything: these machines are shared and noisy.
 
---precisions fp32,bf16,int8: each backend compiled at each precision
-(`tfmc compile --precision`; engines tfmc-BACKEND, tfmc-BACKEND-bf16 and
-tfmc-BACKEND-int8; oneDNN's take their weights f32 from the file and
-narrow them as they load), every
-case run at each; the memory bound of batch-1 decoding per precision (bf16
-weights take half the bytes, int8 a quarter and a scale per feature), and
+--precisions fp32,bf16,int8,int4: each backend compiled at each precision
+(`tfmc compile --precision`; engines tfmc-BACKEND, tfmc-BACKEND-bf16,
+tfmc-BACKEND-int8 and tfmc-BACKEND-int4; oneDNN's take their weights f32
+from the file and narrow them as they load; oneDNN has no int4, so that
+pair is skipped), every case run at each; the memory bound of batch-1
+decoding per precision (bf16 weights take half the bytes, int8 a quarter
+and a scale per feature, int4 an eighth and a scale per group of 64), and
 the translations identical to the fp32 reference's as an accuracy figure
-for bf16 and int8.
+for the narrower precisions.
 
 --baseline OLD_BUILD: every tfmc engine twice, compiled by this build's
 tfmc and by OLD_BUILD's (an older checkout's build directory; its engines
@@ -173,12 +174,15 @@ def step_weight_bytes(model, precision="fp32"):
     (decoder_step_weights: the decoder layers' matrices and biases, then the
     output projection and its bias). The matrices take 4 bytes an element,
     2 in bf16, 1 in int8 plus a scale and a correction (4 bytes each) per
-    output feature; biases stay f32."""
+    output feature, half a byte in int4 plus a scale per 64 of them and a
+    correction per output feature; biases stay f32."""
     with open(os.path.join(model, "config.json")) as f:
         c = json.load(f)
     matrices, rows, biases = decoder_step_weights(c)
     if precision == "int8":
         return matrices + 8 * rows + 4 * biases
+    if precision == "int4":
+        return matrices // 2 + 4 * (matrices // 64) + 4 * rows + 4 * biases
     return (2 if precision == "bf16" else 4) * matrices + 4 * biases
 
 
@@ -278,7 +282,8 @@ def end_to_end(args, notes):
         base_tfmc = os.path.join(args.baseline, "bin", "tfmc")
         compilers.append(("baseline-", base_tfmc, tfmc_backends(base_tfmc, backends, notes)[1]))
     for prefix, compiler, flag in compilers:
-        for backend, precision in [(b, p) for p in args.precisions for b in backends]:
+        for backend, precision in [(b, p) for p in args.precisions for b in backends
+                                   if not (b == "onednn" and p == "int4")]:
             name = prefix + f"tfmc-{backend}" + ("" if precision == "fp32" else f"-{precision}")
             translator, info = compile_engine(compiler, flag, model, backend, precision,
                                               os.path.join(args.out, f"{name}-{args.size}"), name)
@@ -544,7 +549,7 @@ def main():
                     help="tfmc backends, comma-separated; those tfmc lacks are skipped "
                          "(default llvm,onednn,auto; with --families auto)")
     ap.add_argument("--precisions",
-                    help="tfmc compile --precision values, comma-separated: fp32,bf16,int8 "
+                    help="tfmc compile --precision values, comma-separated: fp32,bf16,int8,int4 "
                          "(default fp32; with --families fp32,int8)")
     ap.add_argument("--families",
                     help="model families, comma-separated: some of "
@@ -610,9 +615,9 @@ def main():
         ap.error(f"--baseline {args.baseline}: no bin/tfmc in that build directory")
     args.backends = args.backends or ("auto" if whole else "llvm,onednn,auto")
     args.precisions = (args.precisions or ("fp32,int8" if whole else "fp32")).split(",")
-    bad = [p for p in args.precisions if p not in ("fp32", "bf16", "int8")]
+    bad = [p for p in args.precisions if p not in ("fp32", "bf16", "int8", "int4")]
     if bad:
-        ap.error(f"unknown precision(s) {', '.join(bad)}: expected fp32, bf16 or int8")
+        ap.error(f"unknown precision(s) {', '.join(bad)}: expected fp32, bf16, int8 or int4")
     if args.quick:
         args.size, args.sentences, args.reference_sentences, args.runs = "tiny", 8, 8, 1
     args.serve_seconds = args.serve_seconds or (2 if args.quick else 30)
