@@ -2,7 +2,7 @@
 
 #include "tools/serve/Options.h"
 
-#include "tools/common/VersionFlag.h"
+#include "tools/common/CommandLine.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -216,14 +216,8 @@ ServeOptions tfm_serve::parseCommandLine(int argc, char **argv) {
   addLimitOptions(app, o);
   addBatchOptions(app, o);
   refuseEmptyAssignments(argc, argv);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp &) {
-    fmt::print("{}", app.help());
-    std::exit(0);
-  } catch (const CLI::ParseError &e) {
-    die(fmt::format("{}; see --help", e.what()));
-  }
+  tfm_tools::parseCommandLine(app, argc, argv,
+                              [](const std::string &message) { die(message); });
   o.models = modelSpecs(dirs, named);
   return o;
 }

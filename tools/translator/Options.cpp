@@ -3,7 +3,7 @@
 #include "tools/translator/Options.h"
 
 #include "tfm/abi/ModelInfo.h"
-#include "tools/common/VersionFlag.h"
+#include "tools/common/CommandLine.h"
 #include "tools/translator/Errors.h"
 
 #include <CLI/CLI.hpp>
@@ -462,14 +462,8 @@ Options tfm_translator::parseCommandLine(int argc, char **argv) {
   addInputOutputOptions(app, o);
   addMachineOptions(app, o);
   refuseEmptyNames(app);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp &) {
-    fmt::print("{}", app.help());
-    std::exit(0);
-  } catch (const CLI::ParseError &e) {
-    die(fmt::format("{}; see --help", e.what()));
-  }
+  tfm_tools::parseCommandLine(app, argc, argv,
+                              [](const std::string &message) { die(message); });
   if (o.score && o.inputs.size() > 2)
     die(fmt::format("--score reads SOURCE<TAB>TARGET lines from one input or "
                     "SOURCE and TARGET from two; found {} inputs",
