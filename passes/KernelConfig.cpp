@@ -23,10 +23,16 @@ tfm::VectorTarget tfm::hostVectorTarget() {
 /// the panel are contiguous, and 6 x 2 (two column groups) for many: 12
 /// accumulators hide the FMA latency (8 in flight needed), 2 weight loads
 /// and 6 broadcasts per 12 FMAs.
+/// int4 tiles hold two sums a vector (the group's i32, the f32 total) and
+/// two unpacked weight rows: half the rows, 2 x 4 (25 zmm) and 3 x 4 for
+/// many rows (AVX2: 1 x 4 and 3 x 2).
 static void choosePanelTiles(PanelKernelConfig &panels, bool avx512) {
   panels.fewRowTiles = {{avx512 ? 4 : 2, 4}, {1, 4}};
   panels.manyRowTiles = {
       avx512 ? TileShape{6, 4} : TileShape{6, 2}, {2, 4}, {1, 4}};
+  panels.int4FewRowTiles = {{avx512 ? 2 : 1, 4}, {1, 4}};
+  panels.int4ManyRowTiles = {avx512 ? TileShape{3, 4} : TileShape{3, 2},
+                             {1, 4}};
 }
 
 tfm::KernelConfig tfm::KernelConfig::forTarget(const VectorTarget &target) {

@@ -44,8 +44,10 @@ struct PanelKernelConfig {
   /// Vectors per panel: a panel holds P = vectors · L output features.
   int64_t vectors = 4;
   /// The tile shapes, largest first (the rows left by one go to the next;
-  /// the last has one row), for few rows and for many.
+  /// the last has one row), for few rows and for many; int4's, whose tiles
+  /// hold a group's i32 sums beside the f32 ones, for each.
   llvm::SmallVector<TileShape, 3> fewRowTiles, manyRowTiles;
+  llvm::SmallVector<TileShape, 3> int4FewRowTiles, int4ManyRowTiles;
   /// Rows of x up to which the few-row tiles run (decoding).
   int64_t fewRows = 8;
   /// Rows of a panel per K block with few rows of x (also how far ahead

@@ -239,6 +239,10 @@ PanelKernelBuilder::PanelKernelBuilder(OpBuilder &b, Location loc, Value x,
   stored = panelType.getElementType();
   int8 = stored.isInteger(8);
   int4 = int8Operands.int4Groups > 0;
+  if (int4) {
+    sizes.fewRowTiles = sizes.int4FewRowTiles;
+    sizes.manyRowTiles = sizes.int4ManyRowTiles;
+  }
   pairK = stored.isBF16();
   // k per panel row and feature: 1 (f32), 2 (bf16 pairs) or 4 (int8 quads).
   perFeature = int8 ? 4 : pairK ? 2 : 1;
