@@ -361,7 +361,7 @@ static LogSumExpBlocksOp termsOfPanels(Operation *linear) {
     return {};
   for (Operation *user : linear->getResult(0).getUsers())
     if (auto terms = dyn_cast<LogSumExpBlocksOp>(user);
-        terms && terms.getBlock() == width)
+        terms && int64_t(terms.getBlock()) == width)
       return terms;
   return {};
 }
