@@ -14,13 +14,16 @@ HEADER = 4096
 
 
 def regions(blob):
+    """The tensor regions of the weights file `blob`: (offset, size, name)
+    in data order."""
     data_size, table_size = struct.unpack_from("<QQ", blob, 24)
     at, end = HEADER + data_size, HEADER + data_size + table_size
     found = []
     while at < end:
         offset, size, _, name_length = struct.unpack_from("<QQQQ", blob, at)
+        name = blob[at + 32:at + 32 + name_length].decode()
         at += 32 + (name_length + 7) // 8 * 8
-        found.append((offset, size))
+        found.append((offset, size, name))
     return sorted(found)
 
 
