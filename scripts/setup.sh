@@ -20,10 +20,16 @@ packages=(
   libyaml-cpp-dev
   # tfm-serve: HTTP (cpp-httplib), JSON (nlohmann), the load benchmark (wrk)
   libcpp-httplib-dev nlohmann-json3-dev wrk
+  # tfm-serve's language detection (CLD2) and HTML translation (Gumbo)
+  libcld2-dev libgumbo-dev
+  # replicas behind a load balancer (test/Serve's rolling restart)
+  nginx
   # tfm-serve's page in a real browser (test/Serve/serve-page.test)
   chromium chromium-driver python3-selenium
   # the Python API (import tfmc), pictures of the graph (tfmc graph)
   pybind11-dev python3-dev graphviz
+  # pip install . into any Python 3 (and the test's fresh venv)
+  python3-venv python3-pip python3-setuptools python3-wheel
   # corpus translation on a Slurm cluster (and its test's one-node cluster)
   slurm-wlm munge
   # unit tests
