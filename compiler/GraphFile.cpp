@@ -80,9 +80,9 @@ static llvm::Error checkChosenRows(ModuleOp module, StringRef graphPath) {
 /// The arity the runtime calls the entry points with (ModelInfo.h):
 ///   encode(source_ids, source_lengths) -> (encoder_output, per decoder
 ///     layer: cross K, cross V)
-///   decode_step(tokens, step, source_lengths, cache_rows, per layer: cross
-///     K, cross V, cache K, cache V) -> (logits, logit blocks, per layer:
-///     cache K, cache V)
+///   decode_step(tokens, step, source_lengths, cache_rows, row_starts, per
+///     layer: cross K, cross V, cache K, cache V) -> (logits, logit blocks,
+///     per layer: cache K, cache V)
 static llvm::Error checkEntryPoints(ModuleOp module, StringRef graphPath) {
   auto model = module->getAttrOfType<DictionaryAttr>("tfm.model");
   if (!model)
@@ -100,7 +100,7 @@ static llvm::Error checkEntryPoints(ModuleOp module, StringRef graphPath) {
     int64_t inputs, results;
   };
   for (Arity entry : {Arity{"encode", 2, 1 + 2 * layers},
-                      Arity{"decode_step", 4 + 4 * layers, 2 + 2 * layers}}) {
+                      Arity{"decode_step", 5 + 4 * layers, 2 + 2 * layers}}) {
     auto func = module.lookupSymbol<func::FuncOp>(entry.name);
     if (!func || func.isExternal())
       return graphError(graphPath + ": no function '" + entry.name +

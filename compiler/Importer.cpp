@@ -67,7 +67,8 @@ private:
   Value layerNorm(Value x, StringRef prefix);
   Value feedForward(Value x, StringRef prefix, int64_t ffnDim);
   Value attention(Value query, Value keys, Value values, int64_t heads,
-                  Value keyLengths, bool causal, Value bias = {});
+                  Value keyLengths, bool causal, Value bias = {},
+                  Value keyStarts = {});
   Value projectHeads(Value x, StringRef prefix, int64_t heads);
   Value relativeBias(StringRef stack, int64_t heads, Value queries, Value keys,
                      Value offset, bool bidirectional);
@@ -75,8 +76,9 @@ private:
   Value rowsBySentence(Value x, Value sentences, Value width);
   Value rowsByBeam(Value x, Value like, Value width);
   Value embed(Value ids, Value offset, StringRef table, int64_t vocab,
-              StringRef stack);
-  Value positionEncoding(Value ids, Value offset, StringRef table);
+              StringRef stack, Value starts = {});
+  Value positionEncoding(Value ids, Value offset, StringRef table,
+                         Value starts);
   /// x + sublayer(x), normalized after (post-norm) or before the sublayer
   /// (pre-norm): post: LN(x + f(x)); pre: x + f(LN(x)).
   Value residual(Value x, StringRef normPrefix,
@@ -347,7 +349,7 @@ Value ModelImporter::rowsByBeam(Value x, Value like, Value width) {
 
 Value ModelImporter::attention(Value query, Value keys, Value values,
                                int64_t heads, Value keyLengths, bool causal,
-                               Value bias) {
+                               Value bias, Value keyStarts) {
   // softmax(Q Kᵀ / sqrt(d_k) + B + M) V, per head (T5: unscaled, B its
   // relative bias)
   int64_t headDim = config.headWidth(heads);
@@ -361,6 +363,8 @@ Value ModelImporter::attention(Value query, Value keys, Value values,
     scores = builder.create<AddOp>(loc, scores, bias);
   if (keyLengths)
     scores = builder.create<KeyPaddingMaskOp>(loc, scores, keyLengths);
+  if (keyStarts)
+    scores = builder.create<KeyStartMaskOp>(loc, scores, keyStarts);
   if (causal)
     scores = builder.create<CausalMaskOp>(loc, scores);
   int64_t keyAxis = cast<RankedTensorType>(scores.getType()).getRank() - 1;
@@ -369,10 +373,11 @@ Value ModelImporter::attention(Value query, Value keys, Value values,
   return builder.create<MergeHeadsOp>(loc, context);
 }
 
-/// The encodings of positions firstPosition + offset + j: rows of the
-/// checkpoint's `table`, or the config's sinusoids.
-Value ModelImporter::positionEncoding(Value ids, Value offset,
-                                      StringRef table) {
+/// The encodings of positions firstPosition + offset + j (less the row's
+/// start, with `starts`): rows of the checkpoint's `table`, or the
+/// config's sinusoids.
+Value ModelImporter::positionEncoding(Value ids, Value offset, StringRef table,
+                                      Value starts) {
   int64_t d = config.dModel;
   SmallVector<int64_t> shape(cast<RankedTensorType>(ids.getType()).getShape());
   shape.push_back(d);
@@ -387,23 +392,23 @@ Value ModelImporter::positionEncoding(Value ids, Value offset,
                   hasTensor(table));
   if (!learned)
     return builder.create<PositionEncodingOp>(
-        loc, tensor(shape), config.sinusoidKind, ids, offset, Value());
+        loc, tensor(shape), config.sinusoidKind, ids, offset, starts, Value());
   int64_t rows = config.maxPositions + config.firstPosition;
   return builder.create<PositionEncodingOp>(loc, tensor(shape),
                                             PositionKind::learned, ids, offset,
-                                            weight(table, {rows, d}));
+                                            starts, weight(table, {rows, d}));
 }
 
 Value ModelImporter::embed(Value ids, Value offset, StringRef table,
-                           int64_t vocab, StringRef stack) {
+                           int64_t vocab, StringRef stack, Value starts) {
   int64_t d = config.dModel;
   // x = E[ids] * sqrt(d_model) + PE(offset + j), then BART's LayerNorm
   Value x = builder.create<EmbeddingOp>(loc, weight(table, {vocab, d}), ids);
   if (config.scaleEmbedding)
     x = builder.create<ScaleOp>(loc, x,
                                 builder.getF64FloatAttr(std::sqrt(double(d))));
-  if (Value pe = positionEncoding(ids, offset,
-                                  (stack + ".embed_positions.weight").str()))
+  if (Value pe = positionEncoding(
+          ids, offset, (stack + ".embed_positions.weight").str(), starts))
     x = builder.create<AddOp>(loc, x, pe);
   if (config.normalizeEmbedding)
     x = layerNorm(x, (stack + ".layernorm_embedding").str());
@@ -526,7 +531,8 @@ Value ModelImporter::encoderLayer(Value x, int64_t i, Value srcLengths,
 
 /// Self-attention over the cache (updated with this step's keys and
 /// values), cross-attention, FFN. `state`: step, source lengths, cache
-/// rows, cross K, cross V, cache K, cache V. Returns x and the caches.
+/// rows, row starts, cross K, cross V, cache K, cache V. Returns x and the
+/// caches.
 SmallVector<Value> ModelImporter::decoderLayer(Value x, int64_t i,
                                                ValueRange state, Value bias) {
   int64_t d = config.dModel, heads = config.decoderHeads;
@@ -535,18 +541,19 @@ SmallVector<Value> ModelImporter::decoderLayer(Value x, int64_t i,
   std::string p = llvm::formatv("model.decoder.layers.{0}", i);
   SmallVector<Value> inputs = {x};
   inputs.append(state.begin(), state.end());
-  SmallVector<StringRef> names = {"hidden",     "step",       "source_lengths",
-                                  "cache_rows", "cross_key",  "cross_value",
-                                  "cache_key",  "cache_value"};
+  SmallVector<StringRef> names = {"hidden",      "step",       "source_lengths",
+                                  "cache_rows",  "row_starts", "cross_key",
+                                  "cross_value", "cache_key",  "cache_value"};
   if (bias) {
     inputs.push_back(bias);
     names.push_back("position_bias");
   }
   setLoc(p);
   auto body = [&](ValueRange args) -> SmallVector<Value> {
-    Value step = args[1], srcLengths = args[2], cacheRows = args[3];
-    Value crossK = args[4], crossV = args[5], cacheK = args[6],
-          cacheV = args[7], layerBias = bias ? args[8] : Value();
+    Value step = args[1], srcLengths = args[2], cacheRows = args[3],
+          rowStarts = args[4];
+    Value crossK = args[5], crossV = args[6], cacheK = args[7],
+          cacheV = args[8], layerBias = bias ? args[9] : Value();
     Value zero = builder.create<arith::ConstantIndexOp>(loc, 0);
     Value one = builder.create<arith::ConstantIndexOp>(loc, 1);
     Value innerWidth = builder.create<arith::ConstantIndexOp>(loc, inner);
@@ -565,8 +572,9 @@ SmallVector<Value> ModelImporter::decoderLayer(Value x, int64_t i,
       Value values = builder.create<SliceOp>(loc, kv, out[2], zero, seen, 2);
       keys = builder.create<CacheRowsOp>(loc, keys, cacheRows, 2);
       values = builder.create<CacheRowsOp>(loc, values, cacheRows, 2);
+      // Keys are the batch's steps; a row's history begins at its start.
       Value o = attention(q, keys, values, heads, Value(), /*causal=*/true,
-                          layerBias);
+                          layerBias, rowStarts);
       return linear(o, p + ".self_attn.out_proj", d, inner);
     });
     setLoc("encoder_attn");
@@ -653,10 +661,11 @@ void ModelImporter::buildDecodeStep(ModuleOp module) {
   Type kv = tensor({kDyn, heads, kDyn, headDim});
   Type logits = tensor({kDyn, kDyn, kDyn});
 
-  // (tokens, step, source_lengths, cache_rows, per layer: cross K, cross V,
-  // cache K, cache V) -> (logits, their blocks' log-sum-exp terms, per
-  // layer: cache K, cache V)
-  SmallVector<Type> inputs = {ids, builder.getIndexType(), lengths, ids};
+  // (tokens, step, source_lengths, cache_rows, row_starts, per layer:
+  // cross K, cross V, cache K, cache V) -> (logits, their blocks'
+  // log-sum-exp terms, per layer: cache K, cache V)
+  SmallVector<Type> inputs = {ids, builder.getIndexType(), lengths, ids,
+                              lengths};
   SmallVector<Type> results = {logits, tensor({kDyn, kDyn, kDyn, 2})};
   for (int64_t i = 0; i < config.decoderLayers; ++i) {
     inputs.append(4, kv);
@@ -676,26 +685,32 @@ void ModelImporter::buildDecodeStep(ModuleOp module) {
   name(1, "step");
   name(2, "source_lengths");
   name(3, "cache_rows");
+  name(4, "row_starts");
+  constexpr unsigned firstLayerArg = 5;
   for (int64_t i = 0; i < config.decoderLayers; ++i) {
-    name(4 + 4 * i, llvm::formatv("cross_key.{0}", i));
-    name(5 + 4 * i, llvm::formatv("cross_value.{0}", i));
-    name(6 + 4 * i, llvm::formatv("cache_key.{0}", i));
-    name(7 + 4 * i, llvm::formatv("cache_value.{0}", i));
+    unsigned arg = firstLayerArg + 4 * i;
+    name(arg, llvm::formatv("cross_key.{0}", i));
+    name(arg + 1, llvm::formatv("cross_value.{0}", i));
+    name(arg + 2, llvm::formatv("cache_key.{0}", i));
+    name(arg + 3, llvm::formatv("cache_value.{0}", i));
   }
-  // Position p of row r's history is in row cacheRows[r, p] of the caches:
-  // a beam reads its parent's keys where they were written.
+  // The batch's step p of row r's history is in row cacheRows[r, p] of the
+  // caches: a beam reads its parent's keys where they were written. Row r
+  // joined the batch at step rowStarts[r]: its position is step - start.
   Value tokens = func.getArgument(0), step = func.getArgument(1),
-        srcLengths = func.getArgument(2), cacheRows = func.getArgument(3);
+        srcLengths = func.getArgument(2), cacheRows = func.getArgument(3),
+        rowStarts = func.getArgument(4);
 
   setLoc("model.decoder");
   StringRef table = config.shareEmbeddings
                         ? "model.shared.weight"
                         : "model.decoder.embed_tokens.weight";
-  Value x = embed(tokens, step, table, vocab, "model.decoder");
+  Value x = embed(tokens, step, table, vocab, "model.decoder", rowStarts);
   Value bias;
   if (config.relativeBuckets) {
-    // The new tokens sit at positions [step, step + T) of the target
-    // sequence; self-attention sees the cache up to step + T.
+    // The new tokens sit at steps [step, step + T) of the batch;
+    // self-attention sees the cache up to step + T. Distances between steps
+    // are those between positions, whenever a row joined.
     Value one = builder.create<arith::ConstantIndexOp>(loc, 1);
     Value newTokens = builder.create<tensor::DimOp>(loc, tokens, one);
     Value seen = builder.create<arith::AddIOp>(loc, step, newTokens);
@@ -705,9 +720,9 @@ void ModelImporter::buildDecodeStep(ModuleOp module) {
 
   SmallVector<Value> caches;
   for (int64_t i = 0; i < config.decoderLayers; ++i) {
-    SmallVector<Value> state = {step, srcLengths, cacheRows};
-    state.append(func.getArguments().begin() + 4 + 4 * i,
-                 func.getArguments().begin() + 8 + 4 * i);
+    SmallVector<Value> state = {step, srcLengths, cacheRows, rowStarts};
+    auto layerArgs = func.getArguments().begin() + firstLayerArg + 4 * i;
+    state.append(layerArgs, layerArgs + 4);
     SmallVector<Value> out = decoderLayer(x, i, state, bias);
     x = out[0];
     caches.append({out[1], out[2]});

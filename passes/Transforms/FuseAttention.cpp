@@ -75,7 +75,7 @@ static Value peelCacheRows(Value &key, Value &value, int64_t rank) {
 /// What the walk from the softmax back to Q·Kᵀ found.
 struct AttentionParts {
   Value query, key;
-  Value keyLengths;
+  Value keyLengths, keyStarts;
   Value additiveMask;
   /// select(keep, scores, -inf): the additive mask select(keep, 0, -inf).
   Value keepCondition;
@@ -124,7 +124,7 @@ struct FuseAttentionPattern : public OpRewritePattern<MatmulOp> {
     Value keyRows = peelCacheRows(key, value, rank);
     rewriter.replaceOpWithNewOp<AttentionOp>(
         probsTimesV, probsTimesV.getType(), parts.query, key, value,
-        parts.keyLengths, keyRows, mask,
+        parts.keyLengths, parts.keyStarts, keyRows, mask,
         parts.causal ? rewriter.getUnitAttr() : UnitAttr(),
         rewriter.getF64FloatAttr(parts.scale));
     return success();
@@ -155,7 +155,7 @@ private:
         continue;
       }
       // -inf masks commute with a later positive scale, not a negative one.
-      if (isa<KeyPaddingMaskOp, CausalMaskOp, SelectOp>(op) &&
+      if (isa<KeyPaddingMaskOp, KeyStartMaskOp, CausalMaskOp, SelectOp>(op) &&
           negativeScaleAfter)
         return rewriter.notifyMatchFailure(op, "negative scale after a mask");
       if (auto padding = dyn_cast<KeyPaddingMaskOp>(op)) {
@@ -163,6 +163,13 @@ private:
           return rewriter.notifyMatchFailure(op, "two padding masks");
         parts.keyLengths = padding.getLengths();
         scores = padding.getScores();
+        continue;
+      }
+      if (auto start = dyn_cast<KeyStartMaskOp>(op)) {
+        if (parts.keyStarts)
+          return rewriter.notifyMatchFailure(op, "two start masks");
+        parts.keyStarts = start.getStarts();
+        scores = start.getScores();
         continue;
       }
       if (auto causal = dyn_cast<CausalMaskOp>(op)) {
@@ -203,7 +210,7 @@ private:
   static bool isScoreChain(Value v) {
     Operation *op = v.getDefiningOp();
     return op && isa<MatmulOp, ScaleOp, MulOp, DivOp, KeyPaddingMaskOp,
-                     CausalMaskOp, SelectOp, AddOp>(op);
+                     KeyStartMaskOp, CausalMaskOp, SelectOp, AddOp>(op);
   }
 
   /// Q·Kᵀ, with scales on Q or K (used nowhere else) taken into the scale.

@@ -135,6 +135,37 @@ extern "C" tfm_status tfm_score_batch(tfm_model *model,
   return score(*model, *options, batchOf(*batch), out_results);
 }
 
+extern "C" int32_t tfm_results_sentences(const tfm_results *results) {
+  return int32_t(results->nbest.size());
+}
+
+extern "C" int64_t tfm_results_sentence_number(const tfm_results *results,
+                                               int32_t index) {
+  return results->sentenceNumbers.empty() ? index
+                                          : results->sentenceNumbers[index];
+}
+
+extern "C" tfm_status tfm_stream_open(tfm_model *model,
+                                      const tfm_search_options *options,
+                                      int32_t max_sentences,
+                                      tfm_stream **out_stream) {
+  return openStream(*model, *options, max_sentences, out_stream);
+}
+
+extern "C" tfm_status tfm_stream_add(tfm_stream *stream,
+                                     const tfm_batch *batch) {
+  return addToStream(*stream, batchOf(*batch));
+}
+
+extern "C" tfm_status tfm_stream_step(tfm_stream *stream,
+                                      tfm_results **out_results) {
+  return stepStream(*stream, out_results);
+}
+
+extern "C" int32_t tfm_stream_sentences(const tfm_stream *stream) {
+  return streamSentences(*stream);
+}
+
 extern "C" int32_t tfm_results_count(const tfm_results *results,
                                      int32_t index) {
   return int32_t(results->nbest[index].size());
@@ -172,6 +203,8 @@ extern "C" void tfm_results_timing(const tfm_results *results,
 }
 
 extern "C" void tfm_results_free(tfm_results *results) { delete results; }
+
+extern "C" void tfm_stream_close(tfm_stream *stream) { closeStream(stream); }
 
 //===----------------------------------------------------------------------===//
 // Tokenizer

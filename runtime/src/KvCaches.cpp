@@ -1,9 +1,11 @@
 //===- KvCaches.cpp - The decoder's keys and values, and their moves ------===//
 //
-// A row of a self-attention cache is `heads` runs of `capacity` positions;
-// after `length` steps each run's first `length` positions are in use.
-// Beams change their histories in the table of rows; keys and values move
-// only when finished sentences leave, and then only those in use.
+// A row of a self-attention cache is `heads` runs of `capacity` steps;
+// after `length` steps each run's first `length` are in use (from the
+// step its sentence joined at). Beams change their histories in the table
+// of rows; keys and values move only when finished sentences leave, when
+// the steps before every live sentence's start are dropped, and when the
+// caches grow, and then only those in use.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,21 +17,85 @@
 
 using namespace tfm_runtime;
 
-float *KvCaches::addCross(int64_t sentences, int64_t length) {
+void KvCaches::allocateCross(int64_t count, int64_t slots, int64_t length) {
   sourceLength = length;
-  cross.push_back(
-      std::make_unique<Buffer>(sentences * heads * sourceLength * headDim));
-  return cross.back()->data;
+  crossSlots = slots;
+  cross.clear();
+  for (int64_t i = 0; i < count; ++i)
+    cross.push_back(
+        std::make_unique<Buffer>(slots * heads * sourceLength * headDim));
+}
+
+void KvCaches::placeCross(const Buffers &from, int64_t first, int64_t count,
+                          int64_t length) {
+  assert(first + count <= crossSlots && "the batch's slots are full");
+  if (length > sourceLength) {
+    // The sentences there move to rows of the longer length.
+    Buffers kept = std::move(cross);
+    int64_t keptLength = sourceLength;
+    allocateCross(int64_t(kept.size()), crossSlots, length);
+    for (size_t i = 0; i < kept.size(); ++i)
+      for (int64_t s = 0; s < first; ++s)
+        copyHeads(cross[i]->data + s * heads * length * headDim,
+                  length * headDim,
+                  kept[i]->data + s * heads * keptLength * headDim,
+                  keptLength * headDim, keptLength * headDim);
+  }
+  for (size_t i = 0; i < cross.size(); ++i)
+    for (int64_t s = 0; s < count; ++s)
+      copyHeads(cross[i]->data + (first + s) * heads * sourceLength * headDim,
+                sourceLength * headDim,
+                from[i]->data + s * heads * length * headDim, length * headDim,
+                length * headDim);
 }
 
 void KvCaches::allocateSelf(int64_t layers, int64_t rows, int64_t positions) {
   capacity = positions;
+  selfRows = rows;
   self.clear();
   for (int64_t l = 0; l < 2 * layers; ++l)
     self.push_back(std::make_unique<Buffer>(rows * heads * capacity * headDim));
   cacheRowTable.resize(rows * capacity);
+  startRows(0, rows);
+}
+
+void KvCaches::startRows(int64_t first, int64_t count) {
+  for (int64_t r = first; r < first + count; ++r)
+    std::fill_n(cacheRowTable.data() + r * capacity, capacity, int32_t(r));
+}
+
+void KvCaches::growSelf(int64_t rows, int64_t positions, int64_t length) {
+  int64_t before = capacity;
+  Buffers kept = std::move(self);
+  std::vector<int32_t> keptTable = std::move(cacheRowTable);
+  allocateSelf(int64_t(kept.size()) / 2, selfRows, positions);
   for (int64_t r = 0; r < rows; ++r)
-    std::fill_n(&cacheRowTable[r * capacity], capacity, int32_t(r));
+    std::copy_n(keptTable.data() + r * before, length,
+                cacheRowTable.data() + r * capacity);
+  for (size_t i = 0; i < kept.size(); ++i)
+    for (int64_t r = 0; r < rows; ++r)
+      copyHeads(self[i]->data + r * heads * capacity * headDim,
+                capacity * headDim,
+                kept[i]->data + r * heads * before * headDim, before * headDim,
+                length * headDim);
+}
+
+void KvCaches::rebase(int64_t rows, int64_t shift, int64_t length) {
+  if (shift == 0)
+    return;
+  for (int64_t r = 0; r < rows; ++r) {
+    int32_t *table = &cacheRowTable[r * capacity];
+    std::copy(table + shift, table + length, table);
+    std::fill(table + length - shift, table + capacity, int32_t(r));
+  }
+  int64_t headStride = capacity * headDim;
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < self.size(); ++i)
+    for (int64_t r = 0; r < rows * heads; ++r) {
+      float *head = self[i]->data + r * headStride;
+      std::memmove(head, head + shift * headDim,
+                   (length - shift) * headDim * sizeof(float));
+    }
 }
 
 /// Copies the first `chunk` floats of each head of one cache row: head h

@@ -4,9 +4,10 @@
 // the logits rules to each row (LogitsRules.h), scan it for its best
 // extensions (Search.h), choose each sentence's next beams from them, move
 // the key/value cache rows to follow the beams (KvCaches.h) and retire the
-// finished sentences. A batch of `batch` sentences is searched in rows:
-// row s·beam + j holds beam j of the sentence in slot s; a finished
-// sentence's rows leave the batch, so later steps run fewer. The request
+// finished sentences. The sentences are searched in rows: row s·beam + j
+// holds beam j of the sentence in slot s; a finished sentence's rows leave
+// the batch, so later steps run fewer. In a stream, sentences also join
+// the running batch between its steps (continuous batching). The request
 // was checked before (Request.h); the output projection's rows for the
 // batch are OutputRows.h's.
 //
@@ -91,6 +92,39 @@ struct SearchError : std::runtime_error {
   int32_t sentence; ///< of the batch, from 0; -1: the whole batch
 };
 
+/// Best first (ties in the order found), the n best kept.
+void sortHypotheses(std::vector<Hypothesis> &hyps, int32_t nBest) {
+  std::stable_sort(hyps.begin(), hyps.end(),
+                   [](const Hypothesis &x, const Hypothesis &y) {
+                     return x.normalized > y.normalized;
+                   });
+  if (int64_t(hyps.size()) > nBest)
+    hyps.resize(std::max(1, nBest));
+}
+
+/// A sentence of the batch: what its search needs, and what it found.
+struct Sentence {
+  int64_t order = 0; ///< its place in the results, or its stream's number
+  int64_t seed = 0;  ///< its index in the input: its sampling streams
+  int64_t start = 0; ///< the batch's step it joined at
+  int32_t sourceLength = 0;
+  int64_t maxLen = 0; ///< its length limit
+  /// The tokens every hypothesis starts with.
+  std::vector<int32_t> forcedPrefix;
+  /// Scoring: its target, and how many of its first tokens are the forced
+  /// prefix's (scored 0, as translating scores them).
+  std::vector<int32_t> target;
+  size_t forcedTargetTokens = 0;
+  std::vector<Hypothesis> finished;
+  std::vector<float> firstLogits;
+  bool done = false;
+};
+
+/// A batch searched step by step: sentences join it at a step boundary
+/// (all at step 0 for tfm_translate, whenever they come in a stream) and
+/// leave it when done. Slot s of the live sentences has rows s·beam ..
+/// s·beam + beam - 1; the caches' positions are the batch's steps, and a
+/// sentence's position is the step less the step it joined at.
 class Translator {
 public:
   Translator(tfm_model &model, const tfm_search_options &options)
@@ -103,7 +137,17 @@ public:
         rules(cfg, model.badWords, opts, beam == 1 || sampling),
         kv(heads, headDim) {}
 
+  /// tfm_translate and tfm_score_batch: the batch, to its end.
   void run(const Batch &input, tfm_results &results);
+
+  /// A stream: room for `slots` sentences at once, the whole vocabulary.
+  void openStream(int64_t slots);
+  /// Sentences that join at the next step, numbered from `firstOrder`.
+  void join(const Batch &input, int64_t firstOrder);
+  /// One step of every live sentence; the sentences it finished.
+  std::vector<Sentence> step(tfm_translate_timing &timing);
+  int64_t liveSentences() const { return int64_t(sentences.size()); }
+  int64_t slotCount() const { return slots; }
 
 private:
   /// The hypotheses of the rows, in row order.
@@ -114,47 +158,54 @@ private:
     std::vector<SplitMix64> generators;          // sampling: each row's stream
   };
 
-  // Before the search.
-  void setSources(const Batch &input);
-  void setLengthLimits(const int32_t *lengths);
-  void startSearch();
+  // Sentences joining.
+  Sentence sentenceOf(const Batch &input, int32_t i, int64_t order) const;
+  /// The length limit: room for the forced prefix and one token more; the
+  /// positions table bounds it.
+  int64_t lengthLimit(const Sentence &s) const;
+  /// Room in the caches for `steps` more steps.
+  void reserveSteps(int64_t steps);
+  void startRows(int64_t first, int64_t count);
   /// The output projection's rows for the batch: the shortlist's, or all.
   void chooseOutputRows(const Batch &input);
   // The compiled model.
-  void encode();
-  void decodeStep(int64_t step);
+  void encode(const Batch &input, int64_t firstSlot);
+  void decodeStep();
   // A step's search.
-  void search(int64_t step, tfm_results &results);
-  void scanRows(int64_t step, std::vector<char> &nonFinite);
+  void search();
+  void scanRows(std::vector<char> &nonFinite);
   /// The row's best 2k extensions under the logits rules (or its one, in
   /// scoring and sampling); false when the logits are not finite.
-  bool scanRow(int64_t row, int64_t step, bool eosAllowed);
-  /// The token the row's hypothesis must take at `step`, or -1: the
+  bool scanRow(int64_t row);
+  /// The sentence of a row, and its position: the step less its start.
+  const Sentence &sentenceOfRow(int64_t row) const {
+    return sentences[row / beam];
+  }
+  int64_t position(const Sentence &s) const { return batchStep - s.start; }
+  /// The token the row's hypothesis must take at its position, or -1: the
   /// target's next (scoring), else the logits rules' forced token.
-  int32_t forcedToken(int64_t row, int64_t step) const;
+  int32_t forcedToken(int64_t row) const;
   /// Its column among the batch's output rows, or -1.
-  int32_t forcedColumn(int64_t row, int64_t step) const;
+  int32_t forcedColumn(int64_t row) const;
   /// Scoring: the row's one extension, its target's next token (then EOS)
   /// with its log p; false when the logits are not finite.
-  bool scoreRow(int64_t row, int64_t step);
+  bool scoreRow(int64_t row);
   /// Sampling: the row's one extension, a token drawn from its filtered
   /// distribution (or the forced one); false when the logits are not
   /// finite.
-  bool sampleRow(int64_t row, int64_t step, const std::vector<int32_t> &banned);
-  void checkFinite(const std::vector<char> &nonFinite, int64_t step) const;
-  void selectBeams(int64_t step);
+  bool sampleRow(int64_t row, const std::vector<int32_t> &banned);
+  void checkFinite(const std::vector<char> &nonFinite) const;
+  void selectBeams();
   std::vector<Candidate> sentenceCandidates(size_t slot) const;
-  void selectSentence(size_t slot, int64_t step, Beams &next);
-  void selectSamples(size_t slot, int64_t step, Beams &next);
+  void selectSentence(size_t slot, Beams &next);
+  void selectSamples(size_t slot, Beams &next);
   void endUnterminated(size_t slot, const Beams &next);
   float normalize(float score, size_t length) const {
     return score / std::pow(float(length), opts.length_penalty);
   }
-  bool allDone() const;
   // Between the steps.
-  void dropFinished(int64_t length);
+  std::vector<Sentence> dropFinished(int64_t length);
   void setNextTokens();
-  void collectResults(tfm_results &results);
 
   tfm_model &model;
   const tfm_model_config &cfg;
@@ -165,19 +216,16 @@ private:
   const int64_t vocab, heads, headDim;
   const LogitsRules rules;
 
-  int64_t batch = 0, srcLen = 0, rows = 0, capacity = 0;
-  // liveLengths: the source lengths of the sentences still decoded.
-  std::vector<int32_t> srcIds, srcLengths, liveLengths;
-  std::vector<int64_t> maxLen; // per sentence of the batch
-  // Per sentence of the batch: the tokens every hypothesis starts with.
-  std::vector<std::vector<int32_t>> forcedPrefixes;
-  std::vector<int64_t> inputIndexes; // per sentence: its index in the input
-  // Scoring (tfm_score_batch): per sentence its target, and how many of
-  // its first tokens are the forced prefix's (scored 0, as translating
-  // scores them).
+  // The batch's next step; the sentences it can hold; its live rows.
+  int64_t batchStep = 0, slots = 0, rows = 0;
+  // Scoring (tfm_score_batch) forces each sentence's target.
   bool scoring = false;
-  std::vector<std::vector<int32_t>> targets;
-  std::vector<size_t> forcedTargetTokens;
+  // Each sentence's first logits are kept for its results (not in
+  // streams).
+  bool keepFirstLogits = true;
+  std::vector<Sentence> sentences; // the live ones, by slot
+  // sourceLengths: the live sentences' (decode_step's source_lengths).
+  std::vector<int32_t> sourceLengths;
   // The output projection's rows this batch: logits rows are `columns()`
   // apart, and their first `outputRows.tokens()` are tokens.
   OutputRows outputRows;
@@ -192,96 +240,112 @@ private:
 
   Beams beams;
   std::vector<int32_t> tokens;                 // each row's next input
+  std::vector<int32_t> rowStarts;              // each row's sentence's start
   std::vector<std::vector<Candidate>> rowBest; // each row's best 2k
   std::vector<int64_t> parents; // the row each row continues, this step
-  // The sentences still searched, in batch order: slot s has rows
-  // s·beam .. s·beam + beam - 1. A finished sentence's rows leave the batch
-  // at the end of its step, so the steps after it cost it nothing.
-  std::vector<int64_t> live;
-  std::vector<std::vector<Hypothesis>> finished; // per sentence
-  std::vector<bool> done;                        // per sentence
 };
 
 //===----------------------------------------------------------------------===//
-// Before the search
+// Sentences joining
 //===----------------------------------------------------------------------===//
 
-void Translator::setSources(const Batch &input) {
-  const int32_t pad = int32_t(cfg.pad_token_id);
-  const int32_t *lengths = input.lengths;
-  batch = input.count;
-  rows = batch * beam;
-  // Pad the sources to the longest.
-  srcLen = *std::max_element(lengths, lengths + batch);
-  srcIds.assign(batch * srcLen, pad);
-  srcLengths.assign(lengths, lengths + batch);
-  for (int64_t b = 0; b < batch; ++b)
-    std::copy(input.sources[b], input.sources[b] + lengths[b],
-              &srcIds[b * srcLen]);
-  liveLengths = srcLengths;
-  inputIndexes.resize(batch);
-  for (int32_t b = 0; b < input.count; ++b)
-    inputIndexes[b] = input.index(b);
-  forcedPrefixes.assign(batch, {});
-  for (int32_t b = 0; b < input.count; ++b) {
-    forcedPrefixes[b] = input.prefix(b);
-    if (forcedPrefixes[b].empty() && cfg.forced_bos_token_id >= 0)
-      forcedPrefixes[b] = {int32_t(cfg.forced_bos_token_id)};
+Sentence Translator::sentenceOf(const Batch &input, int32_t i,
+                                int64_t order) const {
+  Sentence s;
+  s.order = order;
+  s.seed = input.index(i);
+  s.start = batchStep;
+  s.sourceLength = input.lengths[i];
+  s.forcedPrefix = input.prefix(i);
+  if (s.forcedPrefix.empty() && cfg.forced_bos_token_id >= 0)
+    s.forcedPrefix = {int32_t(cfg.forced_bos_token_id)};
+  if (input.targets) {
+    s.target = input.target(i);
+    auto [end, _] = std::mismatch(s.forcedPrefix.begin(), s.forcedPrefix.end(),
+                                  s.target.begin(), s.target.end());
+    s.forcedTargetTokens = size_t(end - s.forcedPrefix.begin());
   }
-  scoring = input.targets != nullptr;
-  targets.assign(scoring ? batch : 0, {});
-  forcedTargetTokens.assign(batch, 0);
-  for (int64_t b = 0; b < int64_t(targets.size()); ++b) {
-    targets[b] = input.target(int32_t(b));
-    const std::vector<int32_t> &forced = forcedPrefixes[b];
-    auto [end, _] = std::mismatch(forced.begin(), forced.end(),
-                                  targets[b].begin(), targets[b].end());
-    forcedTargetTokens[b] = size_t(end - forced.begin());
-  }
+  s.maxLen = lengthLimit(s);
+  return s;
 }
 
-/// Length limits per sentence, each room for its forced prefix and one
-/// token more; the positions table bounds them all.
-void Translator::setLengthLimits(const int32_t *lengths) {
-  maxLen.assign(batch, 0);
-  for (int64_t b = 0; b < batch; ++b) {
-    if (scoring) { // the target and EOS (RequestCheck bounds them)
-      maxLen[b] = int64_t(targets[b].size()) + 1;
-      continue;
-    }
-    int64_t limit = opts.max_length;
-    if (opts.max_length_ratio > 0 && !opts.suppress_eos)
-      limit = int64_t(std::min<double>(
-          double(limit), double(opts.max_length_ratio) * lengths[b] + 5));
-    limit = std::max<int64_t>(limit, forcedPrefixes[b].size() + 1);
-    maxLen[b] = std::max<int64_t>(1, std::min(limit, cfg.max_positions));
-  }
-  capacity = *std::max_element(maxLen.begin(), maxLen.end());
+int64_t Translator::lengthLimit(const Sentence &s) const {
+  if (scoring) // the target and EOS (RequestCheck bounds them)
+    return int64_t(s.target.size()) + 1;
+  int64_t limit = opts.max_length;
+  if (opts.max_length_ratio > 0 && !opts.suppress_eos)
+    limit = int64_t(std::min<double>(
+        double(limit), double(opts.max_length_ratio) * s.sourceLength + 5));
+  limit = std::max<int64_t>(limit, s.forcedPrefix.size() + 1);
+  return std::max<int64_t>(1, std::min(limit, cfg.max_positions));
 }
 
-void Translator::startSearch() {
-  kv.allocateSelf(cfg.decoder_layers, rows, capacity);
-  logits.resize(rows * columns());
-  logitBlocks.resize(rows * blocksPerRow() * 2);
-  beams.prefixes.assign(rows, {});
-  beams.scores.assign(rows, 0.0f);
-  beams.tokenScores.assign(rows, {});
-  // Only the first beam of each sentence is live at the start; every
-  // sample is, each with its own stream.
-  beams.generators.clear();
-  for (int64_t r = 0; r < rows; ++r) {
+/// The steps before every live sentence's start are dropped first; the
+/// caches grow (to twice what is needed, so that growing is rare) only if
+/// that is not enough.
+void Translator::reserveSteps(int64_t steps) {
+  int64_t shift = batchStep;
+  for (const Sentence &s : sentences)
+    shift = std::min(shift, s.start);
+  if (batchStep + steps > kv.steps() && shift > 0) {
+    kv.rebase(rows, shift, batchStep);
+    batchStep -= shift;
+    for (Sentence &s : sentences)
+      s.start -= shift;
+    for (int32_t &start : rowStarts)
+      start -= int32_t(shift);
+  }
+  if (batchStep + steps > kv.steps())
+    kv.growSelf(rows, 2 * (batchStep + steps), batchStep);
+}
+
+void Translator::openStream(int64_t streamSlots) {
+  slots = streamSlots;
+  keepFirstLogits = false;
+  outputRows.chooseAll(model);
+  kv.allocateSelf(cfg.decoder_layers, slots * beam, 0);
+}
+
+void Translator::join(const Batch &input, int64_t firstOrder) {
+  int64_t firstSlot = int64_t(sentences.size());
+  int64_t added = input.count, steps = 0;
+  if (firstSlot == 0) // the batch had ended: its steps begin again
+    batchStep = 0;
+  for (int32_t i = 0; i < input.count; ++i) {
+    sentences.push_back(sentenceOf(input, i, firstOrder + i));
+    sourceLengths.push_back(input.lengths[i]);
+    steps = std::max(steps, sentences.back().maxLen);
+  }
+  reserveSteps(steps);
+  encode(input, firstSlot);
+  startRows(firstSlot * beam, added * beam);
+}
+
+/// The rows of new sentences: only the first beam of each is live at the
+/// start; every sample is, each with its own stream.
+void Translator::startRows(int64_t first, int64_t count) {
+  rows = first + count;
+  kv.startRows(first, count);
+  logits.resize(std::max<size_t>(logits.size, rows * columns()));
+  logitBlocks.resize(
+      std::max<size_t>(logitBlocks.size, rows * blocksPerRow() * 2));
+  beams.prefixes.resize(rows);
+  beams.scores.resize(rows);
+  beams.tokenScores.resize(rows);
+  tokens.resize(rows);
+  rowStarts.resize(rows);
+  rowBest.resize(rows);
+  for (int64_t r = first; r < rows; ++r) {
+    const Sentence &s = sentenceOfRow(r);
+    beams.prefixes[r].clear();
+    beams.tokenScores[r].clear();
+    beams.scores[r] = !sampling && r % beam ? kNegInf : 0.0f;
     if (sampling)
-      beams.generators.push_back(SplitMix64::stream(
-          opts.seed, uint64_t(inputIndexes[r / beam]), uint64_t(r % beam)));
-    else if (r % beam)
-      beams.scores[r] = kNegInf;
+      beams.generators.push_back(
+          SplitMix64::stream(opts.seed, uint64_t(s.seed), uint64_t(r % beam)));
+    tokens[r] = int32_t(cfg.decoder_start_token_id);
+    rowStarts[r] = int32_t(s.start);
   }
-  finished.assign(batch, {});
-  done.assign(batch, false);
-  live.resize(batch);
-  std::iota(live.begin(), live.end(), 0);
-  tokens.assign(rows, int32_t(cfg.decoder_start_token_id));
-  rowBest.assign(rows, {});
 }
 
 /// With a shortlist, the rows of the batch's candidates (Shortlist.h); the
@@ -291,39 +355,64 @@ void Translator::chooseOutputRows(const Batch &input) {
     return outputRows.chooseAll(model);
   std::vector<const int32_t *> sources(input.sources,
                                        input.sources + input.count);
+  std::vector<int32_t> lengths(input.lengths, input.lengths + input.count);
+  std::vector<std::vector<int32_t>> prefixes;
+  for (int32_t i = 0; i < input.count; ++i)
+    prefixes.push_back(sentenceOf(input, i, i).forcedPrefix);
   outputRows.chooseTokens(
-      model, model.shortlist->candidates(sources, srcLengths, forcedPrefixes));
+      model, model.shortlist->candidates(sources, lengths, prefixes));
 }
 
 //===----------------------------------------------------------------------===//
 // The compiled model
 //===----------------------------------------------------------------------===//
 
-void Translator::encode() {
-  int64_t d = cfg.d_model;
-  encoderOut.resize(batch * srcLen * d);
-  kv.clearCross();
+/// The input's cross-attention keys and values into slots from
+/// `firstSlot` on: written in place when the batch is empty, else beside
+/// it and then placed.
+void Translator::encode(const Batch &input, int64_t firstSlot) {
+  const int32_t pad = int32_t(cfg.pad_token_id);
+  int64_t count = input.count, d = cfg.d_model;
+  int64_t srcLen = *std::max_element(input.lengths, input.lengths + count);
+  std::vector<int32_t> srcIds(count * srcLen, pad);
+  for (int64_t b = 0; b < count; ++b)
+    std::copy(input.sources[b], input.sources[b] + input.lengths[b],
+              &srcIds[b * srcLen]);
+  encoderOut.resize(count * srcLen * d);
+  int64_t buffers = 2 * cfg.decoder_layers;
+  Buffers placed;
+  if (firstSlot == 0)
+    kv.allocateCross(buffers, slots, srcLen);
+  else
+    for (int64_t i = 0; i < buffers; ++i)
+      placed.push_back(
+          std::make_unique<Buffer>(count * heads * srcLen * headDim));
   ArgPack args;
   args.memref(model.weights, {model.weightsSize});
-  args.memref(srcIds.data(), {batch, srcLen});
-  args.memref(srcLengths.data(), {batch});
-  args.memref(encoderOut.data, {batch, srcLen, d});
-  for (int64_t l = 0; l < 2 * cfg.decoder_layers; ++l)
-    args.memref(kv.addCross(batch, srcLen), {batch, heads, srcLen, headDim});
+  args.memref(srcIds.data(), {count, srcLen});
+  args.memref(input.lengths, {count});
+  args.memref(encoderOut.data, {count, srcLen, d});
+  for (int64_t i = 0; i < buffers; ++i)
+    args.memref(firstSlot == 0 ? kv.crossData(i) : placed[i]->data,
+                {count, heads, srcLen, headDim});
   tfm_encode(args.data());
+  if (firstSlot != 0)
+    kv.placeCross(placed, firstSlot, count, srcLen);
 }
 
-void Translator::decodeStep(int64_t step) {
+void Translator::decodeStep() {
   ArgPack args;
+  int64_t liveCount = int64_t(sentences.size());
+  int64_t srcLen = kv.crossLength(), capacity = kv.steps();
   args.memref(model.weights, {model.weightsSize});
   args.memref(tokens.data(), {rows, 1});
-  args.scalar(step);
-  int64_t sentences = rows / beam;
-  args.memref(liveLengths.data(), {sentences});
+  args.scalar(batchStep);
+  args.memref(sourceLengths.data(), {liveCount});
   args.memref(kv.cacheRows(), {rows, capacity});
+  args.memref(rowStarts.data(), {rows});
   for (int64_t l = 0; l < cfg.decoder_layers; ++l) {
-    args.memref(kv.crossData(2 * l), {sentences, heads, srcLen, headDim});
-    args.memref(kv.crossData(2 * l + 1), {sentences, heads, srcLen, headDim});
+    args.memref(kv.crossData(2 * l), {liveCount, heads, srcLen, headDim});
+    args.memref(kv.crossData(2 * l + 1), {liveCount, heads, srcLen, headDim});
     args.memref(kv.selfData(2 * l), {rows, heads, capacity, headDim});
     args.memref(kv.selfData(2 * l + 1), {rows, heads, capacity, headDim});
   }
@@ -339,50 +428,46 @@ void Translator::decodeStep(int64_t step) {
 // A step's search
 //===----------------------------------------------------------------------===//
 
-void Translator::search(int64_t step, tfm_results &results) {
-  if (step == 0) {
-    results.firstLogits.assign(batch, {});
-    for (int64_t b = 0; b < batch; ++b) {
-      // The tokens outside the shortlist have no logit: -inf.
-      std::vector<float> &first = results.firstLogits[b];
-      first.assign(vocab, kNegInf);
-      const float *row = logits.data + b * beam * columns();
-      for (int64_t c = 0; c < outputRows.tokens(); ++c)
-        first[outputRows.tokenOf(c)] = row[c];
-    }
+void Translator::search() {
+  for (size_t slot = 0; keepFirstLogits && slot < sentences.size(); ++slot) {
+    Sentence &s = sentences[slot];
+    if (position(s) != 0)
+      continue;
+    // The tokens outside the shortlist have no logit: -inf.
+    s.firstLogits.assign(vocab, kNegInf);
+    const float *row = logits.data + slot * beam * columns();
+    for (int64_t c = 0; c < outputRows.tokens(); ++c)
+      s.firstLogits[outputRows.tokenOf(c)] = row[c];
   }
   std::vector<char> nonFinite(rows, 0);
-  {
-    ScopedTimer timer(results.timing.scan);
-    scanRows(step, nonFinite);
-  }
-  checkFinite(nonFinite, step);
-  selectBeams(step);
+  scanRows(nonFinite);
+  checkFinite(nonFinite);
+  selectBeams();
 }
 
 /// Each live row's best 2k extensions, rows in parallel: a row's
 /// log-softmax normalizer sums the exponentials of all its logits. One row
 /// is scanned on the calling thread (forking would take longer than the
 /// scan of its blocks).
-void Translator::scanRows(int64_t step, std::vector<char> &nonFinite) {
-  bool eosAllowed = rules.eosAllowed(step);
+void Translator::scanRows(std::vector<char> &nonFinite) {
 #pragma omp parallel for schedule(static) if (rows > 1)
   for (int64_t r = 0; r < rows; ++r) {
     rowBest[r].clear();
     if (beams.scores[r] != kNegInf)
-      nonFinite[r] = !scanRow(r, step, eosAllowed);
+      nonFinite[r] = !scanRow(r);
   }
 }
 
-bool Translator::scanRow(int64_t r, int64_t step, bool eosAllowed) {
+bool Translator::scanRow(int64_t r) {
   if (scoring)
-    return scoreRow(r, step);
+    return scoreRow(r);
   // In the row's columns: the tokens of the batch's output rows.
   float *row = logits.data + r * columns();
+  bool eosAllowed = rules.eosAllowed(position(sentenceOfRow(r)));
   RowRules rowRules =
       rules.applyToRow(row, beams.prefixes[r], eosAllowed, outputRows);
   if (sampling)
-    return sampleRow(r, step, rowRules.banned);
+    return sampleRow(r, rowRules.banned);
   // The blocks' terms hold for the logits as decode_step wrote them.
   bool blocksHold = opts.fused_search && !rowRules.logitsChanged;
   int64_t outputTokens = outputRows.tokens();
@@ -392,11 +477,10 @@ bool Translator::scanRow(int64_t r, int64_t step, bool eosAllowed) {
                 BlockedLogits{row, logitBlocks.data + r * blocksPerRow() * 2,
                               kLogitBlock},
                 outputTokens, beams.scores[r], 0, 2 * beam, rowRules.banned,
-                forcedColumn(r, step), rowRules.penalized,
-                opts.repetition_penalty)
+                forcedColumn(r), rowRules.penalized, opts.repetition_penalty)
           : bestExtensions(row, outputTokens, beams.scores[r], 0, 2 * beam,
-                           rowRules.banned, forcedColumn(r, step),
-                           rowRules.penalized, opts.repetition_penalty);
+                           rowRules.banned, forcedColumn(r), rowRules.penalized,
+                           opts.repetition_penalty);
   if (!best)
     return false;
   for (Candidate &c : *best) // (beam, token) as the beams' choice reads it
@@ -408,18 +492,19 @@ bool Translator::scanRow(int64_t r, int64_t step, bool eosAllowed) {
 /// A hypothesis shorter than its sentence's prefix takes the prefix's next
 /// token, and one at its length limit may have to end (LogitsRules.h);
 /// scoring forces the target, then EOS.
-int32_t Translator::forcedToken(int64_t row, int64_t step) const {
-  int64_t b = live[row / beam];
+int32_t Translator::forcedToken(int64_t row) const {
+  const Sentence &s = sentenceOfRow(row);
+  int64_t at = position(s);
   if (scoring)
-    return size_t(step) < targets[b].size() ? targets[b][step]
-                                            : int32_t(cfg.eos_token_id);
-  return rules.forcedToken(forcedPrefixes[b], maxLen[b], step);
+    return size_t(at) < s.target.size() ? s.target[at]
+                                        : int32_t(cfg.eos_token_id);
+  return rules.forcedToken(s.forcedPrefix, s.maxLen, at);
 }
 
 /// The shortlist holds every forced token (the prefixes and the special
 /// tokens are among a batch's candidates).
-int32_t Translator::forcedColumn(int64_t row, int64_t step) const {
-  int32_t token = forcedToken(row, step);
+int32_t Translator::forcedColumn(int64_t row) const {
+  int32_t token = forcedToken(row);
   if (token < 0)
     return token;
   int32_t column = outputRows.columnOf(token);
@@ -430,25 +515,25 @@ int32_t Translator::forcedColumn(int64_t row, int64_t step) const {
   return column;
 }
 
-bool Translator::scoreRow(int64_t r, int64_t step) {
-  int32_t token = forcedToken(r, step); // scoring reads every column
+bool Translator::scoreRow(int64_t r) {
+  int32_t token = forcedToken(r); // scoring reads every column
   std::optional<float> logp =
       logProbability(logits.data + r * columns(), outputRows.tokens(), token);
   if (!logp)
     return false;
-  if (size_t(step) < forcedTargetTokens[live[r / beam]])
+  const Sentence &s = sentenceOfRow(r);
+  if (size_t(position(s)) < s.forcedTargetTokens)
     logp = 0.0f;
   rowBest[r] = {{beams.scores[r] + *logp, (r % beam) * vocab + token, *logp}};
   return true;
 }
 
-bool Translator::sampleRow(int64_t row, int64_t step,
-                           const std::vector<int32_t> &banned) {
+bool Translator::sampleRow(int64_t row, const std::vector<int32_t> &banned) {
   // In the row's columns, as scanRow; `banned` too.
   const float *logits = this->logits.data + row * columns();
   int64_t outputTokens = outputRows.tokens();
   float score = beams.scores[row];
-  if (int32_t forced = forcedColumn(row, step); forced >= 0) { // no draw
+  if (int32_t forced = forcedColumn(row); forced >= 0) { // no draw
     std::optional<std::vector<Candidate>> best =
         bestExtensions(logits, outputTokens, score, 0, 1, banned, forced);
     if (best)
@@ -473,30 +558,31 @@ bool Translator::sampleRow(int64_t row, int64_t step,
 
 /// tfmc refuses non-finite weights, so a NaN here means damaged weights
 /// (or an fp32 overflow): never a translation to print.
-void Translator::checkFinite(const std::vector<char> &nonFinite,
-                             int64_t step) const {
+void Translator::checkFinite(const std::vector<char> &nonFinite) const {
   for (int64_t r = 0; r < rows; ++r)
-    if (nonFinite[r])
+    if (nonFinite[r]) {
+      const Sentence &s = sentenceOfRow(r);
       throw SearchError(
           fmt::format(
               "sentence {}: the logits of step {} are not finite; "
               "the weights in {} are damaged (--verify-weights names the "
               "tensors) or the model overflows fp32",
-              live[r / beam] + 1, step + 1, model.path),
-          int32_t(live[r / beam]));
+              s.order + 1, position(s) + 1, model.path),
+          int32_t(s.order));
+    }
 }
 
 /// Each live sentence's next beams from its rows' best extensions; sets
 /// `parents`.
-void Translator::selectBeams(int64_t step) {
+void Translator::selectBeams() {
   parents.resize(rows);
   std::iota(parents.begin(), parents.end(), 0);
   Beams next = beams;
-  for (size_t s = 0; s < live.size(); ++s)
+  for (size_t s = 0; s < sentences.size(); ++s)
     if (sampling)
-      selectSamples(s, step, next);
+      selectSamples(s, next);
     else
-      selectSentence(s, step, next);
+      selectSentence(s, next);
   std::swap(beams, next);
 }
 
@@ -518,9 +604,9 @@ std::vector<Candidate> Translator::sentenceCandidates(size_t slot) const {
 /// The best candidates of the sentence in `slot` become its next beams in
 /// `next` (an EOS among the first `beam` ends a hypothesis instead); the
 /// sentence is done when it has `beam` hypotheses or reaches its limit.
-void Translator::selectSentence(size_t slot, int64_t step, Beams &next) {
+void Translator::selectSentence(size_t slot, Beams &next) {
   const int32_t eos = int32_t(cfg.eos_token_id);
-  int64_t b = live[slot];
+  Sentence &sentence = sentences[slot];
   std::vector<Candidate> candidates = sentenceCandidates(slot);
   int64_t kept = 0;
   for (size_t c = 0; c < candidates.size() && kept < beam; ++c) {
@@ -534,9 +620,9 @@ void Translator::selectSentence(size_t slot, int64_t step, Beams &next) {
         const std::vector<int32_t> &prefix = beams.prefixes[parent];
         std::vector<float> tokenScores = beams.tokenScores[parent];
         tokenScores.push_back(logp);
-        finished[b].push_back({prefix, score,
-                               normalize(score, prefix.size() + 1),
-                               std::move(tokenScores)});
+        sentence.finished.push_back({prefix, score,
+                                     normalize(score, prefix.size() + 1),
+                                     std::move(tokenScores)});
       }
       continue;
     }
@@ -550,19 +636,19 @@ void Translator::selectSentence(size_t slot, int64_t step, Beams &next) {
   }
   for (; kept < beam; ++kept)
     next.scores[slot * beam + kept] = kNegInf;
-  if (int64_t(finished[b].size()) >= beam) {
-    done[b] = true;
-  } else if (step + 1 >= maxLen[b]) {
+  if (int64_t(sentence.finished.size()) >= beam) {
+    sentence.done = true;
+  } else if (position(sentence) + 1 >= sentence.maxLen) {
     endUnterminated(slot, next);
-    done[b] = true;
+    sentence.done = true;
   }
 }
 
 /// Each live sample of the sentence in `slot` takes its drawn token in
 /// its own row (an EOS ends it); the sentence is done when every sample
 /// has ended or it reaches its limit.
-void Translator::selectSamples(size_t slot, int64_t step, Beams &next) {
-  int64_t b = live[slot];
+void Translator::selectSamples(size_t slot, Beams &next) {
+  Sentence &sentence = sentences[slot];
   bool anyLive = false;
   for (int64_t r = slot * beam; r < int64_t(slot + 1) * beam; ++r) {
     if (rowBest[r].empty()) { // ended before, or nothing to draw
@@ -573,8 +659,9 @@ void Translator::selectSamples(size_t slot, int64_t step, Beams &next) {
     next.tokenScores[r].push_back(logp);
     if (token == cfg.eos_token_id) {
       const std::vector<int32_t> &prefix = beams.prefixes[r];
-      finished[b].push_back({prefix, score, normalize(score, prefix.size() + 1),
-                             next.tokenScores[r]});
+      sentence.finished.push_back({prefix, score,
+                                   normalize(score, prefix.size() + 1),
+                                   next.tokenScores[r]});
       next.scores[r] = kNegInf;
       continue;
     }
@@ -583,72 +670,78 @@ void Translator::selectSamples(size_t slot, int64_t step, Beams &next) {
     anyLive = true;
   }
   if (!anyLive) {
-    done[b] = true;
-  } else if (step + 1 >= maxLen[b]) {
+    sentence.done = true;
+  } else if (position(sentence) + 1 >= sentence.maxLen) {
     endUnterminated(slot, next);
-    done[b] = true;
+    sentence.done = true;
   }
 }
 
 /// Out of length: the live beams of the sentence in `slot` end here,
 /// unterminated.
 void Translator::endUnterminated(size_t slot, const Beams &next) {
-  int64_t b = live[slot];
+  Sentence &sentence = sentences[slot];
   for (int64_t j = 0; j < beam; ++j) {
     int64_t r = slot * beam + j;
     if (next.scores[r] == kNegInf)
       continue;
     const std::vector<int32_t> &prefix = next.prefixes[r];
-    finished[b].push_back({prefix, next.scores[r],
-                           normalize(next.scores[r], prefix.size()),
-                           next.tokenScores[r]});
+    sentence.finished.push_back({prefix, next.scores[r],
+                                 normalize(next.scores[r], prefix.size()),
+                                 next.tokenScores[r]});
   }
-}
-
-bool Translator::allDone() const {
-  return std::all_of(done.begin(), done.end(), [](bool d) { return d; });
 }
 
 //===----------------------------------------------------------------------===//
 // Between the steps
 //===----------------------------------------------------------------------===//
 
-/// The rows of the sentences done this step leave the batch: the caches,
-/// the cross-attention keys/values, the source lengths and the beams of
-/// the others move up.
-void Translator::dropFinished(int64_t length) {
-  if (std::none_of(live.begin(), live.end(),
-                   [&](int64_t b) { return done[b]; }))
-    return;
-  // keptSlots: the sentences (of the batch) still decoded; keptLive: their
-  // places among the live ones.
-  std::vector<int64_t> keptRows, keptSlots, keptLive;
-  for (size_t s = 0; s < live.size(); ++s)
-    if (!done[live[s]]) {
-      keptSlots.push_back(live[s]);
-      keptLive.push_back(int64_t(s));
-      for (int64_t j = 0; j < beam; ++j)
-        keptRows.push_back(int64_t(s) * beam + j);
+/// The sentences done this step leave the batch (returned, their n best
+/// hypotheses sorted): the caches, the cross-attention keys/values, the
+/// source lengths and the beams of the others move up.
+std::vector<Sentence> Translator::dropFinished(int64_t length) {
+  std::vector<Sentence> leaving;
+  if (std::none_of(sentences.begin(), sentences.end(),
+                   [](const Sentence &s) { return s.done; }))
+    return leaving;
+  // keptSlots: the sentences still decoded; keptRows: their rows.
+  std::vector<int64_t> keptRows, keptSlots;
+  std::vector<Sentence> staying;
+  for (size_t s = 0; s < sentences.size(); ++s) {
+    if (sentences[s].done) {
+      leaving.push_back(std::move(sentences[s]));
+      continue;
     }
-  kv.compact(keptRows, keptLive, length);
-  for (size_t i = 0; i < keptLive.size(); ++i)
-    liveLengths[i] = liveLengths[keptLive[i]];
-  liveLengths.resize(keptLive.size());
+    staying.push_back(std::move(sentences[s]));
+    keptSlots.push_back(int64_t(s));
+    for (int64_t j = 0; j < beam; ++j)
+      keptRows.push_back(int64_t(s) * beam + j);
+  }
+  kv.compact(keptRows, keptSlots, length);
+  sentences = std::move(staying);
+  for (size_t i = 0; i < keptSlots.size(); ++i)
+    sourceLengths[i] = sourceLengths[keptSlots[i]];
+  sourceLengths.resize(keptSlots.size());
   rows = int64_t(keptRows.size());
   for (size_t i = 0; i < keptRows.size(); ++i)
     if (keptRows[i] != int64_t(i)) { // (a self-move would empty it)
-      beams.prefixes[i] = std::move(beams.prefixes[keptRows[i]]);
-      beams.scores[i] = beams.scores[keptRows[i]];
-      beams.tokenScores[i] = std::move(beams.tokenScores[keptRows[i]]);
+      int64_t from = keptRows[i];
+      beams.prefixes[i] = std::move(beams.prefixes[from]);
+      beams.scores[i] = beams.scores[from];
+      beams.tokenScores[i] = std::move(beams.tokenScores[from]);
+      rowStarts[i] = rowStarts[from];
       if (sampling)
-        beams.generators[i] = beams.generators[keptRows[i]];
+        beams.generators[i] = beams.generators[from];
     }
   beams.prefixes.resize(rows);
   beams.scores.resize(rows);
   beams.tokenScores.resize(rows);
+  rowStarts.resize(rows);
   if (sampling)
     beams.generators.resize(rows);
-  live = std::move(keptSlots);
+  for (Sentence &s : leaving)
+    sortHypotheses(s.finished, opts.n_best);
+  return leaving;
 }
 
 /// Each row's next input: its last token, or the decoder start token.
@@ -659,57 +752,52 @@ void Translator::setNextTokens() {
                                           : beams.prefixes[r].back();
 }
 
-/// Each sentence's n best hypotheses, best first (ties in the order found).
-void Translator::collectResults(tfm_results &results) {
-  results.nbest.assign(batch, {});
-  for (int64_t b = 0; b < batch; ++b) {
-    std::vector<Hypothesis> &hyps = finished[b];
-    std::stable_sort(hyps.begin(), hyps.end(),
-                     [](const Hypothesis &x, const Hypothesis &y) {
-                       return x.normalized > y.normalized;
-                     });
-    if (int64_t(hyps.size()) > opts.n_best)
-      hyps.resize(std::max(1, opts.n_best));
-    results.nbest[b] = std::move(hyps);
+std::vector<Sentence> Translator::step(tfm_translate_timing &timing) {
+  {
+    ScopedTimer timer(timing.decode);
+    std::optional<uint64_t> before = parallelRegionsBegun();
+    decodeStep();
+    if (before)
+      timing.parallel_regions += int64_t(*parallelRegionsBegun() - *before);
   }
+  ++timing.steps;
+  timing.row_steps += rows;
+  {
+    ScopedTimer timer(timing.search);
+    search();
+  }
+  ScopedTimer timer(timing.caches);
+  kv.reorder(parents, batchStep + 1);
+  std::vector<Sentence> leaving = dropFinished(batchStep + 1);
+  ++batchStep;
+  setNextTokens();
+  return leaving;
 }
 
 void Translator::run(const Batch &input, tfm_results &results) {
   tfm_translate_timing &timing = results.timing;
   timing = {};
-  setSources(input);
-  setLengthLimits(input.lengths);
+  scoring = input.targets != nullptr;
+  slots = input.count;
   chooseOutputRows(input);
   timing.output_tokens = outputRows.tokens();
+  int64_t steps = 0;
+  for (int32_t i = 0; i < input.count; ++i)
+    steps = std::max(steps, lengthLimit(sentenceOf(input, i, i)));
+  kv.allocateSelf(cfg.decoder_layers, slots * beam, steps);
   {
     ScopedTimer timer(timing.encode);
-    encode();
+    join(input, 0);
   }
-  startSearch();
   if (!parallelRegionsBegun())
     timing.parallel_regions = -1;
-  for (int64_t step = 0; step < capacity; ++step) {
-    {
-      ScopedTimer timer(timing.decode);
-      std::optional<uint64_t> before = parallelRegionsBegun();
-      decodeStep(step);
-      if (before)
-        timing.parallel_regions += int64_t(*parallelRegionsBegun() - *before);
+  results.nbest.assign(input.count, {});
+  results.firstLogits.assign(input.count, {});
+  while (!sentences.empty())
+    for (Sentence &s : step(timing)) {
+      results.nbest[s.order] = std::move(s.finished);
+      results.firstLogits[s.order] = std::move(s.firstLogits);
     }
-    ++timing.steps;
-    timing.row_steps += rows;
-    {
-      ScopedTimer timer(timing.search);
-      search(step, results);
-    }
-    if (allDone())
-      break;
-    ScopedTimer timer(timing.caches);
-    kv.reorder(parents, step + 1);
-    dropFinished(step + 1);
-    setNextTokens();
-  }
-  collectResults(results);
 }
 
 /// Runs the translator (or scorer) over the batch, errors as statuses.
@@ -731,6 +819,91 @@ tfm_status run(tfm_model &model, const tfm_search_options &options,
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// Streams
+//===----------------------------------------------------------------------===//
+
+/// A stream is a Translator that sentences join while it runs.
+struct tfm_stream_t {
+  tfm_stream_t(tfm_model &model, const tfm_search_options &options)
+      : model(model), options(options), translator(model, options) {}
+  tfm_model &model;
+  tfm_search_options options;
+  Translator translator;
+  int64_t added = 0; // sentences added so far: the next one's number
+  tfm_translate_timing timing{};
+};
+
+tfm_status tfm_runtime::openStream(tfm_model &model,
+                                   const tfm_search_options &options,
+                                   int32_t maxSentences,
+                                   tfm_stream **out_stream) {
+  *out_stream = nullptr;
+  tfm_search_options resolved = withModelDefaults(model.config, options);
+  if (maxSentences < 1)
+    return makeError("a stream holds at least 1 sentence, not {}",
+                     maxSentences);
+  if (tfm_status s = searchOptionsError(resolved))
+    return s;
+  try {
+    auto stream = std::make_unique<tfm_stream_t>(model, resolved);
+    stream->translator.openStream(maxSentences);
+    *out_stream = stream.release();
+    return nullptr;
+  } catch (const std::bad_alloc &) {
+    return makeError("out of memory opening a stream of {} sentences",
+                     maxSentences);
+  }
+}
+
+tfm_status tfm_runtime::addToStream(tfm_stream &stream, const Batch &batch) {
+  Translator &translator = stream.translator;
+  if (batch.count > translator.slotCount() - translator.liveSentences())
+    return makeError("the stream has room for {} more sentences, not {}",
+                     translator.slotCount() - translator.liveSentences(),
+                     batch.count);
+  if (tfm_status s = RequestCheck(stream.model.config, stream.options, batch)
+                         .translation())
+    return s;
+  try {
+    ScopedTimer timer(stream.timing.encode);
+    translator.join(batch, stream.added);
+    stream.added += batch.count;
+    return nullptr;
+  } catch (const std::bad_alloc &) {
+    return makeError("out of memory adding {} sentences to a stream",
+                     batch.count);
+  }
+}
+
+tfm_status tfm_runtime::stepStream(tfm_stream &stream,
+                                   tfm_results **out_results) {
+  *out_results = nullptr;
+  try {
+    auto results = std::make_unique<tfm_results_t>();
+    if (stream.translator.liveSentences() > 0)
+      for (Sentence &s : stream.translator.step(stream.timing)) {
+        results->nbest.push_back(std::move(s.finished));
+        results->sentenceNumbers.push_back(s.order);
+      }
+    results->timing = stream.timing;
+    *out_results = results.release();
+    return nullptr;
+  } catch (const SearchError &e) {
+    tfm_status status = makeError(e.what());
+    status->sentence = e.sentence;
+    return status;
+  } catch (const std::bad_alloc &) {
+    return makeError("out of memory in a stream's step");
+  }
+}
+
+int32_t tfm_runtime::streamSentences(const tfm_stream &stream) {
+  return int32_t(stream.translator.liveSentences());
+}
+
+void tfm_runtime::closeStream(tfm_stream *stream) { delete stream; }
 
 tfm_status tfm_runtime::translate(tfm_model &model,
                                   const tfm_search_options &options,

@@ -4,7 +4,8 @@
 // definition here. Translator.cpp checks a request (Request.h), runs the
 // compiled `encode` over a padded batch, then `decode_step` until every
 // sentence has its hypotheses, searching (greedy, beam or sampling)
-// between the steps.
+// between the steps; a stream (tfm_stream) is such a batch that sentences
+// join while it runs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +33,8 @@ struct tfm_results_t {
   std::vector<std::vector<tfm_runtime::Hypothesis>> nbest;
   std::vector<std::vector<float>> firstLogits;
   tfm_translate_timing timing{};
+  /// A stream's step: each result's sentence, by the order it was added.
+  std::vector<int64_t> sentenceNumbers;
 };
 
 namespace tfm_runtime {
@@ -46,6 +49,18 @@ tfm_status translate(tfm_model &model, const tfm_search_options &options,
 /// sentence. No exception leaves it.
 tfm_status score(tfm_model &model, const tfm_search_options &options,
                  const Batch &batch, tfm_results **out_results);
+
+/// tfm_stream_open: a stream of at most `maxSentences` sentences at once,
+/// searched with `options` (checked here).
+tfm_status openStream(tfm_model &model, const tfm_search_options &options,
+                      int32_t maxSentences, tfm_stream **out_stream);
+/// tfm_stream_add: checks the batch, then encodes it; its sentences join
+/// at the next step.
+tfm_status addToStream(tfm_stream &stream, const Batch &batch);
+/// tfm_stream_step: one step; the results of the sentences it finished.
+tfm_status stepStream(tfm_stream &stream, tfm_results **out_results);
+int32_t streamSentences(const tfm_stream &stream);
+void closeStream(tfm_stream *stream);
 
 } // namespace tfm_runtime
 

@@ -23,6 +23,21 @@ func.func @attention(%q: tensor<2x4x?x16xf32>, %k: tensor<2x4x?x16xf32>, %v: ten
 
 // -----
 
+// Key starts: the start mask, after the padding mask.
+// CHECK-LABEL: func @attention_starts
+// CHECK: %[[S:.+]] = tfm.scale
+// CHECK-NEXT: %[[M:.+]] = tfm.key_start_mask %[[S]], %{{.+}} : tensor<2x4x1x?xf32>, tensor<2xi32>
+// CHECK-NEXT: tfm.causal_mask %[[M]]
+// REFUSE-LABEL: func @attention_starts
+// REFUSE-NEXT: tfm.attention %{{.+}}, %{{.+}}, %{{.+}} starts(%{{.+}} : tensor<2xi32>) causal scale 2.500000e-01
+func.func @attention_starts(%q: tensor<2x4x1x16xf32>, %k: tensor<2x4x?x16xf32>, %v: tensor<2x4x?x16xf32>, %b: tensor<2xi32>) -> tensor<2x4x1x16xf32> {
+  %o = tfm.attention %q, %k, %v starts(%b : tensor<2xi32>) causal scale 0.25
+      : tensor<2x4x1x16xf32>, tensor<2x4x?x16xf32>, tensor<2x4x?x16xf32> -> tensor<2x4x1x16xf32>
+  return %o : tensor<2x4x1x16xf32>
+}
+
+// -----
+
 // Key rows: keys and values gathered through them first.
 // CHECK-LABEL: func @attention_key_rows
 // CHECK-SAME: (%[[Q:[a-z0-9]+]]: {{.+}}, %[[K:[a-z0-9]+]]: {{.+}}, %[[V:[a-z0-9]+]]: {{.+}}, %[[R:[a-z0-9]+]]: {{.+}})

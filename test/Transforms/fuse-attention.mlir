@@ -57,6 +57,24 @@ func.func @causal_over_cache(%q: tensor<?x4x1x16xf32>, %k: tensor<?x4x1x16xf32>,
 
 // -----
 
+// A batch that sentences join: the start mask of each row's history
+// becomes the attention's starts.
+// CHECK-LABEL: func @key_starts
+// CHECK-SAME: %[[B:[a-z0-9]+]]: tensor<?xi32>)
+// CHECK-NEXT: %[[O:.+]] = tfm.attention %{{.+}}, %{{.+}}, %{{.+}} starts(%[[B]] : tensor<?xi32>) causal scale 2.500000e-01
+// CHECK-NEXT: return %[[O]]
+func.func @key_starts(%q: tensor<?x4x1x16xf32>, %k: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x16xf32>, %starts: tensor<?xi32>) -> tensor<?x4x1x16xf32> {
+  %s = tfm.matmul %q, %k {transpose_rhs = true} : tensor<?x4x1x16xf32>, tensor<?x4x?x16xf32> -> tensor<?x4x1x?xf32>
+  %s1 = tfm.scale %s by 0.25 : tensor<?x4x1x?xf32>
+  %s2 = tfm.key_start_mask %s1, %starts : tensor<?x4x1x?xf32>, tensor<?xi32>
+  %s3 = tfm.causal_mask %s2 : tensor<?x4x1x?xf32>
+  %p = tfm.softmax %s3 axis 3 : tensor<?x4x1x?xf32>
+  %o = tfm.matmul %p, %v : tensor<?x4x1x?xf32>, tensor<?x4x?x16xf32> -> tensor<?x4x1x16xf32>
+  return %o : tensor<?x4x1x16xf32>
+}
+
+// -----
+
 // Negative twin: the probabilities have another user.
 // CHECK-LABEL: func @probabilities_have_another_user
 // CHECK-NOT: tfm.attention

@@ -4,7 +4,9 @@
 // must read: after a reorder row r's history is row parents[r]'s and no
 // value moved; after a compaction the kept rows, their histories and the
 // kept sentences have moved up, and the positions past `length` are never
-// touched.
+// touched. Sentences that join a running batch: their cross-attention
+// keys placed beside the others' (of another source length), the steps
+// before every row's start dropped, the caches grown.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,8 +36,9 @@ float tag(int64_t buffer, int64_t row, int64_t head, int64_t position,
 class Caches {
 public:
   Caches(int64_t rows, int64_t sentences) : rows(rows), sentences(sentences) {
+    kv.allocateCross(2 * kLayers, sentences, kSourceLength);
     for (int64_t b = 0; b < 2 * kLayers; ++b) {
-      float *data = kv.addCross(sentences, kSourceLength);
+      float *data = kv.crossData(b);
       forEach(sentences, kSourceLength,
               [&](int64_t s, int64_t h, int64_t p, int64_t l, int64_t at) {
                 data[at] = tag(b, s, h, p, l);
@@ -188,6 +191,82 @@ TEST(KvCaches, CompactMovesTheKeptRowsAndSentencesUp) {
               << "buffer " << b << " sentence " << s;
         });
   }
+}
+
+// Joiners with a longer source: the sentences there move to rows of the
+// longer length, keeping their values; the joiners' go in after them.
+// Then joiners with a shorter source fill the first of their slot's.
+TEST(KvCaches, JoinersCrossKeysArePlacedBesideTheOthers) {
+  Caches c(2, 4);
+  const int64_t longer = kSourceLength + 2, shorter = 2;
+  tfm_runtime::Buffers joiners;
+  for (int64_t b = 0; b < 2 * kLayers; ++b) {
+    joiners.push_back(
+        std::make_unique<tfm_runtime::Buffer>(kHeads * longer * kHeadDim));
+    Caches::forEach(1, longer,
+                    [&](int64_t, int64_t h, int64_t p, int64_t l, int64_t at) {
+                      joiners.back()->data[at] = tag(b, 9, h, p, l);
+                    });
+  }
+  c.kv.placeCross(joiners, 2, 1, longer);
+  ASSERT_EQ(c.kv.crossLength(), longer);
+  for (int64_t b = 0; b < 2 * kLayers; ++b)
+    Caches::forEach(
+        3, longer, [&](int64_t s, int64_t h, int64_t p, int64_t l, int64_t at) {
+          if (s < 2 && p >= kSourceLength)
+            return; // past the sentence's source: never read
+          ASSERT_EQ(c.kv.crossData(b)[at], tag(b, s < 2 ? s : 9, h, p, l))
+              << "buffer " << b << " sentence " << s << " position " << p;
+        });
+  for (int64_t b = 0; b < 2 * kLayers; ++b)
+    Caches::forEach(1, shorter,
+                    [&](int64_t, int64_t h, int64_t p, int64_t l, int64_t at) {
+                      joiners[b]->data[at] = tag(b, 7, h, p, l);
+                    });
+  c.kv.placeCross(joiners, 3, 1, shorter);
+  ASSERT_EQ(c.kv.crossLength(), longer);
+  for (int64_t b = 0; b < 2 * kLayers; ++b)
+    for (int64_t h = 0; h < kHeads; ++h)
+      for (int64_t p = 0; p < shorter; ++p)
+        ASSERT_EQ(
+            c.kv.crossData(b)[((3 * kHeads + h) * longer + p) * kHeadDim + 1],
+            tag(b, 7, h, p, 1));
+}
+
+// Rows that joined late: dropping the steps before the earliest start
+// moves every row's steps and history back by that much; growing keeps
+// them where they are, with room after.
+TEST(KvCaches, RebaseAndGrowKeepWhatEachRowReads) {
+  Caches c(4, 2);
+  std::vector<int64_t> parents = {1, 1, 2, 2};
+  c.kv.reorder(parents, 4);
+  const int64_t shift = 2, length = 5;
+  c.kv.rebase(4, shift, length);
+  auto readAt = [&](int64_t capacity, int64_t b, int64_t r, int64_t h,
+                    int64_t p, int64_t l) {
+    int64_t from = c.kv.cacheRows()[r * capacity + p];
+    return c.kv.selfData(
+        b)[((from * kHeads + h) * capacity + p) * kHeadDim + l];
+  };
+  for (int64_t b = 0; b < 2 * kLayers; ++b)
+    for (int64_t r = 0; r < 4; ++r)
+      for (int64_t p = 0; p < length - shift; ++p) {
+        int64_t step = p + shift, from = step < 4 ? parents[r] : r;
+        ASSERT_EQ(readAt(kCapacity, b, r, 1, p, 2), tag(b, from, 1, step, 2))
+            << "buffer " << b << " row " << r << " position " << p;
+      }
+  const int64_t grown = 3 * kCapacity;
+  c.kv.growSelf(4, grown, length - shift);
+  ASSERT_EQ(c.kv.steps(), grown);
+  for (int64_t b = 0; b < 2 * kLayers; ++b)
+    for (int64_t r = 0; r < 4; ++r) {
+      for (int64_t p = 0; p < length - shift; ++p) {
+        int64_t step = p + shift, from = step < 4 ? parents[r] : r;
+        ASSERT_EQ(readAt(grown, b, r, 1, p, 2), tag(b, from, 1, step, 2));
+      }
+      for (int64_t p = length - shift; p < grown; ++p)
+        ASSERT_EQ(c.kv.cacheRows()[r * grown + p], r); // its own from here
+    }
 }
 
 } // namespace

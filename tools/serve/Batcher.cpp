@@ -113,11 +113,12 @@ bool ModelQueue::fits(const Batch &batch, size_t longest,
 }
 
 /// One sentence from each waiting job of the batch's options, in order, as
-/// long as the budgets allow; returns how many were taken.
-size_t ModelQueue::takeRound(Batch &batch, size_t &longest) {
+/// long as the budgets allow (and the batch holds fewer than `most`);
+/// returns how many were taken.
+size_t ModelQueue::takeRound(Batch &batch, size_t &longest, size_t most) {
   size_t taken = 0;
   for (const std::shared_ptr<Job> &job : jobs) {
-    if (batch.items.size() >= limits.maxSentences)
+    if (batch.items.size() >= most)
       break;
     if (job->nextToQueue == job->size() ||
         !sameSearch(job->options, batch.search))
@@ -179,9 +180,32 @@ ModelQueue::Batch ModelQueue::take() {
     before.push_back(job->nextToQueue);
   size_t longest = 0;
   if (!takeClosest(batch, longest))
-    while (batch.items.size() < limits.maxSentences &&
-           takeRound(batch, longest) > 0) {
+    while (takeRound(batch, longest, limits.maxSentences) > 0) {
     }
+  taken(batch, before);
+  std::stable_sort(batch.items.begin(), batch.items.end(),
+                   [](const auto &a, const auto &b) {
+                     return a.first->sentences[a.second].source.size() <
+                            b.first->sentences[b.second].source.size();
+                   });
+  return batch;
+}
+
+ModelQueue::Batch ModelQueue::takeJoiners(const tfm_search_options &search,
+                                          size_t room) {
+  Batch batch;
+  batch.search = search;
+  std::vector<size_t> before;
+  for (const std::shared_ptr<Job> &job : jobs)
+    before.push_back(job->nextToQueue);
+  size_t longest = 0;
+  while (takeRound(batch, longest, room) > 0) {
+  }
+  taken(batch, before);
+  return batch;
+}
+
+void ModelQueue::taken(const Batch &batch, const std::vector<size_t> &before) {
   queuedSentences -= batch.items.size();
   leftWaiting = queuedSentences;
   // Jobs that gave sentences and have more go behind those that gave none.
@@ -193,12 +217,13 @@ ModelQueue::Batch ModelQueue::take() {
   }
   waiting.insert(waiting.end(), served.begin(), served.end());
   jobs.swap(waiting);
-  std::stable_sort(batch.items.begin(), batch.items.end(),
-                   [](const auto &a, const auto &b) {
-                     return a.first->sentences[a.second].source.size() <
-                            b.first->sentences[b.second].source.size();
-                   });
-  return batch;
+}
+
+bool ModelQueue::othersWait(const tfm_search_options &search) const {
+  for (const std::shared_ptr<Job> &job : jobs)
+    if (job->nextToQueue < job->size() && !sameSearch(job->options, search))
+      return true;
+  return false;
 }
 
 void ModelQueue::ran(size_t size, Clock::time_point now) {
@@ -216,8 +241,11 @@ Executor::Executor(std::function<void()> onStart,
 
 Executor::~Executor() { stop(); }
 
-size_t Executor::addModel(BatchLimits limits, BatchRunner runner) {
+size_t Executor::addModel(BatchLimits limits, BatchRunner runner,
+                          StreamOpener opener) {
   queues.push_back(std::make_unique<ModelQueue>(limits, std::move(runner)));
+  running.emplace_back();
+  running.back().opener = std::move(opener);
   return queues.size() - 1;
 }
 
@@ -256,14 +284,17 @@ size_t Executor::queued(size_t model) const {
   return queues[model]->queued();
 }
 
-/// The next model with a batch to run, round-robin; while stopping, any
-/// model with queued sentences (no more are coming).
+/// The next model with a batch or a step to run, round-robin; while
+/// stopping, any model with queued sentences (no more are coming).
 std::optional<size_t> Executor::pickReady(Clock::time_point &wakeAt) {
   Clock::time_point now = Clock::now();
   for (size_t k = 0; k < queues.size(); ++k) {
     size_t model = (nextModel + k) % queues.size();
     const ModelQueue &queue = *queues[model];
-    if (stopping ? queue.queued() > 0 : queue.ready(now, wakeAt)) {
+    bool streaming = !running[model].members.empty();
+    bool idleReady =
+        running[model].opener ? queue.queued() > 0 : queue.ready(now, wakeAt);
+    if (streaming || (stopping ? queue.queued() > 0 : idleReady)) {
       nextModel = model + 1;
       return model;
     }
@@ -278,6 +309,13 @@ void Executor::run() {
   while (true) {
     Clock::time_point wakeAt = Clock::time_point::max();
     if (std::optional<size_t> model = pickReady(wakeAt)) {
+      if (running[*model].opener) {
+        StepWork work = takeStepWork(*model);
+        lock.unlock();
+        runStep(*model, std::move(work));
+        lock.lock();
+        continue;
+      }
       ModelQueue::Batch batch = queues[*model]->take();
       size_t size = batch.items.size();
       lock.unlock();
@@ -303,7 +341,7 @@ void Executor::runBatch(size_t model, ModelQueue::Batch batch) {
     sentences.push_back(&job->sentences[index]);
     report.sourceTokens += job->sentences[index].source.size();
   }
-  report.sentences = sentences.size();
+  report.sentences = report.decoded = sentences.size();
   std::vector<Hypotheses> out(sentences.size());
   Clock::time_point start = Clock::now();
   std::string error;
@@ -330,4 +368,91 @@ void Executor::runBatch(size_t model, ModelQueue::Batch batch) {
   }
   if (onBatch)
     onBatch(report);
+}
+
+//===----------------------------------------------------------------------===//
+// Streams
+//===----------------------------------------------------------------------===//
+
+/// Under the lock: an idle model opens a stream for the oldest job's search
+/// and fills it as take() fills a batch; a running one takes joiners of
+/// its search into its free slots, unless sentences of another search
+/// wait (then it runs down first).
+Executor::StepWork Executor::takeStepWork(size_t model) {
+  Running &r = running[model];
+  ModelQueue &queue = *queues[model];
+  StepWork work;
+  size_t slots = queue.batchLimits().maxSentences;
+  if (r.members.empty()) {
+    if (queue.queued() == 0)
+      return work;
+    work.open = !r.stream || !sameSearch(r.search, queue.nextSearch());
+    work.joiners = queue.take();
+    return work;
+  }
+  if (!queue.othersWait(r.search) && r.members.size() < slots)
+    work.joiners = queue.takeJoiners(r.search, slots - r.members.size());
+  return work;
+}
+
+/// One step of the model's stream, the joiners added first; a search that
+/// cannot stream runs as one batch.
+void Executor::runStep(size_t model, StepWork work) {
+  Running &r = running[model];
+  BatchReport report;
+  report.model = model;
+  Clock::time_point start = Clock::now();
+  std::vector<const Sentence *> joining;
+  if (work.open)
+    r.added = 0;
+  // Numbered as the stream numbers them: on from those added before.
+  for (const auto &[job, index] : work.joiners.items) {
+    joining.push_back(&job->sentences[index]);
+    report.sourceTokens += job->sentences[index].source.size();
+    r.members.emplace(r.added++, std::make_pair(job, index));
+  }
+  try {
+    if (work.open) {
+      r.stream.reset();
+      r.stream = r.opener(work.joiners.search,
+                          queues[model]->batchLimits().maxSentences);
+      r.search = work.joiners.search;
+      if (!r.stream) {
+        r.members.clear();
+        return runBatch(model, std::move(work.joiners));
+      }
+    }
+    if (!joining.empty())
+      r.stream->add(joining);
+    report.decoded = r.members.size();
+    for (auto &[number, hypotheses] : r.stream->step()) {
+      auto member = r.members.find(number);
+      const auto &[job, index] = member->second;
+      if (!hypotheses.tokens.empty())
+        report.targetTokens += hypotheses.tokens[0].size();
+      job->finish(index, std::move(hypotheses));
+      r.members.erase(member);
+      ++report.sentences;
+    }
+  } catch (const std::exception &e) {
+    failStream(model, e.what(), report);
+  }
+  report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (onBatch)
+    onBatch(report);
+}
+
+/// The stream's error fails every job in it; the stream is dropped.
+void Executor::failStream(size_t model, const std::string &error,
+                          BatchReport &report) {
+  Running &r = running[model];
+  report.failed = true;
+  report.decoded = r.members.size();
+  for (const auto &[number, member] : r.members) {
+    member.first->fail(error);
+    std::lock_guard<std::mutex> lock(mutex);
+    queues[model]->remove(member.first);
+  }
+  r.members.clear();
+  r.stream.reset();
 }

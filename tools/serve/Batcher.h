@@ -17,6 +17,13 @@
 // again) beside those the batch left waiting. No HTTP here: requests are
 // Jobs.
 //
+// A model that streams (continuous batching) runs a step at a time
+// instead: before each step of its running batch, waiting sentences of
+// the same search join it up to the sentence budget, and each sentence
+// is answered at the step it finishes. Sentences of another search wait
+// until the running ones are done (the stream takes no more meanwhile).
+// Steps of several models take turns.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TFM_TOOLS_SERVE_BATCHER_H
@@ -29,6 +36,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -104,6 +112,9 @@ struct BatchLimits {
   /// refused (503).
   size_t maxQueued = 1024;
   Clock::duration wait = std::chrono::milliseconds(5);
+  /// Sentences join a running batch between its steps (where the model
+  /// can stream); else batches run to their end.
+  bool continuous = true;
 };
 
 /// Translates one batch of a model: out[i] for sentences[i]; throws
@@ -113,9 +124,31 @@ using BatchRunner =
                        const std::vector<const Sentence *> &sentences,
                        std::vector<Hypotheses> &out)>;
 
-/// What one batch did, for metrics.
+/// A model's running batch that sentences join between its steps (the
+/// runtime's stream, tfm_stream): continuous batching.
+class SentenceStream {
+public:
+  virtual ~SentenceStream() = default;
+  /// The sentences join at the next step, numbered on from those added
+  /// before; throws std::exception.
+  virtual void add(const std::vector<const Sentence *> &sentences) = 0;
+  /// One step: the sentences it finished, by number, with their
+  /// hypotheses; throws std::exception.
+  virtual std::vector<std::pair<int64_t, Hypotheses>> step() = 0;
+};
+
+/// Opens a model's stream of at most `slots` sentences searched with
+/// `search`; null when such a search runs in batches instead (a
+/// shortlist is chosen per batch).
+using StreamOpener = std::function<std::unique_ptr<SentenceStream>(
+    const tfm_search_options &search, size_t slots)>;
+
+/// What one batch (or one step of a stream) did, for metrics: the
+/// sentences it finished, the source tokens it encoded and the target
+/// tokens it answered; `decoded`, the sentences decoded together.
 struct BatchReport {
   size_t model = 0, sentences = 0, sourceTokens = 0, targetTokens = 0;
+  size_t decoded = 0;
   double seconds = 0;
   bool failed = false;
 };
@@ -142,16 +175,29 @@ public:
     std::vector<std::pair<std::shared_ptr<Job>, size_t>> items;
   };
   Batch take();
+  /// At most `room` sentences searched with `search` to join a running
+  /// stream, round-robin over the jobs as take() takes them.
+  Batch takeJoiners(const tfm_search_options &search, size_t room);
+  /// Whether sentences of another search than `search` wait: a stream
+  /// then takes no more, so that they are next.
+  bool othersWait(const tfm_search_options &search) const;
+  /// The search of the oldest waiting job (queued() > 0).
+  const tfm_search_options &nextSearch() const { return jobs.front()->options; }
   /// After a batch of `size` sentences ran: opens the waiting window.
   void ran(size_t size, Clock::time_point now);
 
   size_t queued() const { return queuedSentences; }
   const BatchRunner &run() const { return runner; }
+  const BatchLimits &batchLimits() const { return limits; }
 
 private:
   bool fits(const Batch &batch, size_t longest, const Sentence &next) const;
-  size_t takeRound(Batch &batch, size_t &longest);
+  size_t takeRound(Batch &batch, size_t &longest, size_t most);
   bool takeClosest(Batch &batch, size_t &longest);
+  /// After sentences were taken (each job's next before them in
+  /// `before`): the counts, and the jobs that gave sentences behind those
+  /// that gave none.
+  void taken(const Batch &batch, const std::vector<size_t> &before);
 
   BatchLimits limits;
   BatchRunner runner;
@@ -174,8 +220,11 @@ public:
            std::function<void(const BatchReport &)> onBatch);
   ~Executor();
 
-  /// Adds a model before run() or start(); returns its index.
-  size_t addModel(BatchLimits limits, BatchRunner runner);
+  /// Adds a model before run() or start(); returns its index. With
+  /// `opener`, its sentences join a running stream between steps
+  /// (continuous batching) where the opener gives one.
+  size_t addModel(BatchLimits limits, BatchRunner runner,
+                  StreamOpener opener = {});
   /// Runs batches on the calling thread until stop().
   void run();
   /// Runs batches on a thread of its own.
@@ -191,12 +240,31 @@ public:
   size_t queued(size_t model) const;
 
 private:
+  /// A model's stream and its sentences in it, by number: the executor
+  /// thread's alone.
+  struct Running {
+    StreamOpener opener;
+    std::unique_ptr<SentenceStream> stream;
+    tfm_search_options search{};
+    std::map<int64_t, std::pair<std::shared_ptr<Job>, size_t>> members;
+    int64_t added = 0;
+  };
+  /// What one step of a model's stream takes from its queue.
+  struct StepWork {
+    bool open = false; // a stream for the batch's search, first
+    ModelQueue::Batch joiners;
+  };
+
   std::optional<size_t> pickReady(Clock::time_point &wakeAt);
   void runBatch(size_t model, ModelQueue::Batch batch);
+  StepWork takeStepWork(size_t model);
+  void runStep(size_t model, StepWork work);
+  void failStream(size_t model, const std::string &error, BatchReport &report);
 
   std::function<void()> onStart;
   std::function<void(const BatchReport &)> onBatch;
   std::vector<std::unique_ptr<ModelQueue>> queues;
+  std::vector<Running> running;
   size_t nextModel = 0;
   bool stopping = false;
   mutable std::mutex mutex;

@@ -78,7 +78,7 @@ void Metrics::observeBatch(const BatchReport &report) {
   std::lock_guard<std::mutex> lock(mutex);
   ModelStats &m = models[report.model];
   ++m.batches;
-  m.batchSentences.observe(double(report.sentences));
+  m.batchSentences.observe(double(report.decoded));
   m.batchSeconds.observe(report.seconds);
   if (report.failed) {
     ++m.failures;
@@ -122,7 +122,9 @@ void Metrics::renderModels(std::string &out,
   for (size_t i = 0; i < models.size(); ++i)
     out += fmt::format("tfm_serve_queue_sentences{{model=\"{}\"}} {}\n",
                        labelValue(modelNames[i]), queued(i));
-  counter("tfm_serve_batches_total", "Batches run.", &ModelStats::batches);
+  counter("tfm_serve_batches_total",
+          "Batches run (with continuous batching: decoder steps).",
+          &ModelStats::batches);
   counter("tfm_serve_batch_failures_total",
           "Batches that failed (their requests answered 500).",
           &ModelStats::failures);
@@ -133,10 +135,11 @@ void Metrics::renderModels(std::string &out,
   counter("tfm_serve_target_tokens_total",
           "Target tokens generated (best hypotheses).",
           &ModelStats::targetTokens);
-  histogram("tfm_serve_batch_sentences", "Sentences per batch run.",
+  histogram("tfm_serve_batch_sentences",
+            "Sentences decoded together: per batch, or per step.",
             &ModelStats::batchSentences);
   histogram("tfm_serve_batch_duration_seconds",
-            "Time one batch took to translate.", &ModelStats::batchSeconds);
+            "Time one batch (or step) took.", &ModelStats::batchSeconds);
 }
 
 std::string Metrics::render(const std::function<size_t(size_t)> &queued) const {

@@ -149,6 +149,54 @@ void ModelLibrary::setThreads(int threads) const {
   check(api.tfm_set_num_threads(threads));
 }
 
+namespace {
+
+/// A sentence's hypotheses as the executor keeps them.
+Hypotheses hypothesesOf(std::vector<tfm_client::Hypothesis> nbest) {
+  Hypotheses out;
+  for (tfm_client::Hypothesis &h : nbest) {
+    out.tokens.push_back(std::move(h.tokens));
+    out.scores.push_back(h.score);
+    out.tokenScores.push_back(std::move(h.tokenScores));
+  }
+  return out;
+}
+
+/// The runtime's stream as the executor drives it.
+class ModelStream : public SentenceStream {
+public:
+  ModelStream(const RuntimeApi &api, tfm_model *model,
+              const tfm_search_options &search, size_t slots)
+      : stream(api, model, search, int32_t(slots)) {}
+
+  void add(const std::vector<const Sentence *> &sentences) override {
+    tfm_client::BatchBuilder batch;
+    for (const Sentence *s : sentences)
+      batch.add(s->source, s->prefix, s->index);
+    stream.add(batch);
+  }
+
+  std::vector<std::pair<int64_t, Hypotheses>> step() override {
+    tfm_client::Results results = stream.step();
+    std::vector<std::pair<int64_t, Hypotheses>> done;
+    for (int32_t k = 0; k < results.sentences(); ++k)
+      done.emplace_back(results.number(k), hypothesesOf(results.hypotheses(k)));
+    return done;
+  }
+
+private:
+  tfm_client::Stream stream;
+};
+
+} // namespace
+
+std::unique_ptr<SentenceStream>
+ModelLibrary::openStream(const tfm_search_options &search, size_t slots) const {
+  if (search.use_vmap && api.tfm_model_has_vmap(model))
+    return nullptr;
+  return std::make_unique<ModelStream>(api, model, search, slots);
+}
+
 void ModelLibrary::translate(const tfm_search_options &search,
                              const std::vector<const Sentence *> &sentences,
                              std::vector<Hypotheses> &out) const {
@@ -157,9 +205,5 @@ void ModelLibrary::translate(const tfm_search_options &search,
     batch.add(s->source, s->prefix, s->index);
   tfm_client::Results results = client().translate(search, batch);
   for (size_t k = 0; k < sentences.size(); ++k)
-    for (tfm_client::Hypothesis &h : results.hypotheses(int32_t(k))) {
-      out[k].tokens.push_back(std::move(h.tokens));
-      out[k].scores.push_back(h.score);
-      out[k].tokenScores.push_back(std::move(h.tokenScores));
-    }
+    out[k] = hypothesesOf(results.hypotheses(int32_t(k)));
 }

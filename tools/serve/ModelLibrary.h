@@ -72,6 +72,11 @@ public:
   void translate(const tfm_search_options &search,
                  const std::vector<const Sentence *> &sentences,
                  std::vector<Hypotheses> &out) const;
+  /// A stream of at most `slots` sentences for `search` (the executor's
+  /// StreamOpener); null when the search uses the model's shortlist,
+  /// which a batch chooses for its sentences.
+  std::unique_ptr<SentenceStream> openStream(const tfm_search_options &search,
+                                             size_t slots) const;
 
 private:
   void load(const std::string &dir);

@@ -163,8 +163,12 @@ void addBatchOptions(CLI::App &app, ServeOptions &o) {
          },
          "after a batch, wait at most this long for as many sentences as it "
          "had beside those it left waiting (an idle model runs a request at "
-         "once) [5]")
+         "once; batches only, with --no-continuous) [5]")
       ->check(CLI::Range(0.0, 10000.0));
+  app.add_flag_callback(
+      "--no-continuous", [&o] { o.batch.continuous = false; },
+      "batches run to their end before new sentences start (by default "
+      "sentences join the running batch between its steps)");
 }
 
 /// CLI11 reads `--api-keys= DIR` as `--api-keys DIR`, an empty value

@@ -48,12 +48,19 @@ Service::Service(const std::vector<std::unique_ptr<ModelLibrary>> &models,
       maxQueued(limits.maxQueued), options(options) {
   for (const std::unique_ptr<ModelLibrary> &model : models) {
     const ModelLibrary *library = model.get();
+    StreamOpener opener;
+    if (limits.continuous)
+      opener = [library](const tfm_search_options &search, size_t slots) {
+        return library->openStream(search, slots);
+      };
     queueOf.push_back(executor.addModel(
-        limits, [library](const tfm_search_options &search,
-                          const std::vector<const Sentence *> &sentences,
-                          std::vector<Hypotheses> &out) {
+        limits,
+        [library](const tfm_search_options &search,
+                  const std::vector<const Sentence *> &sentences,
+                  std::vector<Hypotheses> &out) {
           library->translate(search, sentences, out);
-        }));
+        },
+        std::move(opener)));
   }
 }
 

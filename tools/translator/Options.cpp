@@ -305,6 +305,10 @@ void addSearchOptions(CLI::App &app, Options &o) {
       ->capture_default_str()
       ->check(atLeast(1))
       ->type_name("N");
+  app.add_flag("--continuous", o.continuous,
+               "continuous batching: keep --batch-size sentences decoding, "
+               "a sentence joining the running batch as soon as another "
+               "finishes (the whole target vocabulary: no shortlist)");
   app.add_option("--max-length", s.max_length,
                  "at most N target tokens, EOS included")
       ->capture_default_str()
@@ -478,5 +482,8 @@ Options tfm_translator::parseCommandLine(int argc, char **argv) {
   // sampling's): the session asks it before reading the input.
   if (o.search.sampling && o.score)
     die("--score takes no sampling options");
+  if (o.continuous && (o.score || !o.logitsPath.empty() || !o.vmapPath.empty()))
+    die("--continuous translates with the whole vocabulary: it takes no "
+        "--score, --dump-first-logits or --vmap");
   return o;
 }

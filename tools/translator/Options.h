@@ -45,6 +45,9 @@ struct Options {
   bool maxLengthGiven = false;
   /// --vmap FILE: the vocabulary shortlist instead of the model's.
   std::string vmapPath;
+  /// --continuous: --batch-size sentences decode at once, a sentence
+  /// joining as soon as another finishes (a stream, tfm_stream).
+  bool continuous = false;
 };
 
 /// The options of `argv`; prints the help or the version and exits where

@@ -11,8 +11,10 @@ using namespace tfm_translator;
 
 namespace {
 /// Lines read and translated together: a few batches, so that sentences of
-/// similar length can share a batch.
-constexpr size_t kBatchesPerWindow = 4;
+/// similar length can share a batch. A stream (--continuous) needs no
+/// sorting, but each window ends with its last sentences decoding alone:
+/// its windows are longer, so that this tail comes rarely.
+constexpr size_t kBatchesPerWindow = 4, kStreamBatchesPerWindow = 64;
 } // namespace
 
 void Run::translateAll(Output &out, Output *logits) {
@@ -67,7 +69,9 @@ void Run::scoreAll(Output &out) {
 /// Reads the input a window of lines at a time, each line made a Sentence
 /// by `read`, translates (or scores) the window and hands it to `done`.
 void Run::forEachWindow(const ReadSentence &read, const WindowDone &done) {
-  const size_t window = size_t(o.batchSize) * kBatchesPerWindow;
+  const size_t window =
+      size_t(o.batchSize) *
+      (o.continuous ? kStreamBatchesPerWindow : kBatchesPerWindow);
   std::vector<Sentence> sentences;
   std::string line;
   Location where{};
@@ -206,6 +210,12 @@ void Run::translateWindow(std::vector<Sentence> &sentences, uint64_t start) {
     return sentences[x].ids.size() < sentences[y].ids.size();
   });
   uint64_t windowBytes = reader.bytesRead - start;
+  if (o.continuous) {
+    translateContinuously(sentences, order);
+    progress.update(reader.bytesRead, sentencesDone + order.size(), tokensOut,
+                    false);
+    return;
+  }
   for (size_t begin = 0; begin < order.size(); begin += size_t(o.batchSize)) {
     size_t end = std::min(order.size(), begin + size_t(o.batchSize));
     translateBatch(sentences, {order.begin() + begin, order.begin() + end});
@@ -249,10 +259,64 @@ tfm_client::Results Run::runBatch(const std::vector<Sentence> &sentences,
   }
 }
 
+/// The sentences of `order` through one stream of --batch-size slots: as
+/// many join as there are free slots before each step, and each leaves
+/// with its hypotheses at the step it finishes.
+void Run::translateContinuously(std::vector<Sentence> &sentences,
+                                const std::vector<size_t> &order) {
+  auto start = Clock::now();
+  tfm_client::Stream stream = s.stream(o.search, o.batchSize);
+  std::vector<size_t> byNumber; // each added sentence's index
+  tfm_translate_timing timing{};
+  while (byNumber.size() < order.size() || stream.sentences() > 0) {
+    tfm_client::BatchBuilder joining;
+    for (int32_t room = o.batchSize - stream.sentences();
+         room > 0 && byNumber.size() < order.size(); --room) {
+      const Sentence &sentence = sentences[order[byNumber.size()]];
+      joining.add(sentence.ids, sentence.prefix, sentence.index);
+      byNumber.push_back(order[byNumber.size()]);
+    }
+    try {
+      if (joining.size() > 0)
+        stream.add(joining);
+      tfm_client::Results done = stream.step();
+      for (int32_t k = 0; k < done.sentences(); ++k)
+        keepHypotheses(done, k, sentences[byNumber[done.number(k)]]);
+      timing = done.timing();
+    } catch (const tfm_client::Error &e) {
+      size_t named = e.sentence() >= 0 && size_t(e.sentence()) < byNumber.size()
+                         ? byNumber[size_t(e.sentence())]
+                         : byNumber.back();
+      die(fmt::format("{} (continuous batching): {}",
+                      sentences[named].where.str(), e.what()));
+    }
+  }
+  translateSeconds += secondsSince(start);
+  timing.output_tokens = s.cfg.target_vocab_size;
+  keepTiming(timing);
+}
+
+void Run::keepHypotheses(const tfm_client::Results &results, int32_t k,
+                         Sentence &sentence) {
+  sentence.nbest = results.hypotheses(k, o.search.n_best);
+  if (!sentence.nbest.empty())
+    tokensOut += sentence.nbest.front().tokens.size();
+}
+
 void Run::keepResults(const tfm_client::Results &results,
                       std::vector<Sentence> &sentences,
                       const std::vector<size_t> &batch) {
-  tfm_translate_timing t = results.timing();
+  keepTiming(results.timing());
+  for (size_t k = 0; k < batch.size(); ++k) {
+    Sentence &sentence = sentences[batch[k]];
+    keepHypotheses(results, int32_t(k), sentence);
+    if (!o.logitsPath.empty())
+      sentence.firstLogits =
+          results.firstLogits(int32_t(k), s.cfg.target_vocab_size);
+  }
+}
+
+void Run::keepTiming(const tfm_translate_timing &t) {
   parts.encode += t.encode;
   parts.decode += t.decode;
   parts.search += t.search;
@@ -263,15 +327,6 @@ void Run::keepResults(const tfm_client::Results &results,
   parts.parallel_regions =
       t.parallel_regions < 0 ? -1 : parts.parallel_regions + t.parallel_regions;
   outputTokens.push_back(t.output_tokens);
-  for (size_t k = 0; k < batch.size(); ++k) {
-    Sentence &sentence = sentences[batch[k]];
-    sentence.nbest = results.hypotheses(int32_t(k), o.search.n_best);
-    if (!sentence.nbest.empty())
-      tokensOut += sentence.nbest.front().tokens.size();
-    if (!o.logitsPath.empty())
-      sentence.firstLogits =
-          results.firstLogits(int32_t(k), s.cfg.target_vocab_size);
-  }
 }
 
 /// The window's output lines: a translation a line (after its score and a

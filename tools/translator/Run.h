@@ -61,6 +61,11 @@ private:
   std::string formatScores(const std::vector<Sentence> &sentences);
   void truncate(std::vector<int32_t> &ids, const Location &where);
   void translateWindow(std::vector<Sentence> &sentences, uint64_t start);
+  void translateContinuously(std::vector<Sentence> &sentences,
+                             const std::vector<size_t> &order);
+  void keepTiming(const tfm_translate_timing &t);
+  void keepHypotheses(const tfm_client::Results &results, int32_t k,
+                      Sentence &sentence);
   void translateBatch(std::vector<Sentence> &sentences,
                       const std::vector<size_t> &batch);
   tfm_client::Results runBatch(const std::vector<Sentence> &sentences,

@@ -40,6 +40,10 @@ struct Session {
   }
 
   tfm_client::Client client() const { return {api, model}; }
+  tfm_client::Stream stream(const tfm_search_options &options,
+                            int32_t slots) const {
+    return {api, model, options, slots};
+  }
 };
 
 /// This translator's executable, or empty if the system will not say.

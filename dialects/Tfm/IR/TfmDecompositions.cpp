@@ -60,6 +60,8 @@ FailureOr<SmallVector<Value>> AttentionOp::decomposeOperation(OpBuilder &b) {
     scores = b.create<AddOp>(loc, scores, getMask());
   if (getKeyLengths())
     scores = b.create<KeyPaddingMaskOp>(loc, scores, getKeyLengths());
+  if (getKeyStarts())
+    scores = b.create<KeyStartMaskOp>(loc, scores, getKeyStarts());
   if (getCausal())
     scores = b.create<CausalMaskOp>(loc, scores);
   int64_t keyAxis = cast<RankedTensorType>(scores.getType()).getRank() - 1;

@@ -308,6 +308,10 @@ LogicalResult PositionEncodingOp::verify() {
   if (failed(verifyShape(*this, "result", result, shape,
                          "the ids' shape followed by the encoding size")))
     return failure();
+  if (getStarts() && failed(verifyShape(*this, "starts", getStarts().getType(),
+                                        {getIds().getType().getDimSize(0)},
+                                        "one per batch row of the ids")))
+    return failure();
 
   if (getKind() == PositionKind::learned) {
     if (!getTable())
@@ -614,6 +618,14 @@ LogicalResult KeyPaddingMaskOp::verify() {
                      "one per batch row of the scores");
 }
 
+LogicalResult KeyStartMaskOp::verify() {
+  if (failed(verifyMinRank(*this, "scores", getScores(), 2)))
+    return failure();
+  return verifyShape(*this, "starts", getStarts().getType(),
+                     {getScores().getType().getDimSize(0)},
+                     "one per batch row of the scores");
+}
+
 //===----------------------------------------------------------------------===//
 // SplitHeadsOp and MergeHeadsOp
 //===----------------------------------------------------------------------===//
@@ -791,6 +803,10 @@ LogicalResult AttentionOp::verify() {
     return failure();
   if (getKeyLengths() &&
       failed(verifyShape(*this, "key lengths", getKeyLengths().getType(),
+                         {q.getDimSize(0)}, "one per batch row")))
+    return failure();
+  if (getKeyStarts() &&
+      failed(verifyShape(*this, "key starts", getKeyStarts().getType(),
                          {q.getDimSize(0)}, "one per batch row")))
     return failure();
   if (getKeyRows() &&

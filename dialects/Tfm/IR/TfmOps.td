@@ -122,7 +122,8 @@ def Tfm_EmbeddingOp : Tfm_Op<"embedding"> {
   let hasVerifier = 1;
 }
 
-def Tfm_PositionEncodingOp : Tfm_Op<"position_encoding"> {
+def Tfm_PositionEncodingOp : Tfm_Op<"position_encoding",
+    [AttrSizedOperandSegments]> {
   let summary = "position encodings for the positions offset + j";
   let description = [{
     For each element of `ids` at sequence index `j` (its last dimension), the
@@ -130,7 +131,10 @@ def Tfm_PositionEncodingOp : Tfm_Op<"position_encoding"> {
     dimension `d`. The ids themselves are not read; they give the shape.
     `offset` is 0 in the encoder and the decoding step in the incremental
     decoder (a model whose positions start elsewhere, as fairseq's at 2,
-    adds its start to both).
+    adds its start to both). With `starts` (one per batch row, the first
+    dimension of `ids`), row `b` began at step `starts[b]` and its position
+    is `p = offset + j - starts[b]`: sentences that joined a running batch
+    later are at earlier positions.
 
     - `sinusoidal_interleaved` (the paper):
       `PE[p, 2i] = sin(p / 10000^(2i/d))`, `PE[p, 2i+1] = cos(p / 10000^(2i/d))`
@@ -156,13 +160,17 @@ def Tfm_PositionEncodingOp : Tfm_Op<"position_encoding"> {
         : tensor<?x?xi32> -> tensor<?x?x512xf32>
     %pl = tfm.position_encoding learned %ids, %step table(%t : tensor<512x512xf32>)
         : tensor<?x1xi32> -> tensor<?x1x512xf32>
+    %pr = tfm.position_encoding sinusoidal_concat %ids, %step starts(%s : tensor<?xi32>)
+        : tensor<?x1xi32> -> tensor<?x1x512xf32>
     ```
   }];
   let arguments = (ins Tfm_PositionKind:$kind, Tfm_IdTensor:$ids, Index:$offset,
+                       Optional<Tfm_LengthTensor>:$starts,
                        Optional<Tfm_FloatTensor>:$table);
   let results = (outs Tfm_FloatTensor:$result);
   let assemblyFormat = [{
-    $kind $ids `,` $offset (`table` `(` $table^ `:` type($table) `)`)?
+    $kind $ids `,` $offset (`starts` `(` $starts^ `:` type($starts) `)`)?
+    (`table` `(` $table^ `:` type($table) `)`)?
     attr-dict `:` type($ids) `->` type($result)
   }];
   let hasVerifier = 1;
@@ -520,6 +528,27 @@ def Tfm_KeyPaddingMaskOp : Tfm_Op<"key_padding_mask",
   let hasVerifier = 1;
 }
 
+def Tfm_KeyStartMaskOp : Tfm_Op<"key_start_mask",
+    [AllTypesMatch<["scores", "result"]>]> {
+  let summary = "sets scores of keys before a row's start to -inf";
+  let description = [{
+    On scores `[B, ..., Sk]` and the first key of each batch row `[B]`:
+    `result[b, ..., j] = j < starts[b] ? -inf : scores[b, ..., j]`. In a
+    batch that sentences join while it runs, the decoder's keys are the
+    batch's steps, and row `b`'s history begins at the step it joined.
+
+    ```mlir
+    %m = tfm.key_start_mask %scores, %starts : tensor<?x8x1x?xf32>, tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins Tfm_FloatTensor:$scores, Tfm_LengthTensor:$starts);
+  let results = (outs Tfm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $scores `,` $starts attr-dict `:` type($scores) `,` type($starts)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Heads and the key/value cache
 //===----------------------------------------------------------------------===//
@@ -652,6 +681,7 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
       the last positions of the key sequence);
     - `key_lengths` (one per batch row, the first dimension): -inf where
       `j >= key_lengths[b]`;
+    - `key_starts` (one per batch row): -inf where `j < key_starts[b]`;
     - `mask`: an additive mask that broadcasts to the scores `[..., Sq, Sk]`
       without changing their shape (0 to keep, -inf or a large negative to
       hide).
@@ -669,6 +699,7 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
   let arguments = (ins Tfm_FloatTensor:$query, Tfm_FloatTensor:$key,
                        Tfm_FloatTensor:$value,
                        Optional<Tfm_LengthTensor>:$key_lengths,
+                       Optional<Tfm_LengthTensor>:$key_starts,
                        Optional<2DTensorOf<[I32]>>:$key_rows,
                        Optional<Tfm_FloatTensor>:$mask,
                        UnitAttr:$causal, F64Attr:$scale);
@@ -676,6 +707,7 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
   let assemblyFormat = [{
     $query `,` $key `,` $value
     (`lengths` `(` $key_lengths^ `:` type($key_lengths) `)`)?
+    (`starts` `(` $key_starts^ `:` type($key_starts) `)`)?
     (`key_rows` `(` $key_rows^ `:` type($key_rows) `)`)?
     (`mask` `(` $mask^ `:` type($mask) `)`)?
     (`causal` $causal^)? `scale` $scale attr-dict

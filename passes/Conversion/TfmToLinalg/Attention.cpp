@@ -51,13 +51,14 @@ static Value rowTile(OpBuilder &b, Location loc, Value source, Value row,
 ///   S = scale · Q_blk·K_blkᵀ (causal: -inf where k0 + j > q0 + i + Sk - Sq)
 ///   m' = max(m, rowmax S);  P = exp(S - m');  c = exp(m - m')
 ///   l' = l·c + rowsum P;    O' = O·c + P·V_blk
-/// and finally O / l. Key padding ends the key loop at lengths[b]; causal
-/// attention ends it after the block's last visible key.
+/// and finally O / l. Key padding ends the key loop at lengths[b] and key
+/// starts begin it at starts[b]; causal attention ends it after the
+/// block's last visible key.
 class AttentionKernelBuilder {
 public:
   AttentionKernelBuilder(OpBuilder &b, AttentionOp op, Value query, Value key,
-                         Value value, Value lengths, Value keyRows, Value bias,
-                         const KernelConfig &config);
+                         Value value, Value lengths, Value starts,
+                         Value keyRows, Value bias, const KernelConfig &config);
 
   /// The attention, of the op's shape up to static sizes.
   Value build();
@@ -68,9 +69,10 @@ private:
   }
   SmallVector<Value> leadingIndices(Value row);
   Value keyEndOf(Value batch);
+  Value keyStartOf(Value batch);
   Value vectorBlock(Value output, Value row, ArrayRef<Value> lead, Value q0,
-                    Value qs, Value kEnd);
-  Value linalgBlock(Value row, Value q0, Value qs, Value kEnd);
+                    Value qs, Value kStart, Value kEnd);
+  Value linalgBlock(Value row, Value q0, Value qs, Value kStart, Value kEnd);
   Value linalgScores(OpBuilder &kb, Location kl, Value qTile, Value kTile,
                      Value q0, Value k0, Value qs, Value ks);
   SmallVector<Value> linalgSoftmaxAndValues(OpBuilder &kb, Location kl, Value s,
@@ -85,7 +87,7 @@ private:
   int64_t rank;
   /// The operands as the op has them, and with the leading dimensions
   /// collapsed ([N, S, D]).
-  Value query, key, value, q, k, v, lengths, keyRows, bias;
+  Value query, key, value, q, k, v, lengths, starts, keyRows, bias;
   bool causal;
   double scale;
   const KernelConfig &config;
@@ -98,13 +100,14 @@ private:
 AttentionKernelBuilder::AttentionKernelBuilder(OpBuilder &b, AttentionOp op,
                                                Value query, Value key,
                                                Value value, Value lengths,
-                                               Value keyRows, Value bias,
+                                               Value starts, Value keyRows,
+                                               Value bias,
                                                const KernelConfig &config)
     : b(b), op(op), loc(op.getLoc()), type(op.getType()),
       elt(type.getElementType()), rank(type.getRank()), query(query), key(key),
-      value(value), lengths(lengths), keyRows(keyRows), bias(bias),
-      causal(op.getCausal()), scale(op.getScale().convertToDouble()),
-      config(config) {
+      value(value), lengths(lengths), starts(starts), keyRows(keyRows),
+      bias(bias), causal(op.getCausal()),
+      scale(op.getScale().convertToDouble()), config(config) {
   q = collapseLeading(b, loc, query, 2);
   k = collapseLeading(b, loc, key, 2);
   v = collapseLeading(b, loc, value, 2);
@@ -137,9 +140,10 @@ Value AttentionKernelBuilder::build() {
     Value qs =
         b.create<arith::MinUIOp>(loc, bq, b.create<arith::SubIOp>(loc, sq, q0));
     SmallVector<Value> lead = leadingIndices(row);
-    Value kEnd = keyEndOf(lead[0]);
-    Value tile = vectorized ? vectorBlock(output, row, lead, q0, qs, kEnd)
-                            : linalgBlock(row, q0, qs, kEnd);
+    Value kStart = keyStartOf(lead[0]), kEnd = keyEndOf(lead[0]);
+    Value tile = vectorized
+                     ? vectorBlock(output, row, lead, q0, qs, kStart, kEnd)
+                     : linalgBlock(row, q0, qs, kStart, kEnd);
     b.setInsertionPointToStart(forall.getTerminator().getBody());
     b.create<tensor::ParallelInsertSliceOp>(
         loc, tile, output, ArrayRef<OpFoldResult>{row, q0, b.getIndexAttr(0)},
@@ -173,25 +177,36 @@ Value AttentionKernelBuilder::keyEndOf(Value batch) {
   return b.create<arith::MinUIOp>(loc, sk, len);
 }
 
+/// The key loop's start: starts[batch], the keys before it hidden; 0
+/// without starts.
+Value AttentionKernelBuilder::keyStartOf(Value batch) {
+  if (!starts)
+    return zero;
+  return b.create<arith::IndexCastOp>(
+      loc, b.getIndexType(),
+      b.create<tensor::ExtractOp>(loc, starts, ValueRange{batch}));
+}
+
 /// A block on vectors, written in place into the rows of the shared output:
 /// blocks of many queries take the register-tiled kernel; decoder steps
 /// (one query) and other small blocks the one-query kernel.
 Value AttentionKernelBuilder::vectorBlock(Value output, Value row,
                                           ArrayRef<Value> lead, Value q0,
-                                          Value qs, Value kEnd) {
+                                          Value qs, Value kStart, Value kEnd) {
   Value init = rowTile(b, loc, output, row, q0, qs, dv);
-  QueryBlock block = {query,  key,   value, SmallVector<Value>(lead),
-                      q0,     qs,    kEnd,  shift,
-                      causal, scale, init,  bias,
-                      keyRows};
+  QueryBlock block = {query,   key,   value, SmallVector<Value>(lead),
+                      q0,      qs,    kEnd,  shift,
+                      causal,  scale, init,  bias,
+                      keyRows, kStart};
   auto oneQueryAtATime = [&](OpBuilder &ob, Location ol) {
     return oneQueryAttention(ob, ol, block, config);
   };
   // The tiled kernel's queries lie along the lanes, across the bias's rows,
   // and it reads its tiles of keys from one batch row of K: a bias or key
-  // rows take the one-query kernel at any block size.
+  // rows take the one-query kernel at any block size, as do key starts
+  // (only a decoder step has them).
   int64_t staticQueries = type.getDimSize(rank - 2);
-  if (bias || keyRows ||
+  if (bias || keyRows || starts ||
       (!ShapedType::isDynamic(staticQueries) &&
        staticQueries < config.attention.tiledMinQueries))
     return oneQueryAtATime(b, loc);
@@ -213,7 +228,7 @@ Value AttentionKernelBuilder::vectorBlock(Value output, Value row,
 /// A block on linalg tiles: the key loop with O, m and l of the block's
 /// queries as [qs, Dv] and [qs] tensors; O / l at the end.
 Value AttentionKernelBuilder::linalgBlock(Value row, Value q0, Value qs,
-                                          Value kEnd) {
+                                          Value kStart, Value kEnd) {
   if (causal) {
     // last query of the block sees keys up to q0 + qs - 1 + Sk - Sq
     Value lastVisible = b.create<arith::AddIOp>(
@@ -225,7 +240,7 @@ Value AttentionKernelBuilder::linalgBlock(Value row, Value q0, Value qs,
   Value l0 = filled(b, loc, {qs}, elt, 0.0);
   Value acc0 = filled(b, loc, {qs, dv}, elt, 0.0);
   auto loop = b.create<scf::ForOp>(
-      loc, zero, kEnd, bk, ValueRange{m0, l0, acc0},
+      loc, kStart, kEnd, bk, ValueRange{m0, l0, acc0},
       [&](OpBuilder &kb, Location kl, Value k0, ValueRange iter) {
         Value ks = kb.create<arith::MinUIOp>(
             kl, bk, kb.create<arith::SubIOp>(kl, kEnd, k0));
@@ -331,8 +346,8 @@ struct AttentionLowering : public OpConversionPattern<AttentionOp> {
     }
     AttentionKernelBuilder builder(
         rewriter, op, adaptor.getQuery(), adaptor.getKey(), adaptor.getValue(),
-        adaptor.getKeyLengths(), adaptor.getKeyRows(), adaptor.getMask(),
-        config);
+        adaptor.getKeyLengths(), adaptor.getKeyStarts(), adaptor.getKeyRows(),
+        adaptor.getMask(), config);
     rewriter.replaceOpWithNewOp<tensor::CastOp>(op, op.getType(),
                                                 builder.build());
     return success();

@@ -109,7 +109,7 @@ struct EmbeddingLowering : public OpConversionPattern<EmbeddingOp> {
   }
 };
 
-/// result[.., s, c] = PE(offset + s, c)
+/// result[b, .., s, c] = PE(offset + s - starts[b], c) (starts: 0 without)
 struct PositionEncodingLowering
     : public OpConversionPattern<PositionEncodingOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -126,18 +126,29 @@ struct PositionEncodingLowering
     SmallVector<OpFoldResult> sizes = sizesOf(rewriter, loc, ids);
     sizes.push_back(rewriter.getIndexAttr(dim));
     Value init = emptyTensor(rewriter, loc, sizes, type.getElementType());
+    Value starts = adaptor.getStarts();
+    SmallVector<Value> inputs;
+    SmallVector<AffineMap> maps;
+    if (starts) {
+      inputs.push_back(starts);
+      maps.push_back(AffineMap::get(rank, 0, rewriter.getAffineDimExpr(0)));
+    }
+    maps.push_back(rewriter.getMultiDimIdentityMap(rank));
     rewriter.replaceOpWithNewOp<linalg::GenericOp>(
-        op, TypeRange{type}, ValueRange{}, ValueRange{init},
-        ArrayRef<AffineMap>{rewriter.getMultiDimIdentityMap(rank)},
-        parallel(rank), [&](OpBuilder &b, Location l, ValueRange args) {
+        op, TypeRange{type}, inputs, ValueRange{init}, maps, parallel(rank),
+        [&](OpBuilder &b, Location l, ValueRange args) {
           Value pos = b.create<arith::AddIOp>(
               l, offset, b.create<linalg::IndexOp>(l, rank - 2));
+          if (starts)
+            pos = b.create<arith::SubIOp>(
+                l, pos,
+                b.create<arith::IndexCastOp>(l, b.getIndexType(), args[0]));
           Value c = b.create<linalg::IndexOp>(l, rank - 1);
           Value result;
           if (kind == PositionKind::learned) {
             result = b.create<tensor::ExtractOp>(l, table, ValueRange{pos, c});
           } else {
-            result = sinusoid(b, l, kind, pos, c, dim, args[0].getType());
+            result = sinusoid(b, l, kind, pos, c, dim, args.back().getType());
           }
           b.create<linalg::YieldOp>(l, result);
         });

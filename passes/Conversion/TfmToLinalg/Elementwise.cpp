@@ -108,6 +108,34 @@ struct CausalMaskLowering : public OpConversionPattern<CausalMaskOp> {
   }
 };
 
+/// scores[b, .., j] = -inf where `j hidden bounds[b]` (`hidden` compares
+/// key index j with its batch row's bound).
+static Value maskByBatchRow(OpBuilder &rewriter, Location loc,
+                            RankedTensorType type, Value scores, Value bounds,
+                            arith::CmpIPredicate hidden) {
+  int64_t rank = type.getRank();
+  MLIRContext *ctx = rewriter.getContext();
+  Value init = emptyTensor(rewriter, loc, sizesOf(rewriter, loc, scores),
+                           type.getElementType());
+  AffineMap full = rewriter.getMultiDimIdentityMap(rank);
+  AffineMap batch = AffineMap::get(rank, 0, {getAffineDimExpr(0, ctx)}, ctx);
+  Value ninf = floatConstant(rewriter, loc, type.getElementType(), -INFINITY);
+  return rewriter
+      .create<linalg::GenericOp>(
+          loc, TypeRange{type}, ValueRange{scores, bounds}, ValueRange{init},
+          ArrayRef<AffineMap>{full, batch, full}, parallel(rank),
+          [&](OpBuilder &b, Location l, ValueRange args) {
+            Value j = b.create<linalg::IndexOp>(l, rank - 1);
+            Value bound =
+                b.create<arith::IndexCastOp>(l, b.getIndexType(), args[1]);
+            Value isHidden = b.create<arith::CmpIOp>(l, hidden, j, bound);
+            b.create<linalg::YieldOp>(
+                l, b.create<arith::SelectOp>(l, isHidden, ninf, args[0])
+                       .getResult());
+          })
+      .getResult(0);
+}
+
 /// scores[b, .., j] = -inf where j >= lengths[b]
 struct KeyPaddingMaskLowering : public OpConversionPattern<KeyPaddingMaskOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -115,29 +143,25 @@ struct KeyPaddingMaskLowering : public OpConversionPattern<KeyPaddingMaskOp> {
   LogicalResult
   matchAndRewrite(KeyPaddingMaskOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    RankedTensorType type = op.getType();
-    int64_t rank = type.getRank();
-    MLIRContext *ctx = rewriter.getContext();
-    Value scores = adaptor.getScores();
-    Value init = emptyTensor(rewriter, loc, sizesOf(rewriter, loc, scores),
-                             type.getElementType());
-    AffineMap full = rewriter.getMultiDimIdentityMap(rank);
-    AffineMap batch = AffineMap::get(rank, 0, {getAffineDimExpr(0, ctx)}, ctx);
-    Value ninf = floatConstant(rewriter, loc, type.getElementType(), -INFINITY);
-    rewriter.replaceOpWithNewOp<linalg::GenericOp>(
-        op, TypeRange{type}, ValueRange{scores, adaptor.getLengths()},
-        ValueRange{init}, ArrayRef<AffineMap>{full, batch, full},
-        parallel(rank), [&](OpBuilder &b, Location l, ValueRange args) {
-          Value j = b.create<linalg::IndexOp>(l, rank - 1);
-          Value len =
-              b.create<arith::IndexCastOp>(l, b.getIndexType(), args[1]);
-          Value hidden =
-              b.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, j, len);
-          b.create<linalg::YieldOp>(
-              l,
-              b.create<arith::SelectOp>(l, hidden, ninf, args[0]).getResult());
-        });
+    rewriter.replaceOp(op,
+                       maskByBatchRow(rewriter, op.getLoc(), op.getType(),
+                                      adaptor.getScores(), adaptor.getLengths(),
+                                      arith::CmpIPredicate::sge));
+    return success();
+  }
+};
+
+/// scores[b, .., j] = -inf where j < starts[b]
+struct KeyStartMaskLowering : public OpConversionPattern<KeyStartMaskOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(KeyStartMaskOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op,
+                       maskByBatchRow(rewriter, op.getLoc(), op.getType(),
+                                      adaptor.getScores(), adaptor.getStarts(),
+                                      arith::CmpIPredicate::slt));
     return success();
   }
 };
@@ -149,6 +173,6 @@ void mlir::tfm::lowering::populateElementwiseLoweringPatterns(
   patterns.add<AddOpLowering, SubOpLowering, MulOpLowering, DivOpLowering,
                RsqrtOpLowering, SqrtOpLowering, ReluOpLowering, GeluOpLowering,
                GeluTanhOpLowering, SiluOpLowering, SelectOpLowering,
-               ScaleOpLowering, CausalMaskLowering, KeyPaddingMaskLowering>(
-      patterns.getContext());
+               ScaleOpLowering, CausalMaskLowering, KeyPaddingMaskLowering,
+               KeyStartMaskLowering>(patterns.getContext());
 }

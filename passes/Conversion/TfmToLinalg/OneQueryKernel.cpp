@@ -30,7 +30,8 @@ namespace {
 ///          in vectors; L of them summed at once by transposeSum, L = the
 ///          vector width, so s is B / L vectors)
 ///   s[j] = -inf where k0 + j >= end_i           (padding and causality: end_i
-///          = min(len, i + Sk - Sq + 1); blocks past it are skipped)
+///          = min(len, i + Sk - Sq + 1); blocks past it are skipped, and
+///          the first block begins at the row's key start)
 ///   m' = max(m, max_j s);  p = exp(s - m');  c = exp(m - m')
 ///   l' = l·c + Σ p  (onlineSoftmax; vectors: their lanes are summed once,
 ///          at the end)
@@ -141,8 +142,9 @@ Value OneQueryKernel::build() {
       endOf(b, loc,
             b.create<arith::SubIOp>(
                 loc, b.create<arith::AddIOp>(loc, block.q0, block.qs), one));
+  Value firstKey = block.keyStart ? block.keyStart : zero;
   auto keyBlocks = b.create<scf::ForOp>(
-      loc, zero, blockEnd, indexConstant(b, loc, keyBlock),
+      loc, firstKey, blockEnd, indexConstant(b, loc, keyBlock),
       ValueRange{tile, rowMax, rowSum},
       [&](OpBuilder &bb, Location bl, Value k0, ValueRange blockIter) {
         auto queries = bb.create<scf::ForOp>(

@@ -138,6 +138,7 @@ TiledKernel::TiledKernel(OpBuilder &b, Location loc, const QueryBlock &block,
   assert(keyBlock % unroll == 0 && tileKeys % unroll == 0 &&
          "key blocks and score tiles hold whole steps of the softmax");
   assert(!block.keyRows && "tiles read their keys from one batch row of K");
+  assert(!block.keyStart && "tiles start at the first key");
   q = rowOf(block.q);
   k = rowOf(block.k);
   v = rowOf(block.v);

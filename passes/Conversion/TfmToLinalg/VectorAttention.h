@@ -42,6 +42,9 @@ struct QueryBlock {
   /// [B, P]: the row of K and V that holds key j of batch row b
   /// (tfm.cache_rows), or null for row b itself.
   Value keyRows = {};
+  /// The first key the block's batch row sees (its key start), or null
+  /// for 0.
+  Value keyStart = {};
 };
 
 /// The end of the keys query `query` sees: end = min(len, query + Sk - Sq

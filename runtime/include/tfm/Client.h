@@ -126,6 +126,12 @@ public:
     return timing;
   }
 
+  /// How many sentences they hold; a stream's step: each one's number.
+  int32_t sentences() const { return api->tfm_results_sentences(results); }
+  int64_t number(int32_t sentence) const {
+    return api->tfm_results_sentence_number(results, sentence);
+  }
+
 private:
   const RuntimeApi *api;
   tfm_results *results;
@@ -215,6 +221,47 @@ private:
 
   const RuntimeApi &api;
   tfm_model *model;
+};
+
+/// A stream of one model (tfm_stream): sentences join its batch while it
+/// runs, and leave it as soon as they are done.
+class Stream {
+public:
+  /// Throws the runtime's Error if it refuses the options.
+  Stream(const RuntimeApi &api, tfm_model *model,
+         const tfm_search_options &options, int32_t maxSentences)
+      : api(&api) {
+    check(api, api.tfm_stream_open(model, &options, maxSentences, &stream));
+  }
+  Stream(Stream &&other) noexcept
+      : api(other.api), stream(std::exchange(other.stream, nullptr)) {}
+  Stream(const Stream &) = delete;
+  Stream &operator=(const Stream &) = delete;
+  Stream &operator=(Stream &&) = delete;
+  ~Stream() {
+    if (stream)
+      api->tfm_stream_close(stream);
+  }
+
+  /// The batch's sentences join at the next step, numbered on from those
+  /// added before; throws the runtime's Error (and adds none).
+  void add(const BatchBuilder &batch) {
+    tfm_batch request = batch.view();
+    check(*api, api->tfm_stream_add(stream, &request));
+  }
+  /// One step: the results of the sentences it finished (Results::number
+  /// says which).
+  Results step() {
+    tfm_results *results = nullptr;
+    check(*api, api->tfm_stream_step(stream, &results));
+    return Results(*api, results);
+  }
+  /// The sentences added and not yet handed back.
+  int32_t sentences() const { return api->tfm_stream_sentences(stream); }
+
+private:
+  const RuntimeApi *api;
+  tfm_stream *stream = nullptr;
 };
 
 /// Cuts a sentence longer than the model's positions as the translator

@@ -37,6 +37,13 @@
   X(tfm_results_first_logits)                                                  \
   X(tfm_results_timing)                                                        \
   X(tfm_results_free)                                                          \
+  X(tfm_results_sentences)                                                     \
+  X(tfm_results_sentence_number)                                               \
+  X(tfm_stream_open)                                                           \
+  X(tfm_stream_add)                                                            \
+  X(tfm_stream_step)                                                           \
+  X(tfm_stream_sentences)                                                      \
+  X(tfm_stream_close)                                                          \
   X(tfm_tokenizer_open)                                                        \
   X(tfm_tokenizer_close)                                                       \
   X(tfm_tokenizer_encode)                                                      \

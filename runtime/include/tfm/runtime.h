@@ -22,13 +22,14 @@ extern "C" {
 typedef struct tfm_status_t *tfm_status;
 typedef struct tfm_model_t tfm_model;
 typedef struct tfm_results_t tfm_results;
+typedef struct tfm_stream_t tfm_stream;
 
 /* The version of this API: the layout of its structs and what its
  * functions take. A program that loads a model's libtranslator.so (the
  * Python module, tfm-serve) refuses one whose version is not its own
  * rather than pass it structs of another layout. Raised with every change
  * to a struct or a signature of this header. */
-#define TFM_C_API_VERSION 5
+#define TFM_C_API_VERSION 6
 int32_t tfm_c_api_version(void);
 
 const char *tfm_status_message(tfm_status status);
@@ -234,7 +235,34 @@ typedef struct tfm_translate_timing {
 } tfm_translate_timing;
 void tfm_results_timing(const tfm_results *results,
                         tfm_translate_timing *out_timing);
+/* How many sentences the results hold. */
+int32_t tfm_results_sentences(const tfm_results *results);
+/* A stream's results: the number of sentence `index` in its stream (the
+ * count of sentences added to the stream before it). */
+int64_t tfm_results_sentence_number(const tfm_results *results, int32_t index);
 void tfm_results_free(tfm_results *results);
+
+/* A stream is a batch that sentences join while it runs (continuous
+ * batching): tfm_stream_add encodes sentences, which join the running
+ * batch at its next step; tfm_stream_step runs one decoder step of every
+ * sentence in it and hands back those that finished at it, each as soon as
+ * it has its hypotheses. Every sentence of a stream is searched with the
+ * stream's options and the whole target vocabulary (no shortlist); its
+ * hypotheses are those tfm_translate_batch gives it. At most
+ * `max_sentences` are in it at once. A stream is used by one thread at a
+ * time. */
+tfm_status tfm_stream_open(tfm_model *model, const tfm_search_options *options,
+                           int32_t max_sentences, tfm_stream **out_stream);
+/* Adds batch->count sentences (as tfm_translate_batch takes them; no
+ * targets), numbered on from the sentences added before; fails, adding
+ * none, when they do not fit or a sentence is refused. */
+tfm_status tfm_stream_add(tfm_stream *stream, const tfm_batch *batch);
+/* One step; *out_results (freed by the caller) holds the sentences that
+ * finished at it, maybe none, and the stream's timing so far. */
+tfm_status tfm_stream_step(tfm_stream *stream, tfm_results **out_results);
+/* The sentences in the stream: added and not yet handed back. */
+int32_t tfm_stream_sentences(const tfm_stream *stream);
+void tfm_stream_close(tfm_stream *stream);
 
 /* Text in and out: SentencePiece in Marian's layout. source.spm cuts source
  * text into pieces, vocab.json maps pieces to ids (one vocabulary shared by

@@ -355,6 +355,22 @@ func.func @padding_lengths(%s: tensor<2x4x?x?xf32>, %l: tensor<3xi32>) {
 
 // -----
 
+func.func @key_starts(%s: tensor<2x4x1x?xf32>, %b: tensor<3xi32>) {
+  // expected-error @+1 {{expected starts of shape [2] (one per batch row of the scores), found [3]}}
+  %0 = tfm.key_start_mask %s, %b : tensor<2x4x1x?xf32>, tensor<3xi32>
+  return
+}
+
+// -----
+
+func.func @position_starts(%ids: tensor<2x1xi32>, %step: index, %b: tensor<3xi32>) {
+  // expected-error @+1 {{expected starts of shape [2] (one per batch row of the ids), found [3]}}
+  %0 = tfm.position_encoding sinusoidal_concat %ids, %step starts(%b : tensor<3xi32>) : tensor<2x1xi32> -> tensor<2x1x8xf32>
+  return
+}
+
+// -----
+
 func.func @split_rank(%x: tensor<?x64xf32>) {
   // expected-error @+1 {{expected an input of rank 3 [batch, sequence, heads * head_dim], found rank 2}}
   %0 = tfm.split_heads %x into 4 heads : tensor<?x64xf32> -> tensor<?x4x?x16xf32>
@@ -552,6 +568,14 @@ func.func @attention_result(%q: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x32xf32>) 
 func.func @attention_lengths(%q: tensor<2x4x?x16xf32>, %l: tensor<3xi32>) {
   // expected-error @+1 {{expected key lengths of shape [2] (one per batch row), found [3]}}
   %0 = tfm.attention %q, %q, %q lengths(%l : tensor<3xi32>) scale 0.25 : tensor<2x4x?x16xf32>, tensor<2x4x?x16xf32>, tensor<2x4x?x16xf32> -> tensor<2x4x?x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_starts(%q: tensor<2x4x?x16xf32>, %s: tensor<3xi32>) {
+  // expected-error @+1 {{expected key starts of shape [2] (one per batch row), found [3]}}
+  %0 = tfm.attention %q, %q, %q starts(%s : tensor<3xi32>) causal scale 0.25 : tensor<2x4x?x16xf32>, tensor<2x4x?x16xf32>, tensor<2x4x?x16xf32> -> tensor<2x4x?x16xf32>
   return
 }
 

@@ -231,3 +231,163 @@ TEST(ServeBatcher, ACancelledJobLeavesTheQueueAndStopDrainsTheRest) {
   EXPECT_EQ(kept->wait(Clock::now()), Job::State::Done);
   EXPECT_EQ(cancelled->wait(Clock::now()), Job::State::Cancelled);
 }
+
+//===----------------------------------------------------------------------===//
+// Continuous batching
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A fake stream: a sentence of source length n finishes n steps after it
+/// joined, its hypothesis its source; the log says at which of the
+/// stream's steps each source length joined and left.
+struct EchoStream : SentenceStream {
+  struct Entry {
+    int64_t number;
+    const Sentence *sentence;
+    int64_t left; // steps to go
+  };
+  std::vector<Entry> live;
+  int64_t added = 0, steps = 0;
+  std::vector<std::string> &log;
+  bool failAtStep2;
+
+  EchoStream(std::vector<std::string> &log, bool failAtStep2)
+      : log(log), failAtStep2(failAtStep2) {}
+
+  void add(const std::vector<const Sentence *> &sentences) override {
+    for (const Sentence *s : sentences) {
+      live.push_back({added++, s, int64_t(s->source.size())});
+      log.push_back("join " + std::to_string(s->source.size()) + " at " +
+                    std::to_string(steps));
+    }
+  }
+
+  std::vector<std::pair<int64_t, Hypotheses>> step() override {
+    if (failAtStep2 && steps == 2)
+      throw std::runtime_error("the logits are not finite");
+    ++steps;
+    std::vector<std::pair<int64_t, Hypotheses>> done;
+    std::vector<Entry> staying;
+    for (Entry &e : live)
+      if (--e.left == 0) {
+        done.push_back({e.number, {{e.sentence->source}, {0.0f}, {{}}}});
+        log.push_back("done " + std::to_string(e.sentence->source.size()) +
+                      " at " + std::to_string(steps));
+      } else {
+        staying.push_back(e);
+      }
+    live = staying;
+    return done;
+  }
+};
+
+/// An executor whose model streams through EchoStreams of `slots`.
+struct StreamingModel {
+  std::vector<std::string> log;
+  std::vector<BatchReport> reports;
+  bool failAtStep2 = false;
+  size_t opened = 0;
+  Executor executor{nullptr,
+                    [this](const BatchReport &r) { reports.push_back(r); }};
+  size_t model;
+
+  explicit StreamingModel(size_t slots) {
+    model = executor.addModel(
+        limits(slots), echo, [this](const tfm_search_options &, size_t) {
+          ++opened;
+          return std::make_unique<EchoStream>(log, failAtStep2);
+        });
+  }
+};
+
+} // namespace
+
+// Three sentences, two slots: the oldest (5) and the one closest to its
+// length (2) start; when the 2 ends, the third takes its slot at the next
+// step and finishes while the long one runs on; each job is answered
+// with its own sentence.
+TEST(ServeBatcher, ASentenceJoinsTheRunningBatchWhenASlotFrees) {
+  StreamingModel m(2);
+  auto longJob = jobOf({5}), shortJob = jobOf({2}), third = jobOf({1});
+  for (auto &job : {longJob, shortJob, third})
+    ASSERT_TRUE(m.executor.submit(m.model, job));
+  m.executor.start();
+  for (auto &job : {longJob, shortJob, third})
+    ASSERT_EQ(job->wait(Clock::now() + 10s), Job::State::Done);
+  m.executor.stop();
+  EXPECT_EQ(third->results()[0].tokens[0], std::vector<int32_t>(1, 1));
+  EXPECT_EQ(longJob->results()[0].tokens[0], std::vector<int32_t>(5, 5));
+  std::vector<std::string> expected = {"join 2 at 0", "join 5 at 0",
+                                       "done 2 at 2", "join 1 at 2",
+                                       "done 1 at 3", "done 5 at 5"};
+  EXPECT_EQ(m.log, expected);
+  EXPECT_EQ(m.opened, 1u);
+  // A report a step: the sentences decoded together, those finished.
+  ASSERT_EQ(m.reports.size(), 5u);
+  EXPECT_EQ(m.reports[0].decoded, 2u);
+  EXPECT_EQ(m.reports[0].sentences, 0u);
+  EXPECT_EQ(m.reports[1].sentences, 1u);
+  EXPECT_EQ(m.reports[2].decoded, 2u);
+}
+
+// Sentences of another search do not join: the stream runs down, then a
+// stream for theirs opens.
+TEST(ServeBatcher, AnotherSearchWaitsForTheStreamToRunDown) {
+  StreamingModel m(4);
+  tfm_search_options beam = greedy();
+  beam.beam_size = 4;
+  auto first = jobOf({3}), other = jobOf({1}, beam), same = jobOf({1});
+  for (auto &job : {first, other, same})
+    ASSERT_TRUE(m.executor.submit(m.model, job));
+  m.executor.start();
+  for (auto &job : {first, other, same})
+    ASSERT_EQ(job->wait(Clock::now() + 10s), Job::State::Done);
+  m.executor.stop();
+  // The first batch takes both greedy sentences; the beam one waits.
+  std::vector<std::string> expected = {"join 1 at 0", "join 3 at 0",
+                                       "done 1 at 1", "done 3 at 3",
+                                       "join 1 at 0", "done 1 at 1"};
+  EXPECT_EQ(m.log, expected);
+  EXPECT_EQ(m.opened, 2u);
+}
+
+TEST(ServeBatcher, AFailedStepFailsTheStreamsJobsAndServingGoesOn) {
+  StreamingModel m(2);
+  m.failAtStep2 = true;
+  auto a = jobOf({4}), b = jobOf({5});
+  ASSERT_TRUE(m.executor.submit(m.model, a));
+  ASSERT_TRUE(m.executor.submit(m.model, b));
+  m.executor.start();
+  EXPECT_EQ(a->wait(Clock::now() + 10s), Job::State::Failed);
+  EXPECT_EQ(b->wait(Clock::now() + 10s), Job::State::Failed);
+  EXPECT_EQ(a->error(), "the logits are not finite");
+  m.failAtStep2 = false;
+  auto after = jobOf({2});
+  ASSERT_TRUE(m.executor.submit(m.model, after));
+  EXPECT_EQ(after->wait(Clock::now() + 10s), Job::State::Done);
+  m.executor.stop();
+  EXPECT_EQ(m.opened, 2u); // the failed stream was dropped
+}
+
+// A search the model cannot stream (its shortlist) runs as a batch.
+TEST(ServeBatcher, ASearchThatCannotStreamRunsAsABatch) {
+  std::atomic<int> batches{0};
+  BatchRunner counted = [&](const tfm_search_options &s,
+                            const std::vector<const Sentence *> &in,
+                            std::vector<Hypotheses> &out) {
+    ++batches;
+    echo(s, in, out);
+  };
+  Executor executor(nullptr, nullptr);
+  size_t model = executor.addModel(
+      limits(4), counted,
+      [](const tfm_search_options &, size_t) { return nullptr; });
+  auto job = jobOf({2, 3});
+  ASSERT_TRUE(executor.submit(model, job));
+  executor.start();
+  ASSERT_EQ(job->wait(Clock::now() + 10s), Job::State::Done);
+  executor.stop();
+  EXPECT_EQ(batches.load(), 1);
+  EXPECT_EQ(job->results()[1].tokens[0].size(), 3u);
+}

@@ -27,8 +27,9 @@ namespace tfm_runtime {
 /// rows its caller chooses (output_panels, output_bias); the checkpoint's
 /// repetition guards. 11: decode_step's log-sum-exp terms of each block of
 /// kLogitBlock logits. 12: decode_step's cache_rows, the cache row of each
-/// row's positions (beams read their parents' keys in place).
-constexpr uint64_t kAbiVersion = 12;
+/// row's positions (beams read their parents' keys in place). 13:
+/// decode_step's row_starts, the step each row joined its batch at.
+constexpr uint64_t kAbiVersion = 13;
 
 /// Logits per block of decode_step's logit_blocks (tfm.logsumexp_blocks):
 /// the output panels' width with AVX-512, whose kernel makes both.
@@ -226,7 +227,7 @@ extern const char tfm_model_backends[];
 ///   encode(weights, source_ids[B,S], source_lengths[B],
 ///          out encoder_output[B,S,D], out cross K/V[B,H,S,Dh] per layer)
 ///   decode_step(weights, tokens[R,T], step, source_lengths[B],
-///               cache_rows[R,*] (i32),
+///               cache_rows[R,*] (i32), row_starts[R] (i32),
 ///               per layer: cross K, cross V [B,H,S,Dh],
 ///               cache K, cache V [R,H,*,Dh],
 ///               output_panels[bytes], output_bias[bytes] (if the
@@ -234,10 +235,13 @@ extern const char tfm_model_backends[];
 ///               out logit_blocks[R,T,ceil(C/kLogitBlock),2])
 /// where the R = B·G rows of a step are the G beams of each of B
 /// sentences, one sentence after the other: a sentence's beams share its
-/// cross-attention keys and values. Position p of row r's self-attention
-/// history is in row cache_rows[r, p] of the caches; the step writes its
-/// positions from `step` on into row r, so cache_rows[r, p] = r for every
-/// p >= step.
+/// cross-attention keys and values. The caches' positions are the
+/// batch's steps: step p of row r's self-attention history is in row
+/// cache_rows[r, p] of the caches; the step writes its steps from `step`
+/// on into row r, so cache_rows[r, p] = r for every p >= step. Row r
+/// joined the batch at step row_starts[r] <= step: its tokens are at
+/// positions step - row_starts[r] + t, and it attends to steps from
+/// row_starts[r] on (a batch that no sentence joined passes zeros).
 /// output_panels holds the output
 /// projection's rows that the caller chose, C/P whole panels as the
 /// weights file stores them (selectOutputRows; all of the file's for the
