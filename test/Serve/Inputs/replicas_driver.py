@@ -403,10 +403,15 @@ def main():
         match = re.search(r"fail_timeout=(\d+)s", f.read())
     fail_timeout = int(match.group(1)) if match else 10
 
-    ports = [free_port() for _ in range(args.replicas)]
+    ports = []
+    while len(ports) < args.replicas + 1:
+        port = free_port()
+        if port not in ports:
+            ports.append(port)
+    listen_port, ports = ports[0], ports[1:]
     replicas = [Replica(args.model, port, args.threads) for port in ports]
     nginx = Nginx(os.path.join(os.path.abspath(args.workdir), "nginx"), args.nginx_conf,
-                  ports, free_port())
+                  ports, listen_port)
     try:
         for replica in replicas:
             replica.start()
