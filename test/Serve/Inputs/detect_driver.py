@@ -16,6 +16,11 @@ for these tests) and the translator's translations with the language given.
   detect_driver.py mixed OUT_DIR TSV WORK
       a list q of several languages on a multilingual model: each item
       from its own language, as the translator with that language gives it
+  detect_driver.py npm EN_DE DE_EN TSV CLI_EN CLI_DE MODULES WORK
+      the npm packages libretranslate and libretranslate-extended
+      (Inputs/npm/clients.js, MODULES: their node_modules) calling /detect
+      and /translate with source auto; CLI_DE: DE_EN's translator's lines
+      of TSV's de sentences
   detect_driver.py accuracy TSV [TSV...] --sources L,L --min P
       tfm-detect's first answer against the labels: at least P percent
       right on sentences of 5 words or more, per file
@@ -30,7 +35,7 @@ import sys
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_driver import Server, expect, fail, post, read_lines  # noqa: E402
+from serve_driver import Server, expect, fail, get, post, read_lines  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MAKE_FAMILY_MODEL = os.path.join(HERE, "..", "..", "models", "make_family_model.py")
@@ -294,6 +299,51 @@ def run_mixed(out_dir, tsv, work):
           % (len(sentences), len({l for l, _ in sentences})))
 
 
+# --- clients from npm ----------------------------------------------------------
+
+def run_npm(en_de, de_en, tsv, cli_en_path, cli_de_path, modules, work):
+    sentences = labelled(tsv)
+    english = [s for l, s in sentences if l == "en"]
+    german = [s for l, s in sentences if l == "de"]
+    cli_en, cli_de = read_lines(cli_en_path), read_lines(cli_de_path)
+    input_path = os.path.join(work, "npm-input.json")
+    with open(input_path, "w") as f:
+        json.dump({"english": english, "german": german}, f)
+    server = Server(None, en_de, de_en)
+    try:
+        answer = subprocess.run(["node", os.path.join(HERE, "npm", "clients.js"), server.url,
+                                 input_path], capture_output=True, text=True, timeout=300,
+                                env=dict(os.environ, NODE_PATH=modules), cwd=work)
+        status, top, _ = post(server.url + "/detect", {"q": german[0]})
+        metrics = get(server.url + "/metrics")[1]
+    finally:
+        expect("exit status", server.stop(), 0)
+    if answer.returncode != 0:
+        fail("the npm clients failed: %s" % answer.stderr)
+    out = json.loads(answer.stdout)
+    expect("libretranslate, source auto to de", out["plainToGerman"], cli_en)
+    expect("libretranslate, no source to en", out["plainToEnglish"], cli_de)
+    expect("libretranslate-extended's detectLanguage", out["detected"],
+           ["en"] * len(english) + ["de"] * len(german))
+    expect("libretranslate-extended's /detect", (status, out["detectTop"]), (200, top[0]))
+    expect("libretranslate-extended's translate", out["extendedToGerman"], cli_en[0])
+    expect("libretranslate-extended, a list q: translations", out["listToGerman"]["text"], cli_en)
+    expect("libretranslate-extended, a list q: languages",
+           [d["language"] for d in out["listToGerman"]["detectedLanguage"]], ["en"] * len(english))
+    if "HTTP 400" not in out["emptyDetect"] or "q is empty" not in out["emptyDetect"]:
+        fail("libretranslate-extended's /detect of nothing: %r" % out["emptyDetect"])
+    if "HTTP 400" not in out["germanToGerman"] or \
+            "detected language de" not in out["germanToGerman"]:
+        fail("libretranslate-extended, German to de: %r" % out["germanToGerman"])
+    # detectLanguage falls back to /translate when /detect fails: every one
+    # of its calls, the direct one and ours must have reached /detect.
+    detects = re.search(r'tfm_serve_requests_total\{path="/detect",code="200"\} (\d+)', metrics)
+    expect("/detect answered 200", int(detects.group(1)) if detects else 0,
+           len(english) + len(german) + 2)
+    print("npm: libretranslate and libretranslate-extended detect and translate from auto "
+          "as the translator does with the language given")
+
+
 # --- accuracy ----------------------------------------------------------------
 
 def run_accuracy(*args):
@@ -330,7 +380,8 @@ def run_accuracy(*args):
 
 def main():
     commands = {"multilingual": run_multilingual, "translator": run_translator,
-                "pairs": run_pairs, "mixed": run_mixed, "accuracy": run_accuracy}
+                "pairs": run_pairs, "mixed": run_mixed, "npm": run_npm,
+                "accuracy": run_accuracy}
     commands[sys.argv[1]](*sys.argv[2:])
 
 
