@@ -2,20 +2,22 @@
 test/Serve/serve-replicas.test.
 
   replicas_driver.py MODEL SRC CLI NGINX_CONF WORKDIR [--replicas N]
-      [--clients C] [--requests R] [--rounds K] [--threads T]
+      [--clients C] [--requests R] [--max-requests M] [--rounds K] [--threads T]
 
 Starts N tfm-serve replicas of MODEL on free loopback ports and nginx with
 NGINX_CONF (deploy/nginx/tfm-serve.conf: its `server` lines of the upstream
 and its `listen` line replaced by the free ports) under a main
-configuration, pid file, temp dirs and logs of its own in WORKDIR. Then C
-clients send R one-sentence POST /translate requests through nginx (each
-client on one keep-alive connection, as a client library would), while the
-replicas are restarted in turn, K rounds: SIGTERM, wait for exit 0, start
-again on the same port, wait until /health answers, wait until nginx sends
-it requests again, then the next replica. Every answer must be 200 and the
-translator's line (CLI) for its sentence, and no request may fail. Each
-loop is bounded in requests and each wait in time; nginx and the replicas
-are stopped at the end, also on failure.
+configuration, pid file, temp dirs and logs of its own in WORKDIR/nginx
+(the replicas' stderr in WORKDIR/tfm-serve-PORT.log). Then C clients send
+one-sentence POST /translate requests through nginx (each client on one
+keep-alive connection, as a client library would), at least R and on
+until the restarts are done (at most M), while the replicas are restarted
+in turn, K rounds: SIGTERM, wait for exit 0, start again on the same port,
+wait until /health answers, wait until nginx sends it requests again, then
+the next replica. Every answer must be 200 and the translator's line (CLI)
+for its sentence, and no request may fail. Each loop is bounded in
+requests and each wait in time; nginx and the replicas are stopped at the
+end, also on failure.
 
 Prints one line for FileCheck; the figures (requests/s, requests nginx sent
 to a second replica, the replicas' peak RSS) go to stderr.
@@ -103,17 +105,21 @@ def translated_count(port):
 class Replica:
     """One tfm-serve on a fixed loopback port, restartable."""
 
-    def __init__(self, model, port, threads):
+    def __init__(self, model, port, threads, workdir):
         self.command = [SERVE, "--port", str(port), "--threads", str(threads),
                         "--quiet", model]
         self.port = port
+        # Its stderr, every start appended: a file, so that a long report
+        # (a sanitizer's) cannot fill a pipe and hold the process.
+        self.log = os.path.join(workdir, "tfm-serve-%d.log" % port)
         self.proc = None
         self.peak_rss_kb = 0
 
     def start(self):
-        self.proc = subprocess.Popen(self.command, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True,
-                                     preexec_fn=die_with_parent)
+        with open(self.log, "a") as stderr:
+            self.proc = subprocess.Popen(self.command, stdout=subprocess.PIPE,
+                                         stderr=stderr, text=True,
+                                         preexec_fn=die_with_parent)
         line = []
         reader = threading.Thread(target=lambda: line.append(self.proc.stdout.readline()),
                                   daemon=True)
@@ -122,8 +128,12 @@ class Replica:
         if not line or "listening on http://127.0.0.1:%d" % self.port not in line[0]:
             self.proc.kill()
             fail("tfm-serve on port %d did not start: %r %s"
-                 % (self.port, line, self.proc.stderr.read()))
+                 % (self.port, line, self.stderr()))
         wait_healthy(self.port, 30)
+
+    def stderr(self):
+        with open(self.log, encoding="utf-8", errors="replace") as f:
+            return f.read()[-3000:]
 
     def note_rss(self):
         """The process's peak resident set so far (VmHWM)."""
@@ -143,8 +153,8 @@ class Replica:
             return self.proc.wait(seconds)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            fail("tfm-serve on port %d did not exit within %d s of SIGTERM"
-                 % (self.port, seconds))
+            fail("tfm-serve on port %d did not exit within %d s of SIGTERM: %s"
+                 % (self.port, seconds, self.stderr()))
 
     def kill(self):
         if self.proc and self.proc.poll() is None:
@@ -363,8 +373,8 @@ def rolling_restart(replicas, load, rounds, fail_timeout):
             before, began = load.answered, time.monotonic()
             code = replica.stop()
             if code != 0:
-                fail("tfm-serve on port %d exited %d after SIGTERM under load"
-                     % (replica.port, code))
+                fail("tfm-serve on port %d exited %d after SIGTERM under load: %s"
+                     % (replica.port, code, replica.stderr()))
             stopped = time.monotonic()
             replica.start()
             healthy = time.monotonic()
@@ -409,9 +419,9 @@ def main():
         if port not in ports:
             ports.append(port)
     listen_port, ports = ports[0], ports[1:]
-    replicas = [Replica(args.model, port, args.threads) for port in ports]
-    nginx = Nginx(os.path.join(os.path.abspath(args.workdir), "nginx"), args.nginx_conf,
-                  ports, listen_port)
+    workdir = os.path.abspath(args.workdir)
+    replicas = [Replica(args.model, port, args.threads, workdir) for port in ports]
+    nginx = Nginx(os.path.join(workdir, "nginx"), args.nginx_conf, ports, listen_port)
     try:
         for replica in replicas:
             replica.start()
@@ -424,7 +434,8 @@ def main():
         for replica in replicas:
             code = replica.stop()
             if code != 0:
-                fail("tfm-serve on port %d exited %d after SIGTERM" % (replica.port, code))
+                fail("tfm-serve on port %d exited %d after SIGTERM: %s"
+                     % (replica.port, code, replica.stderr()))
         nginx.stop()
     finally:
         nginx.stop()
