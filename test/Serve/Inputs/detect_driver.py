@@ -21,6 +21,11 @@ for these tests) and the translator's translations with the language given.
       (Inputs/npm/clients.js, MODULES: their node_modules) calling /detect
       and /translate with source auto; CLI_DE: DE_EN's translator's lines
       of TSV's de sentences
+  detect_driver.py mo-sentences COUNT LANG...
+      labelled sentences from the translations Debian's packages install
+      (/usr/share/locale/LANG/LC_MESSAGES/*.mo, en from their msgids):
+      COUNT a language of 5 to 25 words, spread over the catalogues (for
+      the figures of docs/Serving.md; not run by the tests)
   detect_driver.py accuracy TSV [TSV...] --sources L,L --min P
       tfm-detect's first answer against the labels: at least P percent
       right on sentences of 5 words or more, per file
@@ -344,6 +349,43 @@ def run_npm(en_de, de_en, tsv, cli_en_path, cli_de_path, modules, work):
           "as the translator does with the language given")
 
 
+# --- sentences from Debian's translations ------------------------------------
+
+def mo_texts(language):
+    """(catalogue, text) of every message of the language's .mo files."""
+    import gettext
+    import glob
+    domain = "de" if language == "en" else language
+    for path in sorted(glob.glob("/usr/share/locale/%s/LC_MESSAGES/*.mo" % domain)):
+        try:
+            with open(path, "rb") as f:
+                catalog = gettext.GNUTranslations(f)._catalog
+        except Exception:
+            continue
+        for key, value in catalog.items():
+            original = key[0] if isinstance(key, tuple) else key
+            # A message left as its English original is no sentence of the
+            # language (names, commands).
+            if language != "en" and value == original:
+                continue
+            text = original if language == "en" else value
+            if text:
+                yield os.path.basename(path), text.split("\n")[0].strip()
+
+
+def run_mo_sentences(count, *languages):
+    for language in languages:
+        seen, kept = set(), []
+        for catalog, text in mo_texts(language):
+            if 5 <= len(text.split()) <= 25 and text not in seen and "\t" not in text:
+                seen.add(text)
+                kept.append(text)
+        # Every k-th: spread over the catalogues rather than the first one.
+        step = max(1, len(kept) // int(count))
+        for text in kept[::step][:int(count)]:
+            print("%s\t%s" % (language, text))
+
+
 # --- accuracy ----------------------------------------------------------------
 
 def run_accuracy(*args):
@@ -381,7 +423,7 @@ def run_accuracy(*args):
 def main():
     commands = {"multilingual": run_multilingual, "translator": run_translator,
                 "pairs": run_pairs, "mixed": run_mixed, "npm": run_npm,
-                "accuracy": run_accuracy}
+                "mo-sentences": run_mo_sentences, "accuracy": run_accuracy}
     commands[sys.argv[1]](*sys.argv[2:])
 
 
