@@ -141,7 +141,8 @@ def build_extension(out_dir):
             objects = list(pool.map(lambda s: compile_one(command, s, objects_dir),
                                     sources))
         name = EXTENSION + sysconfig.get_config_var("EXT_SUFFIX")
-        link = cxx + ["-shared", "-o", os.path.join(out_dir, name)] + objects + ["-ldl"]
+        # -s: no symbol tables, as CMake's release build of the module.
+        link = cxx + ["-shared", "-s", "-o", os.path.join(out_dir, name)] + objects + ["-ldl"]
         run = subprocess.run(link, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              universal_newlines=True)
         if run.returncode != 0:
