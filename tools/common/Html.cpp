@@ -246,7 +246,6 @@ struct Piece {
   std::string text;
   bool holeBefore = false; // a kept element precedes it in its run
   bool inAttribute = false;
-  std::string strayMarkup; // tags the parser ignored inside the span
 };
 
 /// One sentence: a block's run of inline text, or one attribute.
@@ -283,27 +282,20 @@ size_t markupEnd(std::string_view source, size_t i) {
   return source.size();
 }
 
-/// Markup inside a text node's span: tags the parser ignored (a stray
-/// </div>, a second <body> whose attributes it moved to the first), which
-/// do not split the text node. Kept, after the translation.
-std::string strayMarkupIn(std::string_view span) {
-  std::string stray;
-  for (size_t i = 0; (i = span.find('<', i)) != std::string_view::npos;) {
+/// Whether a text node's span holds markup: a tag the parser ignored (a
+/// stray </div>, a second <body> whose attributes it moved to the first)
+/// does not split the text around it. Where such a tag stands changes
+/// what the parser does next (text after a stray </html> puts it back in
+/// the body), so the text around it is kept as it is.
+bool holdsMarkup(std::string_view span) {
+  for (size_t i = 0; (i = span.find('<', i)) != std::string_view::npos; ++i) {
     char next = i + 1 < span.size() ? span[i + 1] : ' ';
     char after = i + 2 < span.size() ? span[i + 2] : ' ';
-    bool tag =
-        std::isalpha((unsigned char)next) ||
-        (next == '/' && (std::isalpha((unsigned char)after) || after == '>')) ||
-        next == '!' || next == '?';
-    if (!tag) {
-      ++i;
-      continue;
-    }
-    size_t end = markupEnd(span, i);
-    stray.append(span.substr(i, end - i));
-    i = end;
+    if (std::isalpha((unsigned char)next) || next == '!' || next == '?' ||
+        (next == '/' && (std::isalpha((unsigned char)after) || after == '>')))
+      return true;
   }
-  return stray;
+  return false;
 }
 
 /// Walks the tree (iteratively: documents may nest deeper than a stack)
@@ -381,13 +373,14 @@ private:
     }
     const GumboText &text = node.v.text;
     Piece piece;
-    if (!spanOf(text.original_text, piece))
+    if (!spanOf(text.original_text, piece) ||
+        (!isRcdata(node) && holdsMarkup(std::string_view(source).substr(
+                                piece.begin, piece.end - piece.begin)))) {
+      holePending = true;
       return;
+    }
     piece.text = text.text;
     piece.holeBefore = std::exchange(holePending, false);
-    if (!isRcdata(node))
-      piece.strayMarkup = strayMarkupIn(std::string_view(source).substr(
-          piece.begin, piece.end - piece.begin));
     current.pieces.push_back(std::move(piece));
   }
 
@@ -457,15 +450,15 @@ private:
 //===----------------------------------------------------------------------===//
 
 /// A piece's new text: its own leading and trailing whitespace around its
-/// share of the translation's words, then what the parser ignored in it.
+/// share of the translation's words.
 struct Replacement {
   size_t begin = 0, end = 0;
-  std::string lead, words, trail, stray;
+  std::string lead, words, trail;
   bool inAttribute = false;
 
   std::string render() const {
     std::string text = escapeHtml(lead + words + trail, inAttribute);
-    return inAttribute ? "\"" + text + "\"" : text + stray;
+    return inAttribute ? "\"" + text + "\"" : text;
   }
 };
 
@@ -518,8 +511,7 @@ bool spreadTranslation(const Run &run, const std::string &translation,
       continue;
     out.push_back({piece.begin, piece.end, leadingSpace(piece.text),
                    joinWords(words, begin, ends[slot]),
-                   trailingSpace(piece.text), piece.strayMarkup,
-                   piece.inAttribute});
+                   trailingSpace(piece.text), piece.inAttribute});
     begin = ends[slot++];
   }
   return true;
@@ -665,8 +657,7 @@ private:
       return;
     }
     pieces.push_back({piece.begin, piece.end, leadingSpace(piece.text), words,
-                      trailingSpace(piece.text), piece.strayMarkup,
-                      piece.inAttribute});
+                      trailingSpace(piece.text), piece.inAttribute});
   }
 
   void append(std::vector<Replacement> &pieces) {

