@@ -455,6 +455,7 @@ struct Replacement {
   size_t begin = 0, end = 0;
   std::string lead, words, trail;
   bool inAttribute = false;
+  bool glued = false; // punctuation cut from the word before it
 
   std::string render() const {
     std::string text = escapeHtml(lead + words + trail, inAttribute);
@@ -493,18 +494,139 @@ std::vector<size_t> spreadEnds(const std::vector<size_t> &weights,
   return ends;
 }
 
+/// A word without the punctuation around it, for finding copies.
+std::string_view bareWord(std::string_view word) {
+  constexpr std::string_view punctuation = ".,;:!?\"'()[]";
+  size_t begin = word.find_first_not_of(punctuation);
+  if (begin == std::string_view::npos)
+    return {};
+  size_t end = word.find_last_not_of(punctuation);
+  return word.substr(begin, end + 1 - begin);
+}
+
+/// Where `needle`'s words stand in `words`, punctuation aside, if they do
+/// exactly once; npos otherwise.
+size_t uniqueCopy(const std::vector<std::string> &needle,
+                  const std::vector<std::string> &words) {
+  size_t found = std::string::npos;
+  for (size_t at = 0; at + needle.size() <= words.size(); ++at) {
+    bool same = true;
+    for (size_t k = 0; same && k < needle.size(); ++k)
+      same = !bareWord(needle[k]).empty() &&
+             bareWord(needle[k]) == bareWord(words[at + k]);
+    if (!same)
+      continue;
+    if (found != std::string::npos)
+      return std::string::npos;
+    found = at;
+  }
+  return found;
+}
+
+/// A slot's words of the translation, [begin, end); unset: not anchored.
+struct Anchor {
+  size_t begin = std::string::npos, end = 0;
+  bool set() const { return begin != std::string::npos; }
+};
+
+/// The slots whose words the translation copies (names, numbers, commands:
+/// words a model leaves as they are), found once and in the slots' order.
+std::vector<Anchor>
+findAnchors(const std::vector<std::vector<std::string>> &slots,
+            const std::vector<std::string> &words) {
+  std::vector<Anchor> anchors(slots.size());
+  size_t after = 0;
+  for (size_t k = 0; k < slots.size(); ++k) {
+    size_t at = uniqueCopy(slots[k], words);
+    if (at == std::string::npos || at < after)
+      continue;
+    anchors[k] = {at, at + slots[k].size()};
+    after = at + slots[k].size();
+  }
+  return anchors;
+}
+
+/// Where each slot ends in the translation's words: anchored slots on
+/// their copies, the slots between them spread over the words between in
+/// proportion to their source words (spreadEnds). Words between two
+/// anchors with no slot between go to the first. Empty when some slots
+/// would get no word.
+std::vector<size_t>
+anchoredEnds(const std::vector<std::vector<std::string>> &slots,
+             const std::vector<Anchor> &anchors, size_t words) {
+  std::vector<size_t> ends(slots.size());
+  size_t position = 0, free = 0; // free: the first slot not yet placed
+  for (size_t k = 0; k <= slots.size(); ++k) {
+    if (k < slots.size() && !anchors[k].set())
+      continue;
+    size_t stop = k < slots.size() ? anchors[k].begin : words;
+    if (free < k) {
+      std::vector<size_t> weights;
+      for (size_t f = free; f < k; ++f)
+        weights.push_back(slots[f].size());
+      if (stop - position < weights.size())
+        return {};
+      std::vector<size_t> spread = spreadEnds(weights, stop - position);
+      for (size_t f = free; f < k; ++f)
+        ends[f] = position + spread[f - free];
+    } else if (k > 0) {
+      ends[k - 1] = stop; // words no slot takes join the anchor before
+    }
+    if (k == slots.size())
+      break;
+    ends[k] = anchors[k].end;
+    position = anchors[k].end;
+    free = k + 1;
+  }
+  return ends;
+}
+
+bool endsWith(const std::string &word, const std::string &mark) {
+  return word.size() > mark.size() &&
+         word.compare(word.size() - mark.size(), mark.size(), mark) == 0;
+}
+
+/// A piece of punctuation alone closing a run, right after the word before
+/// it ("<a>here</a>."), when the translation ends in it too: cut off the
+/// last word, to be its share.
+bool splitClosingPunctuation(const std::vector<std::vector<std::string>> &slots,
+                             const std::string &sentence,
+                             std::vector<std::string> &words) {
+  if (slots.size() < 2 || slots.back().size() != 1 || words.empty())
+    return false;
+  const std::string &mark = slots.back().front();
+  std::vector<std::string> source = splitWords(sentence);
+  if (!bareWord(mark).empty() || source.empty() ||
+      !endsWith(source.back(), mark) || !endsWith(words.back(), mark))
+    return false;
+  std::string &last = words.back();
+  last.resize(last.size() - mark.size());
+  words.push_back(mark);
+  return true;
+}
+
 /// Assigns each non-blank piece of `run` its words of `translation`, or
 /// returns false when there are fewer words than such pieces.
 bool spreadTranslation(const Run &run, const std::string &translation,
                        std::vector<Replacement> &out) {
   std::vector<std::string> words = splitWords(translation);
-  std::vector<size_t> weights;
+  std::vector<std::vector<std::string>> slots;
   for (const Piece &piece : run.pieces)
     if (!isBlankHtml(piece.text))
-      weights.push_back(splitWords(piece.text).size());
-  if (words.size() < weights.size())
+      slots.push_back(splitWords(piece.text));
+  bool glued = splitClosingPunctuation(slots, run.sentence(), words);
+  if (words.size() < slots.size())
     return false;
-  std::vector<size_t> ends = spreadEnds(weights, words.size());
+  std::vector<Anchor> anchors = findAnchors(slots, words);
+  if (glued)
+    anchors.back() = {words.size() - 1, words.size()};
+  std::vector<size_t> ends = anchoredEnds(slots, anchors, words.size());
+  if (ends.empty()) {
+    std::vector<size_t> weights;
+    for (const std::vector<std::string> &slot : slots)
+      weights.push_back(slot.size());
+    ends = spreadEnds(weights, words.size());
+  }
   size_t slot = 0, begin = 0;
   for (const Piece &piece : run.pieces) {
     if (isBlankHtml(piece.text))
@@ -514,6 +636,8 @@ bool spreadTranslation(const Run &run, const std::string &translation,
                    trailingSpace(piece.text), piece.inAttribute});
     begin = ends[slot++];
   }
+  if (glued)
+    out.back().glued = true;
   return true;
 }
 
@@ -532,7 +656,7 @@ void separateWords(const Run &run, std::vector<Replacement> &pieces) {
     bool startsWithWord = !text.empty() && !isHtmlSpace(text.front());
     if (piece.holeBefore)
       endsInWord = false;
-    if (endsInWord && startsWithWord) {
+    if (endsInWord && startsWithWord && !(own && own->glued)) {
       if (previous)
         previous->trail += " ";
       else if (own)

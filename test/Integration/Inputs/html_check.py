@@ -249,10 +249,27 @@ def kept_texts(node, keep=False, translatable=True):
     return out
 
 
+PUNCTUATION = ".,;:!?\"'()[]"
+
+
+def bare_words(text):
+    """Words without the punctuation around them (the library's rule for
+    finding words a translation copies)."""
+    return [w.strip(PUNCTUATION) for w in text.split() if w.strip(PUNCTUATION)]
+
+
+def copied_once(piece_words, words):
+    """Where the piece's words stand in the translation's, exactly once."""
+    n = len(piece_words)
+    places = [i for i in range(len(words) - n + 1) if words[i:i + n] == piece_words]
+    return places[0] if len(places) == 1 else None
+
+
 class Tally:
     def __init__(self):
         self.pages = self.shapes = self.blocks = self.whole = 0
         self.piecewise = self.attributes = self.kept = 0
+        self.copied = self.copied_wrapped = 0
         self.problems = []
 
     def report(self):
@@ -264,6 +281,9 @@ class Tally:
         print(f"title and alt attributes equal to their translation: "
               f"{self.attributes}")
         print(f"pages with kept text unchanged: {self.kept}")
+        print(f"pieces cut by inline tags whose words the translation "
+              f"copies, holding their copy: {self.copied_wrapped} of "
+              f"{self.copied}")
         print(f"problems: {len(self.problems)}")
         for problem in self.problems[:20]:
             print("  " + problem)
@@ -275,6 +295,7 @@ def check_block(run, translated, plain, tally, where):
     tally.blocks += 1
     if got == normalize(expected):
         tally.whole += 1
+        count_copies(run, translated, expected, tally)
         return
     parts = pieces(run)
     if len(expected.split()) < len(parts):
@@ -289,6 +310,23 @@ def check_block(run, translated, plain, tally, where):
             return
     tally.problems.append(f"{where}: block {run_text(run)!r} became {got!r}, "
                           f"its translation is {expected!r}")
+
+
+def count_copies(run, translated, expected, tally):
+    """Pieces of a block cut by inline tags whose words the translation
+    copies once (a name, a number, a command): is their copy what they
+    hold now? Only for these is the right place of an inline tag known
+    without alignments."""
+    if len(pieces(run)) < 2:
+        return
+    words = bare_words(expected)
+    for source, output in zip(run, translated):
+        if source is HOLE or is_blank(source.data):
+            continue
+        piece = bare_words(source.data)
+        if piece and copied_once(piece, words) is not None:
+            tally.copied += 1
+            tally.copied_wrapped += bare_words(output.data) == piece
 
 
 def check_attribute(source, output, name, plain, tally, where):

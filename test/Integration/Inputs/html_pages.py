@@ -89,7 +89,12 @@ class Page:
                     opening, closing = (opening + f"<{inner}>",
                                         f"</{inner}>" + closing)
                 words[start] = opening + words[start]
-                words[end - 1] = words[end - 1] + closing
+                last = words[end - 1]
+                if end == n and last[-1:] in ".:!?" and len(last) > 1:
+                    # "<a>here</a>.": the sentence's full stop outside
+                    words[end - 1] = last[:-1] + closing + last[-1]
+                else:
+                    words[end - 1] = last + closing
         r = self.rng.random()
         if n >= 2 and r < 0.12:
             k = self.rng.randrange(1, n)

@@ -183,6 +183,37 @@ TEST(Html, InlineTagsKeepTheirPlaceAndTheBlockReadsAsTheTranslation) {
             "<p>continue. <a href=\"/x\">to</a> here Click</p>");
 }
 
+std::vector<std::string> fixed(const std::vector<std::string> &sentences,
+                               const std::string &translation) {
+  return std::vector<std::string>(sentences.size(), translation);
+}
+
+TEST(Html, CopiedWordsKeepTheirTags) {
+  // "KDE" is copied by the translation: its tag goes around the copy, the
+  // other pieces share the words around it.
+  EXPECT_EQ(translated("<p>Open <b>KDE</b> settings now</p>",
+                       [](const auto &s) {
+                         return fixed(s, "Die KDE Einstellungen jetzt öffnen");
+                       }),
+            "<p>Die <b>KDE</b> Einstellungen jetzt öffnen</p>");
+  // Copied twice: no anchor, proportions.
+  EXPECT_EQ(translated("<p>Open <b>KDE</b> settings now</p>",
+                       [](const auto &s) { return fixed(s, "KDE a KDE b c"); }),
+            "<p>KDE <b>a KDE</b> b c</p>");
+}
+
+TEST(Html, ClosingPunctuationStaysAfterTheTag) {
+  EXPECT_EQ(
+      translated("<p>Click <a href=x>here</a>.</p>",
+                 [](const auto &s) { return fixed(s, "Klicken Sie hier."); }),
+      "<p>Klicken Sie <a href=x>hier</a>.</p>");
+  // After a space in the source, it is a piece like any other.
+  EXPECT_EQ(
+      translated("<p>Password <b>expires</b> :</p>",
+                 [](const auto &s) { return fixed(s, "Das Passwort endet:"); }),
+      "<p>Das <b>Passwort</b> endet:</p>");
+}
+
 TEST(Html, WordsSplitByATagAreSeparated) {
   EXPECT_EQ(translated("<p>foo<b>bar</b> baz</p>"), "<p>FOO <b>BAR</b> BAZ</p>")
       << "2 words for 3 pieces: each piece translated alone";
