@@ -888,8 +888,8 @@ NestingWork estimateNestingWork(std::string_view source) {
 }
 
 /// Why `document` is not parsed, or empty: too large, or nested so deeply
-/// that the parser would run for minutes (its work grows as depth times
-/// tags; 20,000 nested <div>s take 12 s).
+/// that the parser would run for minutes (docs/Usage.md, "Translating
+/// HTML", has its times).
 std::string refusal(std::string_view document, const HtmlOptions &options) {
   if (document.size() > options.maxBytes)
     return "the document is " + std::to_string(document.size()) +

@@ -34,8 +34,7 @@ using TranslateSentences =
     std::function<std::vector<std::string>(const std::vector<std::string> &)>;
 
 struct HtmlOptions {
-  /// A larger document is refused (Gumbo keeps its whole tree in memory,
-  /// about 10 times the text).
+  /// A larger document is refused: Gumbo keeps its whole tree in memory.
   size_t maxBytes = size_t(64) << 20;
   /// A document nested so deeply that the parser would take more than a
   /// few seconds is refused: the number of open elements summed over the
