@@ -120,7 +120,8 @@ static void openSourceDetection(const Options &o, Session &s) {
   int32_t pairSource = -1, pairTarget = -1;
   tfm_languages_pair(s.languages, &pairSource, &pairTarget);
   if (pairSource < 0)
-    s.autoSource = std::make_unique<SourceDetection>(s.languages, o.targetLang);
+    s.autoSource =
+        std::make_unique<SourceDetection>(s.api, s.languages, o.targetLang);
 }
 
 /// The language tokens of --source-lang and --target-lang, each option

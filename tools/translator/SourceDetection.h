@@ -4,14 +4,16 @@
 // with --source-lang auto each line's language is detected (CLD2, through
 // tools/common/LanguageDetector.h) among the model's languages, and the
 // line is framed with that language's tokens, as --source-lang with that
-// language would frame it.
+// language would frame it. Through the runtime's table (RuntimeApi) and
+// without exiting, so that the Python module's source_lang "auto" can use
+// it as the translator does.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TFM_TOOLS_TRANSLATOR_SOURCEDETECTION_H
 #define TFM_TOOLS_TRANSLATOR_SOURCEDETECTION_H
 
-#include "tfm/runtime.h"
+#include "tfm/RuntimeApi.h"
 #include "tools/common/LanguageDetector.h"
 
 #include <map>
@@ -21,8 +23,10 @@ namespace tfm_translator {
 
 class SourceDetection {
 public:
-  /// The model's `languages` (not null) and --target-lang (empty: none).
-  SourceDetection(const tfm_languages *languages, std::string target);
+  /// The model's `languages` (not null, opened through `api`) and the
+  /// target language (empty: none; a code the model knows).
+  SourceDetection(const tfm_runtime::RuntimeApi &api,
+                  const tfm_languages *languages, std::string target);
 
   /// The tokens that frame `line` from its detected language, or null when
   /// CLD2 found none of the model's languages; `detected` is set to the
@@ -31,8 +35,9 @@ public:
                                      std::string &detected);
 
 private:
-  const tfm_language_tokens &framesOf(const std::string &language);
+  const tfm_language_tokens *framesOf(const std::string &language);
 
+  const tfm_runtime::RuntimeApi &api;
   const tfm_languages *languages;
   std::string target;
   tfm_tools::LanguageDetector detector;
