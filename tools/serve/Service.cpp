@@ -194,12 +194,28 @@ std::vector<DetectedLanguage> Service::detect(const std::string &text) const {
   return detector.detect(text);
 }
 
+/// A blank item translates to itself from any language: the first source
+/// that reaches the target, at confidence 0.
+Parsed<Route> Service::routeBlank(const std::string &target,
+                                  DetectedLanguage &detected) const {
+  for (const std::string &source : catalog.sourceLanguages()) {
+    Parsed<Route> route = catalog.route(source, target);
+    if (!errorOf(route)) {
+      detected = {source, 0.0};
+      return route;
+    }
+  }
+  return catalog.route("auto", target); // the error naming the target
+}
+
 /// Source auto, one item: the language CLD2 ranks first among the served
 /// sources (or, if none, first of all) and its pair to the target; with
 /// none detected, the target's only source if it has one.
 Parsed<Route> Service::routeDetected(const TranslateRequest &request,
                                      size_t item,
                                      DetectedLanguage &detected) const {
+  if (tfm_tools::isBlank(request.q[item]))
+    return routeBlank(request.target, detected);
   std::vector<DetectedLanguage> found = detector.detect(request.q[item]);
   if (found.empty()) {
     Parsed<Route> only = catalog.route("auto", request.target);

@@ -96,6 +96,8 @@ private:
              std::vector<DetectedLanguage> &detected) const;
   Parsed<Route> routeDetected(const TranslateRequest &request, size_t item,
                               DetectedLanguage &detected) const;
+  Parsed<Route> routeBlank(const std::string &target,
+                           DetectedLanguage &detected) const;
   Parsed<std::vector<RouteGroup>>
   groupByRoute(const TranslateRequest &request,
                const std::vector<Route> &routes) const;

@@ -292,16 +292,24 @@ def run_mixed(out_dir, tsv, work):
     server = Server(out_dir)
     try:
         status, answer, _ = post(server.url + "/translate",
-                                 {"q": [s for _, s in sentences], "source": "auto",
+                                 {"q": [s for _, s in sentences] + [" "], "source": "auto",
                                   "target": "nl"})
+        digits = post(server.url + "/translate", {"q": ["12345"], "source": "auto",
+                                                  "target": "nl"})
     finally:
         expect("exit status", server.stop(), 0)
     expect("mixed list: status", (status, answer.get("error")), (200, None))
-    expect("mixed list: languages", [d["language"] for d in answer["detectedLanguage"]],
+    expect("mixed list: languages", [d["language"] for d in answer["detectedLanguage"][:-1]],
            [l for l, _ in sentences])
-    expect("mixed list: translations", answer["translatedText"], expected)
-    print("mixed: %d items in %d languages, each translated from its own"
-          % (len(sentences), len({l for l, _ in sentences})))
+    expect("mixed list: translations", answer["translatedText"][:-1], expected)
+    # A blank item is blank from any language; digits, of no language, are
+    # refused when many languages reach the target.
+    expect("a blank item", (answer["translatedText"][-1],
+                            answer["detectedLanguage"][-1]["confidence"]), ("", 0.0))
+    if digits[0] != 400 or "q[0]: no language detected" not in digits[1].get("error", ""):
+        fail("digits to nl: %r" % (digits[:2],))
+    print("mixed: %d items in %d languages, each translated from its own; a blank item "
+          "blank, digits refused" % (len(sentences), len({l for l, _ in sentences})))
 
 
 # --- clients from npm ----------------------------------------------------------
