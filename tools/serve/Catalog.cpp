@@ -88,6 +88,24 @@ std::vector<std::string> Catalog::sourceLanguages() const {
   return sources;
 }
 
+std::vector<std::string> Catalog::sourceNames() const {
+  std::set<std::string> names;
+  for (const Pair &pair : pairs) {
+    const Language &language =
+        models[pair.model]->languages()[size_t(pair.source)];
+    names.insert(language.code);
+    names.insert(language.names.begin(), language.names.end());
+  }
+  return {names.begin(), names.end()};
+}
+
+std::string Catalog::publicCodeOf(const std::string &code) const {
+  for (const std::unique_ptr<ModelLibrary> &model : models)
+    if (int index = model->findLanguage(code); index >= 0)
+      return publicCode(*model, index);
+  return code;
+}
+
 bool Catalog::knows(const std::string &code) const {
   for (const std::unique_ptr<ModelLibrary> &model : models)
     if (model->findLanguage(code) >= 0)

@@ -58,6 +58,12 @@ public:
   /// The languages some served pair translates from, as languages() lists
   /// them: what source "auto" may detect.
   std::vector<std::string> sourceLanguages() const;
+  /// Every name of those languages ("nb", "no", "nob" of nob_Latn): a
+  /// detector's answer may be any of them.
+  std::vector<std::string> sourceNames() const;
+  /// The code languages() lists for the language `code` names (its first
+  /// model's), or `code` when no model knows it: "no" -> "nb".
+  std::string publicCodeOf(const std::string &code) const;
   /// Per model (in their order) the pairs it serves and those it does not.
   std::vector<ModelPairs> pairsByModel() const;
   /// Whether some model has the language `code` names.

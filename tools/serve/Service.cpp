@@ -55,7 +55,7 @@ Service::Service(const std::vector<std::unique_ptr<ModelLibrary>> &models,
                  ServiceOptions options)
     : models(models), catalog(catalog), executor(executor),
       maxQueued(limits.maxQueued), options(options),
-      detector(catalog.sourceLanguages()),
+      detector(catalog.sourceNames()),
       fallback(fallbackSource(catalog.sourceLanguages())) {
   for (const std::unique_ptr<ModelLibrary> &model : models) {
     const ModelLibrary *library = model.get();
@@ -190,8 +190,13 @@ TextResult Service::textResult(const ModelLibrary &model, const Lines &lines,
   return out;
 }
 
+/// CLD2's languages under the codes /languages lists ("no" is "nb" where
+/// a model has Norwegian Bokmål as nob_Latn).
 std::vector<DetectedLanguage> Service::detect(const std::string &text) const {
-  return detector.detect(text);
+  std::vector<DetectedLanguage> found = detector.detect(text);
+  for (DetectedLanguage &language : found)
+    language.language = catalog.publicCodeOf(language.language);
+  return found;
 }
 
 /// A blank item translates to itself from any language: the first source
@@ -216,7 +221,7 @@ Parsed<Route> Service::routeDetected(const TranslateRequest &request,
                                      DetectedLanguage &detected) const {
   if (tfm_tools::isBlank(request.q[item]))
     return routeBlank(request.target, detected);
-  std::vector<DetectedLanguage> found = detector.detect(request.q[item]);
+  std::vector<DetectedLanguage> found = detect(request.q[item]);
   if (found.empty()) {
     Parsed<Route> only = catalog.route("auto", request.target);
     if (const HttpError *error = errorOf(only))

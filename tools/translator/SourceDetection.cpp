@@ -9,26 +9,18 @@ using namespace tfm_translator;
 
 namespace {
 
-/// A language's ISO 639-1 name where the model gives one (as tfm-serve
-/// lists it), else its first other name, else the model's code.
-std::string publicCode(const tfm_runtime::RuntimeApi &api,
-                       const tfm_languages *languages, int32_t index) {
-  std::istringstream names(api.tfm_languages_names(languages, index));
-  std::string first, name;
-  while (names >> name) {
-    if (name.size() == 2)
-      return tfm_tools::canonicalLanguage(name);
-    if (first.empty())
-      first = name;
-  }
-  return first.empty() ? api.tfm_languages_code(languages, index) : first;
-}
-
-std::vector<std::string> publicCodes(const tfm_runtime::RuntimeApi &api,
-                                     const tfm_languages *languages) {
+/// Every name of every language of the model ("nb no nob" of nob_Latn):
+/// CLD2's code for a language may be any of them, and the model finds
+/// the language by each.
+std::vector<std::string> allNames(const tfm_runtime::RuntimeApi &api,
+                                  const tfm_languages *languages) {
   std::vector<std::string> codes;
-  for (int32_t i = 0; i < api.tfm_languages_count(languages); ++i)
-    codes.push_back(publicCode(api, languages, i));
+  for (int32_t i = 0; i < api.tfm_languages_count(languages); ++i) {
+    codes.push_back(api.tfm_languages_code(languages, i));
+    std::istringstream names(api.tfm_languages_names(languages, i));
+    for (std::string name; names >> name;)
+      codes.push_back(name);
+  }
   return codes;
 }
 
@@ -38,7 +30,7 @@ SourceDetection::SourceDetection(const tfm_runtime::RuntimeApi &api,
                                  const tfm_languages *languages,
                                  std::string target)
     : api(api), languages(languages), target(std::move(target)),
-      detector(publicCodes(api, languages)) {}
+      detector(allNames(api, languages)) {}
 
 /// Null when the model refuses the code (one CLD2 spells otherwise than
 /// the model, say): the line is then framed as in no language.
