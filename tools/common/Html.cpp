@@ -523,6 +523,8 @@ size_t uniqueCopy(const std::vector<std::string> &needle,
   return found;
 }
 
+constexpr size_t kMaxAnchorComparisons = size_t(1) << 22;
+
 /// A slot's words of the translation, [begin, end); unset: not anchored.
 struct Anchor {
   size_t begin = std::string::npos, end = 0;
@@ -617,7 +619,11 @@ bool spreadTranslation(const Run &run, const std::string &translation,
   bool glued = splitClosingPunctuation(slots, run.sentence(), words);
   if (words.size() < slots.size())
     return false;
-  std::vector<Anchor> anchors = findAnchors(slots, words);
+  // Finding copies compares every slot with every place in the
+  // translation: past a bound (a huge paragraph), proportions alone.
+  std::vector<Anchor> anchors(slots.size());
+  if (slots.size() * words.size() <= kMaxAnchorComparisons)
+    anchors = findAnchors(slots, words);
   if (glued)
     anchors.back() = {words.size() - 1, words.size()};
   std::vector<size_t> ends = anchoredEnds(slots, anchors, words.size());
@@ -750,24 +756,22 @@ private:
   /// translated alone; a piece whose translation is blank is kept.
   bool applyPiecewise(const std::vector<const Run *> &runs) {
     std::vector<std::string> sentences;
-    std::vector<std::pair<const Run *, const Piece *>> owners;
     for (const Run *run : runs) {
       ++result.stats.piecewise;
       for (const Piece &piece : run->pieces)
-        if (!isBlankHtml(piece.text)) {
+        if (!isBlankHtml(piece.text))
           sentences.push_back(normalizeSpace(piece.text));
-          owners.push_back({run, &piece});
-        }
     }
     std::vector<std::string> translations;
     if (!translateAll(sentences, translations))
       return false;
-    for (size_t i = 0; i < runs.size(); ++i) {
+    size_t next = 0; // the translations are in the runs' and pieces' order
+    for (const Run *run : runs) {
       std::vector<Replacement> pieces;
-      for (size_t k = 0; k < owners.size(); ++k)
-        if (owners[k].first == runs[i])
-          addPiece(*owners[k].second, translations[k], pieces);
-      separateWords(*runs[i], pieces);
+      for (const Piece &piece : run->pieces)
+        if (!isBlankHtml(piece.text))
+          addPiece(piece, translations[next++], pieces);
+      separateWords(*run, pieces);
       append(pieces);
     }
     return true;

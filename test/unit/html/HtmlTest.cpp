@@ -329,6 +329,25 @@ TEST(Html, LongTextIsTranslated) {
   EXPECT_EQ(translateHtml("<p>" + wide, upperAll).html, "<p>" + upper(wide));
 }
 
+TEST(Html, ManyTagsAndRunsStayLinear) {
+  // Quadratic work would take minutes here: a paragraph of 100,000 pieces
+  // whose translation copies every word, and 50,000 runs translated piece
+  // by piece.
+  std::string wide = "<p>";
+  for (int i = 0; i < 50000; ++i)
+    wide += "w <b>x</b> ";
+  auto same = [](const std::vector<std::string> &s) { return s; };
+  HtmlResult result = translateHtml(wide, same);
+  EXPECT_EQ(result.stats.spread, 1u);
+  EXPECT_EQ(shape(result.html), shape(wide));
+  std::string many;
+  for (int i = 0; i < 50000; ++i)
+    many += "<p>a <b>b</b></p>";
+  result = translateHtml(many, [](const auto &s) { return fixed(s, "one"); });
+  EXPECT_EQ(result.stats.piecewise, 50000u);
+  EXPECT_EQ(result.html.substr(0, 32), "<p>one <b>one</b></p><p>one <b>o");
+}
+
 TEST(Html, InvalidUtf8IsRepaired) {
   EXPECT_EQ(translated("<p>a\xFF b</p>"), "<p>A\xEF\xBF\xBD B</p>");
 }
