@@ -9,7 +9,9 @@
 //
 // The bindings and their documentation, with each method's keyword options
 // (their names and defaults); the arguments are read in Arguments.cpp,
-// Keywords.cpp and Sentences.cpp, the model driven in Translator.cpp.
+// Keywords.cpp and Sentences.cpp, the model driven in Translator.cpp. The
+// module is tfmc._ext, which the package tfmc (python/tfmc/) re-exports
+// beside its command line (python -m tfmc).
 //
 //===----------------------------------------------------------------------===//
 
@@ -116,7 +118,7 @@ static std::string methodDoc(const std::string &method,
          ") -> " + returns + "\n\n" + description;
 }
 
-PYBIND11_MODULE(tfmc, m) {
+PYBIND11_MODULE(_ext, m) {
   // The arguments are Python objects checked by hand (for messages that
   // name them), so pybind11's signatures would say `object`: the
   // docstrings give them.

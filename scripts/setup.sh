@@ -45,6 +45,14 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
+# Node and npm for the LibreTranslate clients from npm that test/Serve runs
+# against tfm-serve: Debian's, unless a node is on PATH already.
+if ! command -v node > /dev/null || ! command -v npm > /dev/null; then
+  for p in nodejs npm; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+fi
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages already installed"
   exit 0

@@ -80,6 +80,32 @@ void Catalog::buildEntries() {
         {code, languageName(code), {reached.begin(), reached.end()}});
 }
 
+std::vector<std::string> Catalog::sourceLanguages() const {
+  std::vector<std::string> sources;
+  for (const LanguageEntry &entry : entries)
+    if (!entry.targets.empty())
+      sources.push_back(entry.code);
+  return sources;
+}
+
+std::vector<std::string> Catalog::sourceNames() const {
+  std::set<std::string> names;
+  for (const Pair &pair : pairs) {
+    const Language &language =
+        models[pair.model]->languages()[size_t(pair.source)];
+    names.insert(language.code);
+    names.insert(language.names.begin(), language.names.end());
+  }
+  return {names.begin(), names.end()};
+}
+
+std::string Catalog::publicCodeOf(const std::string &code) const {
+  for (const std::unique_ptr<ModelLibrary> &model : models)
+    if (int index = model->findLanguage(code); index >= 0)
+      return publicCode(*model, index);
+  return code;
+}
+
 bool Catalog::knows(const std::string &code) const {
   for (const std::unique_ptr<ModelLibrary> &model : models)
     if (model->findLanguage(code) >= 0)
@@ -136,9 +162,10 @@ Parsed<Route> Catalog::route(const std::string &source,
                                       "language from {}",
                                       target, source)};
   if (sources.size() > 1)
-    return HttpError{400, fmt::format("language detection is not supported: "
-                                      "give the source language (one of {})",
-                                      fmt::join(sources, ", "))};
+    return HttpError{400, fmt::format("{} is translated from several "
+                                      "languages: give the source language "
+                                      "(one of {})",
+                                      target, fmt::join(sources, ", "))};
   const Pair &pair = *found.front();
   return Route{pair.model, pair.source, pair.target, pair.sourceCode};
 }

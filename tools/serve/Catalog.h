@@ -55,8 +55,19 @@ public:
   Parsed<Route> route(const std::string &source, const std::string &target,
                       const std::string &model = "") const;
   const std::vector<LanguageEntry> &languages() const { return entries; }
+  /// The languages some served pair translates from, as languages() lists
+  /// them: what source "auto" may detect.
+  std::vector<std::string> sourceLanguages() const;
+  /// Every name of those languages ("nb", "no", "nob" of nob_Latn): a
+  /// detector's answer may be any of them.
+  std::vector<std::string> sourceNames() const;
+  /// The code languages() lists for the language `code` names (its first
+  /// model's), or `code` when no model knows it: "no" -> "nb".
+  std::string publicCodeOf(const std::string &code) const;
   /// Per model (in their order) the pairs it serves and those it does not.
   std::vector<ModelPairs> pairsByModel() const;
+  /// Whether some model has the language `code` names.
+  bool knows(const std::string &code) const;
 
 private:
   struct Pair {
@@ -67,7 +78,6 @@ private:
   void addModel(size_t index, const ModelLibrary &model);
   void buildEntries();
   std::string publicCode(const ModelLibrary &model, int index) const;
-  bool knows(const std::string &code) const;
   Parsed<size_t> modelNamed(const std::string &name) const;
 
   const std::vector<std::unique_ptr<ModelLibrary>> &models;

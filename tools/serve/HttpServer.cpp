@@ -105,8 +105,10 @@ std::string statusMessage(const Request &req, const Response &res,
   }
 }
 
-json detected(const std::string &code) {
-  return json{{"confidence", 100.0}, {"language", code}};
+/// LibreTranslate's {"confidence": 97.0, "language": "de"}.
+json detectedJson(const DetectedLanguage &detected) {
+  return json{{"confidence", detected.confidence},
+              {"language", detected.language}};
 }
 
 json translateAnswer(const TranslateRequest &request,
@@ -117,16 +119,39 @@ json translateAnswer(const TranslateRequest &request,
     if (request.alternatives > 0)
       out["alternatives"] = result.alternatives[0];
     if (!result.detected.empty())
-      out["detectedLanguage"] = detected(result.detected);
+      out["detectedLanguage"] = detectedJson(result.detected[0]);
     return out;
   }
   out["translatedText"] = result.translations;
   if (request.alternatives > 0)
     out["alternatives"] = result.alternatives;
-  if (!result.detected.empty())
-    out["detectedLanguage"] =
-        json(std::vector<json>(request.q.size(), detected(result.detected)));
+  if (!result.detected.empty()) {
+    out["detectedLanguage"] = json::array();
+    for (const DetectedLanguage &detected : result.detected)
+      out["detectedLanguage"].push_back(detectedJson(detected));
+  }
   return out;
+}
+
+/// /detect's list, best first; LibreTranslate's answer when nothing was
+/// detected: one language with confidence 0.
+json detectAnswer(const std::vector<DetectedLanguage> &found,
+                  const std::string &fallback) {
+  json out = json::array();
+  for (const DetectedLanguage &detected : found)
+    out.push_back(detectedJson(detected));
+  if (found.empty())
+    out.push_back(detectedJson({fallback, 0.0}));
+  return out;
+}
+
+/// The texts of a /detect request as one: an array's items weigh as their
+/// lengths, as LibreTranslate weighs them.
+std::string joinedText(const DetectRequest &request) {
+  std::string text;
+  for (const std::string &item : request.q)
+    text += (text.empty() ? "" : "\n") + item;
+  return text;
 }
 
 json nativeAnswer(const NativeRequest &request, const NativeResult &result) {
@@ -325,14 +350,16 @@ void HttpServer::postNative(const Request &req, Response &res) {
 }
 
 void HttpServer::postDetect(const Request &req, Response &res) {
-  Parsed<std::string> key = parseDetectRequest(
+  Parsed<DetectRequest> request = parseDetectQuery(
       req.body, req.get_header_value("Content-Type"), options.request);
-  if (const HttpError *error = errorOf(key))
+  if (const HttpError *error = errorOf(request))
     return replyError(res, *error);
-  if (!admitted(std::get<std::string>(key), req, res))
+  const DetectRequest &parsed = std::get<DetectRequest>(request);
+  if (!admitted(parsed.apiKey, req, res))
     return;
-  replyError(res, {400, "language detection is not supported: give the "
-                        "source language"});
+  res.set_content(dump(detectAnswer(service.detect(joinedText(parsed)),
+                                    service.fallbackLanguage())),
+                  kJson);
 }
 
 void HttpServer::getLanguages(const Request &, Response &res) {

@@ -258,24 +258,26 @@ std::vector<std::string> stringArray(const json &array, const char *name,
   return out;
 }
 
-void readQ(const json &object, TranslateRequest &request,
-           const RequestLimits &limits) {
+/// q, a string or an array of strings; `batch` is set for an array.
+std::vector<std::string> readQ(const json &object, bool &batch,
+                               const RequestLimits &limits) {
   const json *q = field(object, "q");
   if (!q)
     badRequest("missing q parameter");
-  if (q->is_string()) {
-    request.q = {q->get<std::string>()};
-  } else if (q->is_array()) {
-    request.batch = true;
-    request.q = stringArray(*q, "q", limits);
-  } else {
+  std::vector<std::string> texts;
+  batch = q->is_array();
+  if (q->is_string())
+    texts = {q->get<std::string>()};
+  else if (q->is_array())
+    texts = stringArray(*q, "q", limits);
+  else
     badRequest(fmt::format("q must be a string or an array of strings, found "
                            "{}",
                            q->type_name()));
-  }
-  if (request.q.empty() || (!request.batch && request.q[0].empty()))
+  if (texts.empty() || (!batch && texts[0].empty()))
     badRequest("q is empty");
-  checkTexts(request.q, "q", request.batch, limits);
+  checkTexts(texts, "q", batch, limits);
+  return texts;
 }
 
 void readFormat(const json &object) {
@@ -427,7 +429,7 @@ tfm_serve::parseTranslateRequest(const std::string &body,
     Body parsed = bodyObject(body, contentType, limits, true);
     const json &object = parsed.object;
     TranslateRequest request;
-    readQ(object, request, limits);
+    request.q = readQ(object, request.batch, limits);
     request.source = requiredString(object, "source");
     request.target = requiredString(object, "target");
     readFormat(object);
@@ -466,16 +468,27 @@ tfm_serve::parseNativeRequest(const std::string &body,
   }
 }
 
+Parsed<DetectRequest>
+tfm_serve::parseDetectQuery(const std::string &body,
+                            const std::string &contentType,
+                            const RequestLimits &limits) {
+  try {
+    json object = bodyObject(body, contentType, limits, true).object;
+    DetectRequest request;
+    request.q = readQ(object, request.batch, limits);
+    request.apiKey = stringField(object, "api_key").value_or("");
+    return request;
+  } catch (const Invalid &invalid) {
+    return invalid.error;
+  }
+}
+
 Parsed<std::string>
 tfm_serve::parseDetectRequest(const std::string &body,
                               const std::string &contentType,
                               const RequestLimits &limits) {
-  try {
-    json object = bodyObject(body, contentType, limits, true).object;
-    if (!field(object, "q"))
-      badRequest("missing q parameter");
-    return stringField(object, "api_key").value_or("");
-  } catch (const Invalid &invalid) {
-    return invalid.error;
-  }
+  Parsed<DetectRequest> request = parseDetectQuery(body, contentType, limits);
+  if (const HttpError *error = errorOf(request))
+    return *error;
+  return std::get<DetectRequest>(request).apiKey;
 }

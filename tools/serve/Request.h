@@ -43,7 +43,15 @@ struct RequestLimits {
   int maxDepth = 16;
 };
 
-/// POST /translate and /detect, LibreTranslate's fields.
+/// POST /detect: the texts (an array q is detected as one text, as
+/// LibreTranslate weighs its items by length) and the key.
+struct DetectRequest {
+  std::vector<std::string> q;
+  bool batch = false;
+  std::string apiKey;
+};
+
+/// POST /translate, LibreTranslate's fields.
 struct TranslateRequest {
   std::vector<std::string> q;
   /// q was an array: the answer holds arrays.
@@ -89,8 +97,14 @@ Parsed<TranslateRequest>
 parseTranslateRequest(const std::string &body, const std::string &contentType,
                       const RequestLimits &limits = {});
 
-/// Parses a /detect body as far as answering needs: q is there; returns
-/// the api_key (empty without one).
+/// Parses a /detect body: q (a string or an array of strings, checked as
+/// /translate checks it) and api_key.
+Parsed<DetectRequest> parseDetectQuery(const std::string &body,
+                                       const std::string &contentType,
+                                       const RequestLimits &limits = {});
+
+/// parseDetectQuery's api_key (empty without one), or its error: the
+/// fuzz target's entry point, kept until it calls parseDetectQuery.
 Parsed<std::string> parseDetectRequest(const std::string &body,
                                        const std::string &contentType,
                                        const RequestLimits &limits = {});

@@ -39,13 +39,24 @@ std::vector<std::string> alternativesOf(const std::vector<std::string> &ranks) {
   return out;
 }
 
+/// LibreTranslate's answer when it detects nothing is "en" with
+/// confidence 0; here "en" where it is a source, else the first source.
+std::string fallbackSource(const std::vector<std::string> &sources) {
+  if (sources.empty() ||
+      std::find(sources.begin(), sources.end(), "en") != sources.end())
+    return "en";
+  return sources.front();
+}
+
 } // namespace
 
 Service::Service(const std::vector<std::unique_ptr<ModelLibrary>> &models,
                  const Catalog &catalog, Executor &executor, BatchLimits limits,
                  ServiceOptions options)
     : models(models), catalog(catalog), executor(executor),
-      maxQueued(limits.maxQueued), options(options) {
+      maxQueued(limits.maxQueued), options(options),
+      detector(catalog.sourceNames()),
+      fallback(fallbackSource(catalog.sourceLanguages())) {
   for (const std::unique_ptr<ModelLibrary> &model : models) {
     const ModelLibrary *library = model.get();
     StreamOpener opener;
@@ -66,13 +77,14 @@ Service::Service(const std::vector<std::unique_ptr<ModelLibrary>> &models,
 
 Parsed<Service::Lines>
 Service::splitLines(const Route &route, const std::vector<std::string> &texts,
-                    const char *name, bool batch) const {
+                    const std::vector<size_t> &items, const char *name,
+                    bool batch) const {
   const ModelLibrary &model = *models[route.model];
   Lines lines;
   try {
     tfm_language_tokens frame =
         model.languageTokens(route.source, route.target);
-    for (size_t i = 0; i < texts.size(); ++i) {
+    for (size_t i : items) {
       lines.index.emplace_back();
       for (const std::string &line : splitOnNewlines(texts[i])) {
         if (tfm_tools::isBlank(line)) {
@@ -88,10 +100,10 @@ Service::splitLines(const Route &route, const std::vector<std::string> &texts,
       }
     }
   } catch (const std::exception &e) {
-    return HttpError{400,
-                     fmt::format("Invalid request: {}: {}",
-                                 itemName(name, lines.index.size() - 1, batch),
-                                 e.what())};
+    return HttpError{
+        400, fmt::format("Invalid request: {}: {}",
+                         itemName(name, items[lines.index.size() - 1], batch),
+                         e.what())};
   }
   if (lines.sentences.size() > maxQueued)
     return HttpError{400, fmt::format("Invalid request: {} lines to "
@@ -104,10 +116,45 @@ Service::splitLines(const Route &route, const std::vector<std::string> &texts,
 Parsed<std::vector<Hypotheses>> Service::run(size_t model,
                                              std::shared_ptr<Job> job,
                                              Clock::time_point arrival) {
+  Parsed<std::vector<std::vector<Hypotheses>>> results =
+      runAll({{model, std::move(job)}}, arrival);
+  if (const HttpError *error = errorOf(results))
+    return *error;
+  return std::move(std::get<0>(results).front());
+}
+
+Parsed<std::vector<std::vector<Hypotheses>>> Service::runAll(
+    const std::vector<std::pair<size_t, std::shared_ptr<Job>>> &jobs,
+    Clock::time_point arrival) {
+  auto cancelAll = [&] {
+    for (const auto &[model, job] : jobs)
+      executor.cancel(queueOf[model], job);
+  };
+  for (const auto &[model, job] : jobs) {
+    if (job->size() > 0 && !executor.submit(queueOf[model], job)) {
+      cancelAll();
+      return HttpError{503, "the translation queue is full: retry later"};
+    }
+  }
+  std::vector<std::vector<Hypotheses>> out;
+  for (const auto &[model, job] : jobs) {
+    Parsed<std::vector<Hypotheses>> results = await(model, job, arrival);
+    if (const HttpError *error = errorOf(results)) {
+      cancelAll();
+      return *error;
+    }
+    out.push_back(std::move(std::get<0>(results)));
+  }
+  return out;
+}
+
+/// A submitted job's end: its hypotheses, or the error that ended it (past
+/// the deadline it is cancelled).
+Parsed<std::vector<Hypotheses>> Service::await(size_t model,
+                                               std::shared_ptr<Job> job,
+                                               Clock::time_point arrival) {
   if (job->size() == 0)
     return std::vector<Hypotheses>{};
-  if (!executor.submit(queueOf[model], job))
-    return HttpError{503, "the translation queue is full: retry later"};
   Job::State state = job->wait(arrival + options.deadline);
   if (state == Job::State::Pending) {
     executor.cancel(queueOf[model], job);
@@ -150,31 +197,151 @@ TextResult Service::textResult(const ModelLibrary &model, const Lines &lines,
   return out;
 }
 
+/// CLD2's languages under the codes /languages lists ("no" is "nb" where
+/// a model has Norwegian Bokmål as nob_Latn).
+std::vector<DetectedLanguage> Service::detect(const std::string &text) const {
+  std::vector<DetectedLanguage> found = detector.detect(text);
+  for (DetectedLanguage &language : found)
+    language.language = catalog.publicCodeOf(language.language);
+  return found;
+}
+
+/// A blank item translates to itself from any language: the first source
+/// that reaches the target, at confidence 0.
+Parsed<Route> Service::routeBlank(const std::string &target,
+                                  DetectedLanguage &detected) const {
+  for (const std::string &source : catalog.sourceLanguages()) {
+    Parsed<Route> route = catalog.route(source, target);
+    if (!errorOf(route)) {
+      detected = {source, 0.0};
+      return route;
+    }
+  }
+  return catalog.route("auto", target); // the error naming the target
+}
+
+/// Source auto, one item: the language CLD2 ranks first among the served
+/// sources (or, if none, first of all) and its pair to the target; with
+/// none detected, the target's only source if it has one.
+Parsed<Route> Service::routeDetected(const TranslateRequest &request,
+                                     size_t item,
+                                     DetectedLanguage &detected) const {
+  if (tfm_tools::isBlank(request.q[item]))
+    return routeBlank(request.target, detected);
+  std::vector<DetectedLanguage> found = detect(request.q[item]);
+  if (found.empty()) {
+    Parsed<Route> only = catalog.route("auto", request.target);
+    if (const HttpError *error = errorOf(only))
+      return HttpError{400, fmt::format("{}: no language detected; {}",
+                                        itemName("q", item, request.batch),
+                                        error->message)};
+    detected = {std::get<Route>(only).sourceCode, 0.0};
+    return only;
+  }
+  detected = found.front();
+  Parsed<Route> route = catalog.route(detected.language, request.target);
+  if (errorOf(route))
+    return HttpError{
+        400, fmt::format("{}: detected language {} (confidence {}), which no "
+                         "model here translates to {}: give the source "
+                         "language",
+                         itemName("q", item, request.batch), detected.language,
+                         detected.confidence, request.target)};
+  return route;
+}
+
+Parsed<std::vector<Route>>
+Service::routeItems(const TranslateRequest &request,
+                    std::vector<DetectedLanguage> &detected) const {
+  if (request.source != "auto") {
+    Parsed<Route> route = catalog.route(request.source, request.target);
+    if (const HttpError *error = errorOf(route))
+      return *error;
+    return std::vector<Route>(request.q.size(), std::get<Route>(route));
+  }
+  // An unknown target is the request's fault, whatever its texts.
+  if (!catalog.knows(request.target))
+    return HttpError{400, fmt::format("{} is not supported", request.target)};
+  std::vector<Route> routes;
+  detected.resize(request.q.size());
+  for (size_t i = 0; i < request.q.size(); ++i) {
+    Parsed<Route> route = routeDetected(request, i, detected[i]);
+    if (const HttpError *error = errorOf(route))
+      return *error;
+    routes.push_back(std::get<Route>(route));
+  }
+  return routes;
+}
+
+/// Items of one route share a job: a list q in two languages is two jobs,
+/// each on its model, in the order of their first items.
+Parsed<std::vector<Service::RouteGroup>>
+Service::groupByRoute(const TranslateRequest &request,
+                      const std::vector<Route> &routes) const {
+  std::vector<RouteGroup> groups;
+  for (size_t i = 0; i < routes.size(); ++i) {
+    auto same = std::find_if(groups.begin(), groups.end(), [&](const auto &g) {
+      return g.route.model == routes[i].model &&
+             g.route.source == routes[i].source &&
+             g.route.target == routes[i].target;
+    });
+    if (same == groups.end())
+      same = groups.insert(groups.end(), RouteGroup{routes[i], {}, {}});
+    same->items.push_back(i);
+  }
+  size_t sentences = 0;
+  for (RouteGroup &group : groups) {
+    Parsed<Lines> lines =
+        splitLines(group.route, request.q, group.items, "q", request.batch);
+    if (const HttpError *error = errorOf(lines))
+      return *error;
+    group.lines = std::move(std::get<Lines>(lines));
+    sentences += group.lines.sentences.size();
+  }
+  if (sentences > maxQueued)
+    return HttpError{400, fmt::format("Invalid request: {} lines to "
+                                      "translate, more than the limit of {} "
+                                      "(--max-queue)",
+                                      sentences, maxQueued)};
+  return groups;
+}
+
 Parsed<TextResult> Service::translate(const TranslateRequest &request,
                                       Clock::time_point arrival) {
-  Parsed<Route> route = catalog.route(request.source, request.target);
-  if (const HttpError *error = errorOf(route))
+  TextResult out;
+  Parsed<std::vector<Route>> routes = routeItems(request, out.detected);
+  if (const HttpError *error = errorOf(routes))
     return *error;
-  Parsed<Lines> lines =
-      splitLines(std::get<Route>(route), request.q, "q", request.batch);
-  if (const HttpError *error = errorOf(lines))
+  Parsed<std::vector<RouteGroup>> grouped =
+      groupByRoute(request, std::get<std::vector<Route>>(routes));
+  if (const HttpError *error = errorOf(grouped))
     return *error;
-  size_t model = std::get<Route>(route).model;
-  tfm_search_options search = models[model]->defaultSearch();
-  search.beam_size = options.beamSize;
-  if (request.alternatives > 0) {
-    search.n_best = request.alternatives + 1;
-    search.beam_size = std::max(search.beam_size, search.n_best);
+  std::vector<RouteGroup> &groups = std::get<std::vector<RouteGroup>>(grouped);
+  std::vector<std::pair<size_t, std::shared_ptr<Job>>> jobs;
+  for (RouteGroup &group : groups) {
+    size_t model = group.route.model;
+    tfm_search_options search = models[model]->defaultSearch();
+    search.beam_size = options.beamSize;
+    if (request.alternatives > 0) {
+      search.n_best = request.alternatives + 1;
+      search.beam_size = std::max(search.beam_size, search.n_best);
+    }
+    jobs.emplace_back(
+        model, std::make_shared<Job>(search, std::move(group.lines.sentences)));
   }
-  Lines &split = std::get<Lines>(lines);
-  auto job = std::make_shared<Job>(search, std::move(split.sentences));
-  Parsed<std::vector<Hypotheses>> results = run(model, job, arrival);
+  Parsed<std::vector<std::vector<Hypotheses>>> results = runAll(jobs, arrival);
   if (const HttpError *error = errorOf(results))
     return *error;
-  TextResult out = textResult(*models[model], split,
-                              std::get<std::vector<Hypotheses>>(results));
-  if (request.source == "auto")
-    out.detected = std::get<Route>(route).sourceCode;
+  out.translations.resize(request.q.size());
+  out.alternatives.resize(request.q.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    TextResult part = textResult(*models[groups[g].route.model],
+                                 groups[g].lines, std::get<0>(results)[g]);
+    for (size_t k = 0; k < groups[g].items.size(); ++k) {
+      out.translations[groups[g].items[k]] = std::move(part.translations[k]);
+      out.alternatives[groups[g].items[k]] = std::move(part.alternatives[k]);
+    }
+  }
   return out;
 }
 
@@ -260,8 +427,11 @@ Parsed<NativeResult> Service::translate(const NativeRequest &request,
     return *error;
   size_t model = std::get<Route>(route).model;
   const ModelLibrary &library = *models[model];
+  std::vector<size_t> items(request.source.size());
+  for (size_t i = 0; i < items.size(); ++i)
+    items[i] = i;
   Parsed<Lines> lines =
-      splitLines(std::get<Route>(route), request.source, "source", true);
+      splitLines(std::get<Route>(route), request.source, items, "source", true);
   if (const HttpError *error = errorOf(lines))
     return *error;
   Parsed<tfm_search_options> search = nativeSearch(library, request);

@@ -17,18 +17,24 @@
 #include "tools/serve/ModelLibrary.h"
 #include "tools/serve/Request.h"
 
+#include "tools/common/LanguageDetector.h"
+
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace tfm_serve {
 
+using tfm_tools::DetectedLanguage;
+
 /// LibreTranslate's answer: per q item its translation and alternatives.
 struct TextResult {
   std::vector<std::string> translations;
   std::vector<std::vector<std::string>> alternatives;
-  /// The source language `auto` picked; empty when it was given.
-  std::string detected;
+  /// Source `auto`: per item the language detected and translated from
+  /// (confidence 0 where none was detected and the target has one
+  /// source); empty when the source was given.
+  std::vector<DetectedLanguage> detected;
 };
 
 /// /v1/translate's answer: per sentence its hypotheses (and scores, and
@@ -58,6 +64,12 @@ public:
                                Clock::time_point arrival);
   Parsed<NativeResult> translate(const NativeRequest &request,
                                  Clock::time_point arrival);
+  /// POST /detect: the languages of `text`, best first, those the served
+  /// pairs translate from before any other; empty when none was found.
+  std::vector<DetectedLanguage> detect(const std::string &text) const;
+  /// The language /detect answers when it finds none (LibreTranslate's
+  /// "en" if served, else the first source), with confidence 0.
+  const std::string &fallbackLanguage() const { return fallback; }
 
 private:
   /// Sentences of the lines of `texts`, and per text per line the index of
@@ -66,11 +78,37 @@ private:
     std::vector<Sentence> sentences;
     std::vector<std::vector<long>> index;
   };
+  /// The items of q that one route translates: one job.
+  struct RouteGroup {
+    Route route;
+    std::vector<size_t> items;
+    Lines lines;
+  };
+  /// Lines of the texts `items` (indexes into `texts`; errors name them).
   Parsed<Lines> splitLines(const Route &route,
                            const std::vector<std::string> &texts,
-                           const char *name, bool batch) const;
-  /// Runs a job to its end; the hypotheses of every sentence, or the
-  /// error that ended it.
+                           const std::vector<size_t> &items, const char *name,
+                           bool batch) const;
+  /// Per item of q its route: the request's pair, or with source auto the
+  /// detected language's (`detected` then gets each item's language).
+  Parsed<std::vector<Route>>
+  routeItems(const TranslateRequest &request,
+             std::vector<DetectedLanguage> &detected) const;
+  Parsed<Route> routeDetected(const TranslateRequest &request, size_t item,
+                              DetectedLanguage &detected) const;
+  Parsed<Route> routeBlank(const std::string &target,
+                           DetectedLanguage &detected) const;
+  Parsed<std::vector<RouteGroup>>
+  groupByRoute(const TranslateRequest &request,
+               const std::vector<Route> &routes) const;
+  /// Runs jobs to their end, each on its model, all queued at once; the
+  /// hypotheses of every job, or the first error (the others cancelled).
+  Parsed<std::vector<std::vector<Hypotheses>>>
+  runAll(const std::vector<std::pair<size_t, std::shared_ptr<Job>>> &jobs,
+         Clock::time_point arrival);
+  Parsed<std::vector<Hypotheses>> await(size_t model, std::shared_ptr<Job> job,
+                                        Clock::time_point arrival);
+  /// Runs one job to its end.
   Parsed<std::vector<Hypotheses>> run(size_t model, std::shared_ptr<Job> job,
                                       Clock::time_point arrival);
   TextResult textResult(const ModelLibrary &model, const Lines &lines,
@@ -86,6 +124,8 @@ private:
   std::vector<size_t> queueOf;
   size_t maxQueued;
   ServiceOptions options;
+  tfm_tools::LanguageDetector detector;
+  std::string fallback;
 };
 
 } // namespace tfm_serve

@@ -54,7 +54,10 @@ source instead: --target-lang de puts <2de> before source text, as
 "<2de> text" is cut, and forces nothing; its --source-lang is accepted and
 changes no id. Source ids are taken as given. A model of one pair compiled
 with tfmc --source-lang/--target-lang takes its two codes only;
---model-info lists a model's languages.
+--model-info lists a model's languages. --source-lang auto detects each
+text line's language (CLD2) among the model's and frames the line as
+--source-lang with it would; a line in none of them (or with no letters)
+keeps the default framing, with a warning.
 
 Weights are checked against tfmc's checksums at every load (about 50 ms
 per GB on 2 threads; --no-verify-weights skips it). An output file is
@@ -359,9 +362,9 @@ void addSearchOptions(CLI::App &app, Options &o) {
       ->excludes(prefix);
   app.add_option("--source-lang", o.sourceLang,
                  "the source language (de, or the model's code: __de__, "
-                 "deu_Latn, de_DE): text is framed with its token as the "
-                 "model's tokenizer frames it (MADLAD-400: no token, no "
-                 "change); ids are taken as given")
+                 "deu_Latn, de_DE; auto: detected line by line): text is "
+                 "framed with its token as the model's tokenizer frames it "
+                 "(MADLAD-400: no token, no change); ids are taken as given")
       ->type_name("CODE");
   app.add_option("--target-lang", o.targetLang,
                  "the target language: its token is forced first in every "

@@ -151,8 +151,9 @@ std::vector<int32_t> Run::sourceIds(std::string &line, const Location &where) {
     if (tfm_tools::isBlank(line))
       return ids;
     // The source language's frame; without languages the tokenizer's.
-    const tfm_language_tokens *frame =
-        s.languages ? &s.languageTokens : nullptr;
+    const tfm_language_tokens *frame = s.autoSource ? detectedFrame(line, where)
+                                       : s.languages ? &s.languageTokens
+                                                     : nullptr;
     int32_t *encoded = nullptr, length = 0;
     if (tfm_status status = tfm_tokenizer_encode_framed(
             s.tokenizer, frame, line.data(), line.size(), &encoded, &length))
@@ -164,6 +165,25 @@ std::vector<int32_t> Run::sourceIds(std::string &line, const Location &where) {
   }
   truncate(ids, where);
   return ids;
+}
+
+/// --source-lang auto: the frame of the line's detected language; a line
+/// in none of the model's languages keeps the tokenizer's default frame,
+/// with a warning.
+const tfm_language_tokens *Run::detectedFrame(const std::string &line,
+                                              const Location &where) {
+  std::string detected;
+  if (const tfm_language_tokens *frame = s.autoSource->frameOf(line, detected))
+    return frame;
+  if (detected.empty())
+    warnings.warn(where, "no language detected: the line is framed as the "
+                         "tokenizer's default source language");
+  else
+    warnings.warn(where,
+                  "detected {}, not a language of this model: the line is "
+                  "framed as the tokenizer's default source language",
+                  detected);
+  return &s.languageTokens;
 }
 
 /// Space-separated token ids; EOS appended where the line does not end in

@@ -55,6 +55,8 @@ private:
   using WindowDone = std::function<void(const std::vector<Sentence> &)>;
   void forEachWindow(const ReadSentence &read, const WindowDone &done);
   std::vector<int32_t> sourceIds(std::string &line, const Location &where);
+  const tfm_language_tokens *detectedFrame(const std::string &line,
+                                           const Location &where);
   std::vector<int32_t> parseIds(const std::string &line,
                                 const Location &where) const;
   std::vector<int32_t> targetIds(std::string &line, const Location &where);

@@ -108,13 +108,33 @@ static void readShortlist(const Options &o, Session &s) {
   tfm_free(warning);
 }
 
+/// --source-lang auto: each line's language detected, on a multilingual
+/// model that reads text; a model of one pair has its one source.
+static void openSourceDetection(const Options &o, Session &s) {
+  if (!s.languages)
+    die("--source-lang auto: this model has no languages to detect (a "
+        "multilingual model's come with its tokenizer's files)");
+  if (s.inputFormat != Format::Text)
+    die("--source-lang auto detects the language of text: it needs text "
+        "input, not --input-format ids");
+  int32_t pairSource = -1, pairTarget = -1;
+  tfm_languages_pair(s.languages, &pairSource, &pairTarget);
+  if (pairSource < 0)
+    s.autoSource =
+        std::make_unique<SourceDetection>(s.api, s.languages, o.targetLang);
+}
+
 /// The language tokens of --source-lang and --target-lang, each option
 /// checked alone first so that an error names it.
 static void openLanguages(const Options &o, Session &s) {
   if (tfm_status status =
           tfm_languages_open(o.weights.c_str(), &s.cfg, &s.languages))
     die(tfm_status_message(status));
-  const char *source = o.sourceLang.empty() ? nullptr : o.sourceLang.c_str();
+  bool detect = o.sourceLang == "auto";
+  if (detect)
+    openSourceDetection(o, s);
+  const char *source =
+      o.sourceLang.empty() || detect ? nullptr : o.sourceLang.c_str();
   const char *target = o.targetLang.empty() ? nullptr : o.targetLang.c_str();
   for (bool isSource : {true, false}) {
     const char *option = isSource ? "--source-lang" : "--target-lang";

@@ -13,7 +13,9 @@
 #include "tfm/Client.h"
 #include "tools/common/GuardedOutput.h"
 #include "tools/translator/Options.h"
+#include "tools/translator/SourceDetection.h"
 
+#include <memory>
 #include <string>
 
 namespace tfm_translator {
@@ -29,6 +31,10 @@ struct Session {
   Format inputFormat, outputFormat;
   /// --source-lang and --target-lang's tokens (all empty without them).
   tfm_language_tokens languageTokens{};
+  /// --source-lang auto on a multilingual model: each line's language
+  /// detected (null otherwise; languageTokens then frame the lines whose
+  /// language is none of the model's).
+  std::unique_ptr<SourceDetection> autoSource;
 
   Session() = default;
   Session(const Session &) = delete;

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""The Python module as `cmake --install` puts it (python-install.test).
+"""The Python package as `cmake --install` puts it (python-install.test).
 
   python_install.py DESTDIR PREFIX MODEL_OUT WORKDIR
 
-DESTDIR holds one install with prefix PREFIX. Checks that the module went
-where this Python looks for modules installed under PREFIX (one of
+DESTDIR holds one install with prefix PREFIX. Checks that the package
+(tfmc/: __init__.py, __main__.py and the compiled _ext) went where this
+Python looks for modules installed under PREFIX (one of
 site.getsitepackages(), which site adds to sys.path), and that it imports
 and translates from there alone: PYTHONPATH names only that directory, the
 working directory is WORKDIR. Exits 1 naming the first difference.
@@ -22,10 +23,14 @@ def fail(message):
 def main():
     destdir, prefix, model_out, workdir = sys.argv[1:5]
     destdir = os.path.abspath(destdir)
-    found = glob.glob(os.path.join(destdir, "**", "tfmc*.so"), recursive=True)
+    found = glob.glob(os.path.join(destdir, "**", "tfmc", "_ext*.so"), recursive=True)
     if len(found) != 1:
         fail(f"installed modules {found}, expected one")
-    site_dir = os.path.dirname(found[0])[len(destdir):]
+    package = os.path.dirname(found[0])
+    for name in ("__init__.py", "__main__.py"):
+        if not os.path.isfile(os.path.join(package, name)):
+            fail(f"{name} is not installed beside {found[0]}")
+    site_dir = os.path.dirname(package)[len(destdir):]
     if not site_dir.startswith(prefix.rstrip("/") + "/"):
         fail(f"installed in {site_dir}, outside the prefix {prefix}")
 
@@ -48,8 +53,8 @@ def main():
     if run.returncode != 0:
         fail(f"import from {site_dir}: {run.stderr}")
     module, hypotheses = run.stdout.splitlines()[:2]
-    if module != found[0]:
-        fail(f"imported {module}, not the installed {found[0]}")
+    if module != os.path.join(package, "__init__.py"):
+        fail(f"imported {module}, not the package installed in {package}")
     print(f"{site_dir}: imported from {workdir}, translated {hypotheses}")
 
 

@@ -294,7 +294,8 @@ def run_page(page, server, src, nbest, out):
     check_settings(server.url, False)
     page.load()
     expect("the key field without --api-keys", page.displayed("key-box"), False)
-    expect("source languages", page.options("source"), [("en", "English (en)")])
+    expect("source languages", page.options("source"),
+           [("auto", "Detect language"), ("en", "English (en)")])
     expect("target languages", page.options("target"), [("de", "German (de)")])
     page.choose("en", "de")
     check_translated("button", page.translate(src[0]), nbest[0])
