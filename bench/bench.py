@@ -59,7 +59,8 @@ skipped with the reason. See bench/families.py; test/Bench/families.test
 runs it on tiny models.
 
 --serve: tfm-serve under load (wrk, 1, 8 and 64 clients sending one
-sentence a request) on the model of --size with examples/en-de's tokenizer,
+sentence a request; --serve-modes continuous,batches: with and without
+continuous batching, an engine each) on the model of --size with examples/en-de's tokenizer,
 backend auto and precisions fp32,int8 unless given, beside `translator
 --batch-size 32` on the same sentences; latency at 1 client beside the
 translator's own time for the sentence; the batches the server formed. See
@@ -560,6 +561,10 @@ def main():
                          "(bench/serve.py); end to end only")
     ap.add_argument("--serve-clients", default="1,8,64",
                     help="--serve: wrk's connections per run, comma-separated")
+    ap.add_argument("--serve-modes", default="continuous",
+                    help="--serve: how tfm-serve batches, comma-separated: continuous "
+                         "(sentences join the running batch) and/or batches "
+                         "(--no-continuous); an engine each")
     ap.add_argument("--serve-seconds", type=int,
                     help="--serve: seconds of load per run (default 30; --quick 2)")
     ap.add_argument("--shortlist", action="store_true",
@@ -604,6 +609,11 @@ def main():
             ap.error(f"--serve-clients {args.serve_clients}: expected numbers, e.g. 1,8,64")
         if not args.serve_clients or min(args.serve_clients) < 1:
             ap.error("--serve-clients: at least one client per run")
+        args.serve_modes = args.serve_modes.split(",")
+        unknown = [m for m in args.serve_modes if m not in serve.SERVE_MODES]
+        if unknown or not args.serve_modes:
+            ap.error(f"--serve-modes: {','.join(unknown) or 'none'}: expected "
+                     + " and/or ".join(serve.SERVE_MODES))
     if args.shortlist and (args.families or args.serve or args.micro_only):
         ap.error("--shortlist measures the translator alone: it cannot take --families, "
                  "--serve or --micro-only")

@@ -54,6 +54,9 @@ import time
 import urllib.request
 
 BATCH = 32  # the translator's batch size to compare with
+# How tfm-serve batches (--serve-modes): sentences joining the running
+# batch between its steps, or batches run to their end.
+SERVE_MODES = {"continuous": [], "batches": ["--no-continuous"]}
 LUA = r"""-- POST /translate, one sentence a request, cycling through the bodies
 -- of a file (one JSON body a line; its path is wrk's first argument after
 -- --). One wrk thread: its connections take the bodies in turn, so that
@@ -136,13 +139,13 @@ class Server:
     """tfm-serve on a free port of 127.0.0.1, stopped by SIGTERM (it
     answers what it accepted, then exits 0)."""
 
-    def __init__(self, serve, model, threads, env, log):
+    def __init__(self, serve, model, threads, env, log, flags=()):
         self.log = open(log, "a")
         self.proc = subprocess.Popen(
             [serve, "--port", "0", "--quiet", "--threads", str(threads),
              # Queued requests wait up to two batches of the base model;
              # no 504 should cut them.
-             "--timeout", "600", model],
+             "--timeout", "600", *flags, model],
             stdout=subprocess.PIPE, stderr=self.log, text=True, env=env)
         ready, _, _ = select.select([self.proc.stdout], [], [], 120)
         line = self.proc.stdout.readline() if ready else ""
@@ -233,7 +236,8 @@ def served_run(args, engine, bodies, connections, seconds, env):
     time, at least a second, of the same load: the shapes of its batches
     met once) and one more request, answered once the warm-up's queue has
     gone: wrk's figures and the batches formed after the warm-up."""
-    server = Server(engine["serve"], engine["dir"], args.threads, env, engine["log"])
+    server = Server(engine["serve"], engine["dir"], args.threads, env, engine["log"],
+                    engine["serve_flags"])
     try:
         server.post(body(engine["warm_up"]))
         run_wrk(server.url, engine["script"], bodies, connections, max(1, seconds // 5),
@@ -395,10 +399,13 @@ def end_to_end(args, notes, h):
                "clients": args.serve_clients, "translator_batch_size": BATCH,
                "backends": backends, "precisions": args.precisions, "engines": {}}
     for backend, precision in [(b, p) for p in args.precisions for b in backends]:
-        name, engine = compile_engine(h, args, tfmc, model, backend, precision, has_flag)
-        engine.update(name=name, serve=serve, script=script, warm_up=sentences[0],
-                      log=os.path.join(args.out, f"serve-{name}.log"))
-        results["engines"][name] = measure_engine(h, args, engine, paths, one, env)
+        name, compiled = compile_engine(h, args, tfmc, model, backend, precision, has_flag)
+        for mode in args.serve_modes:
+            named = name if mode == "continuous" else f"{name}-{mode}"
+            engine = dict(compiled, name=named, serve=serve, script=script,
+                          warm_up=sentences[0], serve_flags=SERVE_MODES[mode],
+                          log=os.path.join(args.out, f"serve-{named}.log"))
+            results["engines"][named] = measure_engine(h, args, engine, paths, one, env)
     return results
 
 
@@ -407,7 +414,8 @@ def measure_engine(h, args, engine, paths, one, env):
         sentences = f.read().splitlines()
     translator, translations = measure_translator(h, args, engine, sentences, env)
     checked = min(4, len(sentences))
-    server = Server(engine["serve"], engine["dir"], args.threads, env, engine["log"])
+    server = Server(engine["serve"], engine["dir"], args.threads, env, engine["log"],
+                    engine["serve_flags"])
     try:
         same = same_as_translator(server, sentences[:checked], translations[:checked])
     finally:
@@ -456,7 +464,7 @@ def tables(results):
                         f"{r['latency_p99_us'] / 1e3:.1f} | {r['non_2xx']} | "
                         f"{r['socket_errors']} | {r['batches']['batches']} | "
                         f"{r['batches']['mean_sentences']:.1f} |")
-    text += "\n\n**Throughput** (target: >= 0.8x the translator at 64 clients)\n\n" + "\n".join(rows)
+    text += "\n\n**Throughput** (target: >= 1.1x the translator at 64 clients)\n\n" + "\n".join(rows)
     rows = ["| engine | requests | p50 (ms) | p99 (ms) | translator --timing, before / "
             "after (ms) | overhead (ms) | server batch, /metrics (ms) | p50 - batch (ms) |",
             "|---|---|---|---|---|---|---|---|"]
