@@ -208,6 +208,33 @@ Role roleOf(const GumboNode &node) {
   }
 }
 
+/// The elements the parser re-opens after a block closes them (the list
+/// of active formatting elements): at most three alike, by tag and
+/// attributes, are re-opened.
+bool isFormattingElement(const GumboElement &element) {
+  if (element.tag_namespace != GUMBO_NAMESPACE_HTML)
+    return false;
+  switch (element.tag) {
+  case GUMBO_TAG_A:
+  case GUMBO_TAG_B:
+  case GUMBO_TAG_BIG:
+  case GUMBO_TAG_CODE:
+  case GUMBO_TAG_EM:
+  case GUMBO_TAG_FONT:
+  case GUMBO_TAG_I:
+  case GUMBO_TAG_NOBR:
+  case GUMBO_TAG_S:
+  case GUMBO_TAG_SMALL:
+  case GUMBO_TAG_STRIKE:
+  case GUMBO_TAG_STRONG:
+  case GUMBO_TAG_TT:
+  case GUMBO_TAG_U:
+    return true;
+  default:
+    return false;
+  }
+}
+
 bool isHole(Role role) {
   return role == Role::InlineHole || role == Role::BlockHole;
 }
@@ -246,6 +273,7 @@ struct Piece {
   std::string text;
   bool holeBefore = false; // a kept element precedes it in its run
   bool inAttribute = false;
+  bool onFormattingElement = false; // an attribute of <a>, <b>, <font>...
 };
 
 /// One sentence: a block's run of inline text, or one attribute.
@@ -411,6 +439,7 @@ private:
         continue;
       piece.text = attribute->value;
       piece.inAttribute = true;
+      piece.onFormattingElement = isFormattingElement(element);
       Run run;
       run.pieces.push_back(std::move(piece));
       attributeRuns.push_back(std::move(run));
@@ -456,6 +485,7 @@ struct Replacement {
   std::string lead, words, trail;
   bool inAttribute = false;
   bool glued = false; // punctuation cut from the word before it
+  bool onFormattingElement = false;
 
   std::string render() const {
     std::string text = escapeHtml(lead + words + trail, inAttribute);
@@ -644,6 +674,8 @@ bool spreadTranslation(const Run &run, const std::string &translation,
   }
   if (glued)
     out.back().glued = true;
+  for (Replacement &r : out)
+    r.onFormattingElement = run.pieces.front().onFormattingElement;
   return true;
 }
 
@@ -697,6 +729,70 @@ std::string splice(const std::string &source,
   return out;
 }
 
+//===----------------------------------------------------------------------===//
+// Checking the tree
+//===----------------------------------------------------------------------===//
+
+/// One node for treeSignature: elements by tag (and namespace), with their
+/// attributes (title and alt by name: they are translated); text nodes by
+/// kind; comments whole.
+void appendNode(const GumboNode &node, std::string &out) {
+  switch (node.type) {
+  case GUMBO_NODE_TEXT:
+    out += "t ";
+    return;
+  case GUMBO_NODE_CDATA:
+    out += "c ";
+    return;
+  case GUMBO_NODE_WHITESPACE:
+    out += "w ";
+    return;
+  case GUMBO_NODE_COMMENT:
+    out += "<!" + std::string(node.v.text.text) + "> ";
+    return;
+  default:
+    break;
+  }
+  const GumboElement &e = node.v.element;
+  out += "<" + std::to_string(e.tag) + ":" + std::to_string(e.tag_namespace);
+  if (e.tag == GUMBO_TAG_UNKNOWN)
+    out += std::string(e.original_tag.data, e.original_tag.length);
+  for (unsigned i = 0; i < e.attributes.length; ++i) {
+    auto *a = static_cast<const GumboAttribute *>(e.attributes.data[i]);
+    std::string_view name = a->name;
+    out += " " + std::string(name);
+    if (name != "title" && name != "alt")
+      out += "=" + std::string(a->value);
+  }
+  out += "> ";
+}
+
+/// The document's tree as text, walked without recursion.
+std::string treeSignature(const GumboNode *document) {
+  std::string out;
+  std::vector<std::pair<const GumboNode *, unsigned>> stack{{document, 0}};
+  while (!stack.empty()) {
+    auto &[node, next] = stack.back();
+    const GumboVector &children = node->type == GUMBO_NODE_DOCUMENT
+                                      ? node->v.document.children
+                                      : node->v.element.children;
+    if (next == children.length) {
+      out += "/ ";
+      stack.pop_back();
+      continue;
+    }
+    auto *child = static_cast<const GumboNode *>(children.data[next++]);
+    appendNode(*child, out);
+    if (child->type == GUMBO_NODE_ELEMENT || child->type == GUMBO_NODE_TEMPLATE)
+      stack.push_back({child, 0});
+  }
+  return out;
+}
+
+bool sameTree(const std::string &signature, const std::string &html) {
+  return treeSignature(ParsedDocument(html).document()) == signature;
+}
+
 class HtmlTranslator {
 public:
   HtmlTranslator(std::string source, const TranslateSentences &translate,
@@ -719,10 +815,33 @@ public:
         unspread.push_back(&runs[i]);
     if (!applyPiecewise(unspread))
       return;
-    result.html = splice(source, replacements);
+    writeKeepingTree(treeSignature(parsed.document()));
   }
 
 private:
+  /// The output, checked to parse to the source's tree. Attributes of
+  /// formatting elements take part in it: the parser re-opens at most
+  /// three alike, so translations that make two alike (or unlike) can
+  /// change the tree of misnested markup. Those are kept then.
+  void writeKeepingTree(const std::string &signature) {
+    result.html = splice(source, replacements);
+    if (sameTree(signature, result.html))
+      return;
+    size_t before = replacements.size();
+    replacements.erase(std::remove_if(replacements.begin(), replacements.end(),
+                                      [](const Replacement &r) {
+                                        return r.onFormattingElement;
+                                      }),
+                       replacements.end());
+    result.stats.keptAttributes = before - replacements.size();
+    result.html = splice(source, replacements);
+    if (sameTree(signature, result.html))
+      return;
+    result.html.clear();
+    result.error = "the translated document would not parse to the "
+                   "source's tree";
+  }
+
   bool translateAll(const std::vector<std::string> &sentences,
                     std::vector<std::string> &translations) {
     if (sentences.empty())
@@ -786,6 +905,7 @@ private:
     }
     pieces.push_back({piece.begin, piece.end, leadingSpace(piece.text), words,
                       trailingSpace(piece.text), piece.inAttribute});
+    pieces.back().onFormattingElement = piece.onFormattingElement;
   }
 
   void append(std::vector<Replacement> &pieces) {

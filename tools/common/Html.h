@@ -51,6 +51,8 @@ struct HtmlStats {
   size_t kept = 0;      // pieces left in the source language (blank
                         // translation)
   size_t translateCalls = 0;
+  size_t keptAttributes = 0; // title and alt of formatting elements kept,
+                             // the translations changing the tree
 };
 
 struct HtmlResult {

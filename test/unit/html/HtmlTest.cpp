@@ -277,6 +277,23 @@ TEST(Html, MalformedMarkupKeepsItsShape) {
     translated(doc);
 }
 
+TEST(Html, FormattingAttributesThatWouldChangeTheTreeAreKept) {
+  // Four <b>s left open, then re-opened after </p>: the parser re-opens at
+  // most three alike (tag and attributes). Titles translated alike would
+  // lose one <b>, so they are kept; the text is translated.
+  std::string doc = "<p><b title=1><b title=2><b title=3><b title=4>x</p>y";
+  HtmlResult result =
+      translateHtml(doc, [](const auto &s) { return fixed(s, "T"); });
+  EXPECT_EQ(shape(result.html), shape(doc));
+  EXPECT_EQ(result.stats.keptAttributes, 4u);
+  EXPECT_EQ(result.html,
+            "<p><b title=1><b title=2><b title=3><b title=4>T</p>T");
+  // Titles that stay unlike are translated.
+  result = translateHtml(doc, upperAll);
+  EXPECT_EQ(result.stats.keptAttributes, 0u);
+  EXPECT_EQ(shape(result.html), shape(doc));
+}
+
 TEST(Html, TextAroundIgnoredTagsIsKept) {
   // The parser ignores the stray tags but keeps the text around them one
   // text node; where the tag stands matters (text after </html> is put
