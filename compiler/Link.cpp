@@ -65,9 +65,10 @@ static void appendLibraries(SmallVectorImpl<std::string> &args, bool withOneDnn,
   // search glibc's vector math (libmvec).
   args.append({"-lmvec", "-lm", "-lpthread", TFM_SENTENCEPIECE_LIB});
   // The translator's --source-lang auto detects languages with CLD2
-  // (Debian's libcld2-0); a shared library never needs it.
+  // (Debian's libcld2-0), its --format html parses with Gumbo (libgumbo1);
+  // a shared library needs neither.
   if (kind != mlir::tfm::LinkedOutput::SharedLibrary)
-    args.push_back("-lcld2");
+    args.append({"-lcld2", "-lgumbo"});
 #ifdef TFM_SANITIZE_TRANSLATORS
   // The runtime libraries are instrumented (TFM_SANITIZE): link the
   // sanitizers' runtimes, as CMake does for tfmc itself.

@@ -63,6 +63,17 @@ Weights are checked against tfmc's checksums at every load (about 50 ms
 per GB on 2 threads; --no-verify-weights skips it). An output file is
 replaced only when the run succeeds, and an input is never an output.
 
+--format html: each INPUT is one HTML document or fragment, not lines:
+its text is cut into sentences (a block's run of inline text, title and
+alt attributes), translated in batches of --batch-size, and written back
+in place, every tag, attribute and comment kept (docs/Usage.md,
+"Translating HTML"). The translated documents are written one after the
+other, in the order of the inputs, with nothing between them: for one
+output file per document, run the translator once per document.
+--source-lang auto detects the language of each document's whole text.
+Warnings name a document's sentence as FILE:N, N its number in the
+document.
+
 When stderr is a terminal and the input comes from files, a progress line
 shows the sentences done, sentences/s and output tokens/s.)";
 
@@ -373,7 +384,26 @@ void addSearchOptions(CLI::App &app, Options &o) {
       ->type_name("CODE");
 }
 
+/// --format text|html: lines of text, or HTML documents.
+void addDocumentFormat(CLI::App &app, Options &o) {
+  app.add_option_function<std::string>(
+         "--format", [&o](const std::string &v) { o.html = v == "html"; },
+         "text: one sentence a line; html: each INPUT one HTML document or "
+         "fragment, its text translated and its markup kept, the "
+         "documents written one after the other [text]")
+      ->check(CLI::Validator(
+          [](std::string &value) -> std::string {
+            return value == "text" || value == "html"
+                       ? ""
+                       : fmt::format("expects 'text' or 'html', found '{}'",
+                                     value);
+          },
+          ""))
+      ->type_name("text|html");
+}
+
 void addInputOutputOptions(CLI::App &app, Options &o) {
+  addDocumentFormat(app, o);
   auto format = [&app](const char *name, Format &into, const char *help) {
     app.add_option_function<std::string>(
            name, [&into](const std::string &v) { into = kFormats.at(v); }, help)
@@ -453,6 +483,29 @@ void addMachineOptions(CLI::App &app, Options &o) {
                "tensor table are still checked)");
 }
 
+/// --format html writes one translation of each document: the options that
+/// print something else per line, or read something per line, do not
+/// apply. `app` says which were given.
+void checkHtmlOptions(const CLI::App &app, const Options &o) {
+  if (!o.html)
+    return;
+  if (o.search.n_best > 1)
+    die(fmt::format("--format html writes one translation of each document: "
+                    "it takes no --n-best {}",
+                    o.search.n_best));
+  for (const char *option :
+       {"--with-scores", "--token-scores", "--score", "--target-prefix",
+        "--target-prefix-file", "--dump-first-logits"})
+    if (app.count(option))
+      die(fmt::format("--format html writes translated documents: it takes "
+                      "no {} (an option of one sentence a line)",
+                      option));
+  if (o.inputFormat == Format::Ids || o.outputFormat == Format::Ids)
+    die(fmt::format("--format html translates the text of documents: it "
+                    "takes no --{}-format ids",
+                    o.inputFormat == Format::Ids ? "input" : "output"));
+}
+
 } // namespace
 
 Options tfm_translator::parseCommandLine(int argc, char **argv) {
@@ -488,5 +541,6 @@ Options tfm_translator::parseCommandLine(int argc, char **argv) {
   if (o.continuous && (o.score || !o.logitsPath.empty() || !o.vmapPath.empty()))
     die("--continuous translates with the whole vocabulary: it takes no "
         "--score, --dump-first-logits or --vmap");
+  checkHtmlOptions(app, o);
   return o;
 }

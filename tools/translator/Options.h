@@ -48,6 +48,9 @@ struct Options {
   /// --continuous: --batch-size sentences decode at once, a sentence
   /// joining as soon as another finishes (a stream, tfm_stream).
   bool continuous = false;
+  /// --format html: each input is one HTML document (or fragment) whose
+  /// text is translated and its markup kept (tools/common/Html.h).
+  bool html = false;
 };
 
 /// The options of `argv`; prints the help or the version and exits where

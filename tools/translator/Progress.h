@@ -70,11 +70,17 @@ public:
   template <typename... Args>
   void warn(const tfm_tools::Location &where,
             fmt::format_string<Args...> format, Args &&...args) {
+    warn(where.str(), format, std::forward<Args>(args)...);
+  }
+  /// `where`: a line's location, or a document's name.
+  template <typename... Args>
+  void warn(const std::string &where, fmt::format_string<Args...> format,
+            Args &&...args) {
     ++count;
     if (quiet || count > kWarningsShown)
       return;
     progress.clear();
-    fmt::print(stderr, "translator: warning: {}: {}\n", where.str(),
+    fmt::print(stderr, "translator: warning: {}: {}\n", where,
                fmt::format(format, std::forward<Args>(args)...));
   }
 

@@ -151,15 +151,11 @@ std::vector<int32_t> Run::sourceIds(std::string &line, const Location &where) {
     if (tfm_tools::isBlank(line))
       return ids;
     // The source language's frame; without languages the tokenizer's.
-    const tfm_language_tokens *frame = s.autoSource ? detectedFrame(line, where)
-                                       : s.languages ? &s.languageTokens
-                                                     : nullptr;
-    int32_t *encoded = nullptr, length = 0;
-    if (tfm_status status = tfm_tokenizer_encode_framed(
-            s.tokenizer, frame, line.data(), line.size(), &encoded, &length))
-      die(where.str() + ": " + tfm_status_message(status));
-    ids.assign(encoded, encoded + length);
-    tfm_free(encoded);
+    const tfm_language_tokens *frame =
+        s.autoSource  ? detectedFrame(line, where.str(), "line")
+        : s.languages ? &s.languageTokens
+                      : nullptr;
+    ids = encodeText(line, frame, where);
   } else {
     ids = parseIds(line, where);
   }
@@ -167,22 +163,39 @@ std::vector<int32_t> Run::sourceIds(std::string &line, const Location &where) {
   return ids;
 }
 
-/// --source-lang auto: the frame of the line's detected language; a line
-/// in none of the model's languages keeps the tokenizer's default frame,
-/// with a warning.
-const tfm_language_tokens *Run::detectedFrame(const std::string &line,
-                                              const Location &where) {
+/// The ids of valid UTF-8 `text` framed by `frame` (null: the
+/// tokenizer's), not yet cut to the model's positions.
+std::vector<int32_t> Run::encodeText(const std::string &text,
+                                     const tfm_language_tokens *frame,
+                                     const Location &where) {
+  int32_t *encoded = nullptr, length = 0;
+  if (tfm_status status = tfm_tokenizer_encode_framed(
+          s.tokenizer, frame, text.data(), text.size(), &encoded, &length))
+    die(where.str() + ": " + tfm_status_message(status));
+  std::vector<int32_t> ids(encoded, encoded + length);
+  tfm_free(encoded);
+  return ids;
+}
+
+/// --source-lang auto: the frame of the text's detected language; a text
+/// (`what`: a line, a document) in none of the model's languages keeps
+/// the tokenizer's default frame, with a warning.
+const tfm_language_tokens *Run::detectedFrame(const std::string &text,
+                                              const std::string &where,
+                                              const char *what) {
   std::string detected;
-  if (const tfm_language_tokens *frame = s.autoSource->frameOf(line, detected))
+  if (const tfm_language_tokens *frame = s.autoSource->frameOf(text, detected))
     return frame;
   if (detected.empty())
-    warnings.warn(where, "no language detected: the line is framed as the "
-                         "tokenizer's default source language");
+    warnings.warn(where,
+                  "no language detected: the {} is framed as the "
+                  "tokenizer's default source language",
+                  what);
   else
     warnings.warn(where,
-                  "detected {}, not a language of this model: the line is "
+                  "detected {}, not a language of this model: the {} is "
                   "framed as the tokenizer's default source language",
-                  detected);
+                  detected, what);
   return &s.languageTokens;
 }
 

@@ -47,6 +47,9 @@ public:
 
   void translateAll(Output &out, Output *logits);
   void scoreAll(Output &out);
+  /// --format html: each input one document, translated and written in
+  /// turn (HtmlDocuments.cpp).
+  void translateDocuments(Output &out);
   void printTiming(double loadSeconds) const;
 
 private:
@@ -55,8 +58,17 @@ private:
   using WindowDone = std::function<void(const std::vector<Sentence> &)>;
   void forEachWindow(const ReadSentence &read, const WindowDone &done);
   std::vector<int32_t> sourceIds(std::string &line, const Location &where);
-  const tfm_language_tokens *detectedFrame(const std::string &line,
-                                           const Location &where);
+  std::vector<int32_t> encodeText(const std::string &text,
+                                  const tfm_language_tokens *frame,
+                                  const Location &where);
+  const tfm_language_tokens *detectedFrame(const std::string &text,
+                                           const std::string &where,
+                                           const char *what);
+  std::string translateDocument(const std::string &document,
+                                const std::string &name);
+  std::vector<std::string> translateTexts(const std::vector<std::string> &texts,
+                                          const std::string &name,
+                                          const tfm_language_tokens *frame);
   std::vector<int32_t> parseIds(const std::string &line,
                                 const Location &where) const;
   std::vector<int32_t> targetIds(std::string &line, const Location &where);

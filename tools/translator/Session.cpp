@@ -84,6 +84,11 @@ static void openTokenizer(const Options &o, Session &s) {
   s.inputFormat = o.inputFormat == Format::Default ? fallback : o.inputFormat;
   s.outputFormat =
       o.outputFormat == Format::Default ? fallback : o.outputFormat;
+  if (o.html && !s.tokenizer)
+    die(fmt::format("--format html translates text, and this model has no "
+                    "tokenizer (no source.spm, target.spm and vocab.json "
+                    "with {})",
+                    o.weights));
   if (!s.tokenizer &&
       (s.inputFormat == Format::Text || s.outputFormat == Format::Text))
     die(fmt::format("--{}-format text needs a tokenizer, and this model has "

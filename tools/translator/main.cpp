@@ -1,7 +1,9 @@
 //===- main.cpp - The compiled translator's command line --------*- C++ -*-===//
 //
 // Reads one sentence a line (text, or token ids) from stdin or files and
-// writes one translation a line in the same order. Linked by tfmc with the
+// writes one translation a line in the same order; with --format html,
+// one HTML document a file (HtmlDocuments.cpp), translated with its
+// markup kept. Linked by tfmc with the
 // compiled model and the runtime; needs nothing else at run time but its
 // weights and tokenizer (next to it, embedded in it, or named by --weights).
 // The session (Session.cpp), the inputs read beside the source
@@ -52,7 +54,9 @@ static int run(int argc, char **argv) {
     logits.emplace(o.logitsPath, readFiles);
 
   Run run(o, s, reader);
-  if (o.score)
+  if (o.html)
+    run.translateDocuments(out);
+  else if (o.score)
     run.scoreAll(out);
   else
     run.translateAll(out, logits ? &*logits : nullptr);
