@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <set>
@@ -23,7 +24,11 @@ namespace {
 
 const char *kJson = "application/json";
 const std::set<std::string> kPostPaths = {"/translate", "/detect",
-                                          "/v1/translate"};
+                                          "/v1/translate", "/translate_file"};
+const char *kDownloadPrefix = "/download_file/";
+/// What a multipart body holds beside its file: boundaries, part headers,
+/// the languages and the key.
+const size_t kFormOverhead = 64 << 10;
 const std::set<std::string> kGetPaths = {"/", "/languages", "/health",
                                          "/metrics", "/frontend/settings"};
 
@@ -83,7 +88,31 @@ void replyError(Response &res, const HttpError &error) {
 /// A path for the metrics' labels: a route's, or "other" (any path a
 /// client sends would make a series of its own).
 std::string pathLabel(const std::string &path) {
+  if (path.rfind(kDownloadPrefix, 0) == 0)
+    return "/download_file";
   return kPostPaths.count(path) || kGetPaths.count(path) ? path : "other";
+}
+
+/// The largest body any route takes: /translate_file's holds a file.
+size_t payloadLimit(const HttpOptions &options) {
+  return std::max(options.maxBody, options.files.maxBytes + kFormOverhead);
+}
+
+HttpError tooLarge(const std::string &path, const HttpOptions &options) {
+  if (path == "/translate_file")
+    return {413, fmt::format("Payload too large: the limit is {} bytes "
+                             "(a file of --max-file-bytes {} and its form)",
+                             payloadLimit(options), options.files.maxBytes)};
+  return {413, fmt::format("Payload too large: the limit is {} bytes (form "
+                           "bodies: 8192)",
+                           options.maxBody)};
+}
+
+bool isMultipart(const Request &req) {
+  std::string type = req.get_header_value("Content-Type");
+  std::transform(type.begin(), type.end(), type.begin(),
+                 [](unsigned char c) { return char(std::tolower(c)); });
+  return type.rfind("multipart/form-data", 0) == 0;
 }
 
 /// The message of an error httplib answered without a body of ours.
@@ -91,13 +120,14 @@ std::string statusMessage(const Request &req, const Response &res,
                           const HttpOptions &options) {
   switch (res.status) {
   case 400:
+    if (req.path == "/translate_file")
+      return "Invalid request: the multipart/form-data body could not be "
+             "read (its boundary, a part's headers or its end)";
     return "Bad request: the HTTP request could not be read";
   case 404:
     return "Not found: " + req.path.substr(0, 100);
   case 413:
-    return fmt::format("Payload too large: the limit is {} bytes (form "
-                       "bodies: 8192)",
-                       options.maxBody);
+    return tooLarge(req.path, options).message;
   case 414:
     return "URI too long";
   default:
@@ -203,7 +233,7 @@ HttpServer::HttpServer(Service &service, const Catalog &catalog,
                        HttpOptions options)
     : service(service), catalog(catalog), metrics(metrics), access(access),
       queued(std::move(queued)), options(std::move(options)),
-      server(std::make_unique<Listener>()) {
+      server(std::make_unique<Listener>()), files(this->options.files) {
   int connections = this->options.connections;
   server->new_task_queue = [connections] {
     return new httplib::ThreadPool(size_t(connections));
@@ -212,7 +242,7 @@ HttpServer::HttpServer(Service &service, const Catalog &catalog,
   server->set_write_timeout(this->options.ioTimeoutSeconds);
   server->set_keep_alive_timeout(this->options.ioTimeoutSeconds);
   server->set_keep_alive_max_count(1000);
-  server->set_payload_max_length(this->options.maxBody);
+  server->set_payload_max_length(payloadLimit(this->options));
   server->set_tcp_nodelay(true);
   bool reusePort = this->options.reusePort;
   server->set_socket_options(
@@ -268,6 +298,12 @@ void HttpServer::addRoutes() {
   server->Post("/detect", [this](const Request &req, Response &res) {
     postDetect(req, res);
   });
+  server->Post("/translate_file", [this](const Request &req, Response &res) {
+    postTranslateFile(req, res);
+  });
+  server->Get(
+      R"(/download_file/(.*))",
+      [this](const Request &req, Response &res) { getDownload(req, res); });
   server->Get("/languages", [this](const Request &req, Response &res) {
     getLanguages(req, res);
   });
@@ -315,6 +351,8 @@ bool HttpServer::admitted(const std::string &key, const Request &req,
 
 void HttpServer::postTranslate(const Request &req, Response &res) {
   Clock::time_point arrival = Clock::now();
+  if (req.body.size() > options.maxBody)
+    return replyError(res, tooLarge(req.path, options));
   Parsed<TranslateRequest> request = parseTranslateRequest(
       req.body, req.get_header_value("Content-Type"), options.request);
   if (const HttpError *error = errorOf(request))
@@ -333,6 +371,8 @@ void HttpServer::postTranslate(const Request &req, Response &res) {
 
 void HttpServer::postNative(const Request &req, Response &res) {
   Clock::time_point arrival = Clock::now();
+  if (req.body.size() > options.maxBody)
+    return replyError(res, tooLarge(req.path, options));
   Parsed<NativeRequest> request = parseNativeRequest(
       req.body, req.get_header_value("Content-Type"), options.request);
   if (const HttpError *error = errorOf(request))
@@ -350,6 +390,8 @@ void HttpServer::postNative(const Request &req, Response &res) {
 }
 
 void HttpServer::postDetect(const Request &req, Response &res) {
+  if (req.body.size() > options.maxBody)
+    return replyError(res, tooLarge(req.path, options));
   Parsed<DetectRequest> request = parseDetectQuery(
       req.body, req.get_header_value("Content-Type"), options.request);
   if (const HttpError *error = errorOf(request))
@@ -360,6 +402,81 @@ void HttpServer::postDetect(const Request &req, Response &res) {
   res.set_content(dump(detectAnswer(service.detect(joinedText(parsed)),
                                     service.fallbackLanguage())),
                   kJson);
+}
+
+/// LibreTranslate's /translate_file: a multipart form of the file, the
+/// languages and the key; the answer is the URL of the translation, which
+/// GET /download_file/<token> gives for --file-expiry seconds.
+void HttpServer::postTranslateFile(const Request &req, Response &res) {
+  Clock::time_point arrival = Clock::now();
+  if (!isMultipart(req))
+    return replyError(
+        res, {415, fmt::format(
+                       "Content-Type must be multipart/form-data, "
+                       "found '{}'",
+                       req.get_header_value("Content-Type").substr(0, 100))});
+  std::vector<UploadPart> parts;
+  for (const auto &[name, part] : req.files)
+    parts.push_back({name, part.filename, part.content});
+  Parsed<FileRequest> request = parseFileRequest(parts, options.files);
+  if (const HttpError *error = errorOf(request))
+    return replyError(res, *error);
+  const FileRequest &parsed = std::get<FileRequest>(request);
+  if (!admitted(parsed.apiKey, req, res))
+    return;
+  Parsed<FileResult> result = service.translate(parsed, arrival);
+  if (const HttpError *error = errorOf(result))
+    return replyError(res, *error);
+  FileResult &translated = std::get<FileResult>(result);
+  std::optional<std::string> token =
+      files.put({downloadName(parsed.filename, parsed.target),
+                 translated.contentType,
+                 std::move(translated.content),
+                 {}});
+  if (!token)
+    return replyError(res, {503, fmt::format("{} translated files are kept "
+                                             "for download already "
+                                             "(--max-files): retry later",
+                                             options.files.maxFiles)});
+  res.set_content(dump(json{{"translatedFileUrl",
+                             baseUrl(req) + kDownloadPrefix + *token}}),
+                  kJson);
+  metrics.observeLatency("/translate_file", secondsSince(arrival));
+}
+
+/// A translated file, as an attachment; never rendered here (a page of
+/// the client's HTML on this origin would run its scripts).
+void HttpServer::getDownload(const Request &req, Response &res) {
+  std::string token = req.matches[1];
+  if (!isDownloadToken(token))
+    return replyError(res, {400, "Invalid filename: a download's name is "
+                                 "letters and digits"});
+  std::optional<StoredFile> file = files.get(token);
+  if (!file)
+    return replyError(
+        res, {404, fmt::format("Not found: no translated file of this name "
+                               "(files are kept {} s)",
+                               options.files.expirySeconds)});
+  res.set_header("Content-Disposition", contentDisposition(file->name));
+  res.set_header("Content-Security-Policy", "default-src 'none'; sandbox");
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_header("Cache-Control", "no-store");
+  res.set_content(file->content, file->contentType.c_str());
+}
+
+/// http://HOST of the request's Host header when it is a plain host
+/// (letters, digits, dots, dashes, a port, an IPv6 address), else the
+/// address the server listens on: as LibreTranslate's URLs, they follow
+/// the name the client used.
+std::string HttpServer::baseUrl(const Request &req) const {
+  std::string host = req.get_header_value("Host");
+  bool plain = !host.empty() && host.size() <= 255 &&
+               host.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
+                                      "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                      "0123456789.-:[]") == std::string::npos;
+  if (plain)
+    return "http://" + host;
+  return fmt::format("http://{}:{}", options.host, boundPort);
 }
 
 void HttpServer::getLanguages(const Request &, Response &res) {
@@ -377,16 +494,16 @@ void HttpServer::getMetrics(const Request &, Response &res) {
 
 /// LibreTranslate's /frontend/settings, field for field, as its page and
 /// clients read it: whether a key is required (our page then shows a key
-/// field), the character limit (of one q item here), the default pair; no
-/// suggestions and no file translation.
+/// field), the character limit (of one q item here), the default pair, the
+/// file formats of /translate_file; no suggestions.
 void HttpServer::getFrontendSettings(const Request &, Response &res) {
   json settings = {{"charLimit", options.request.maxItemChars},
                    {"frontendTimeout", kFrontendTimeoutMs},
                    {"apiKeys", access.keysRequired()},
                    {"keyRequired", access.keysRequired()},
                    {"suggestions", false},
-                   {"filesTranslation", false},
-                   {"supportedFilesFormat", json::array()},
+                   {"filesTranslation", true},
+                   {"supportedFilesFormat", supportedFileExtensions()},
                    {"language", defaultPair(catalog.languages())}};
   res.set_content(dump(settings), kJson);
 }
@@ -401,6 +518,7 @@ int HttpServer::bind() {
   if (port < 0)
     throw std::runtime_error(bindFailure(options.host, options.port, errno));
   static_cast<Listener &>(*server).deepenBacklog(SOMAXCONN);
+  boundPort = port;
   return port;
 }
 

@@ -12,6 +12,7 @@
 
 #include "tools/serve/Access.h"
 #include "tools/serve/Catalog.h"
+#include "tools/serve/Files.h"
 #include "tools/serve/Metrics.h"
 #include "tools/serve/Request.h"
 #include "tools/serve/Service.h"
@@ -34,7 +35,8 @@ struct HttpOptions {
   /// Share the port with other processes that ask for it too
   /// (SO_REUSEPORT); without it a port in use is an error.
   bool reusePort = false;
-  /// Bodies longer than this are refused (413).
+  /// Bodies longer than this are refused (413); /translate_file's may hold
+  /// a file of files.maxBytes and its form.
   size_t maxBody = 1 << 20;
   /// Requests with more header lines are refused (431).
   size_t maxHeaders = 64;
@@ -43,6 +45,7 @@ struct HttpOptions {
   /// A client that sends or reads nothing this long is dropped.
   int ioTimeoutSeconds = 5;
   RequestLimits request;
+  FileLimits files;
 };
 
 class HttpServer {
@@ -66,6 +69,10 @@ private:
   void postTranslate(const httplib::Request &req, httplib::Response &res);
   void postNative(const httplib::Request &req, httplib::Response &res);
   void postDetect(const httplib::Request &req, httplib::Response &res);
+  void postTranslateFile(const httplib::Request &req, httplib::Response &res);
+  void getDownload(const httplib::Request &req, httplib::Response &res);
+  /// Where this server is reached, for the URL of a download.
+  std::string baseUrl(const httplib::Request &req) const;
   void getLanguages(const httplib::Request &req, httplib::Response &res);
   void getMetrics(const httplib::Request &req, httplib::Response &res);
   void getFrontendSettings(const httplib::Request &req, httplib::Response &res);
@@ -79,6 +86,8 @@ private:
   std::function<size_t(size_t)> queued;
   HttpOptions options;
   std::unique_ptr<httplib::Server> server;
+  FileStore files;
+  int boundPort = 0;
 };
 
 } // namespace tfm_serve

@@ -146,6 +146,22 @@ void addLimitOptions(CLI::App &app, ServeOptions &o) {
       ->check(CLI::Range(0.001, 86400.0));
 }
 
+void addFileOptions(CLI::App &app, ServeOptions &o) {
+  FileLimits &f = o.http.files;
+  app.add_option("--max-file-bytes", f.maxBytes,
+                 "bytes of a file sent to /translate_file (413)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t(1), size_t(1) << 30));
+  app.add_option("--max-files", f.maxFiles,
+                 "translated files kept for download at once (503 past it)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t(1), size_t(1) << 20));
+  app.add_option("--file-expiry", f.expirySeconds,
+                 "seconds a translated file can be downloaded")
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 86400.0 * 7));
+}
+
 void addBatchOptions(CLI::App &app, ServeOptions &o) {
   app.add_option("--max-batch-sentences", o.batch.maxSentences,
                  "sentences in one batch")
@@ -218,6 +234,7 @@ ServeOptions tfm_serve::parseCommandLine(int argc, char **argv) {
   addModelOptions(app, dirs, named, o);
   addHttpOptions(app, o);
   addLimitOptions(app, o);
+  addFileOptions(app, o);
   addBatchOptions(app, o);
   refuseEmptyAssignments(argc, argv);
   tfm_tools::parseCommandLine(app, argc, argv,

@@ -280,13 +280,16 @@ std::vector<std::string> readQ(const json &object, bool &batch,
   return texts;
 }
 
-void readFormat(const json &object) {
+/// Whether format is "html" ("text" is the default; LibreTranslate knows
+/// no other).
+bool readFormat(const json &object) {
   std::string format = stringField(object, "format").value_or("text");
-  if (format == "html")
-    badRequest("format html is not supported yet: send text (format "
-               "\"text\")");
-  if (format != "text")
-    badRequest(fmt::format("format {} is not supported", format.substr(0, 50)));
+  if (format.empty() || format == "text")
+    return false;
+  if (format != "html")
+    badRequest(fmt::format("format {} is not supported: send text or html",
+                           format.substr(0, 50)));
+  return true;
 }
 
 void readNativeSource(const json &object, NativeRequest &request,
@@ -413,7 +416,119 @@ void readNativeOptions(const json &object, NativeRequest &request,
   readSamplingOptions(object, request);
 }
 
+/// The parts named `name`.
+std::vector<const UploadPart *> partsNamed(const std::vector<UploadPart> &parts,
+                                           const char *name) {
+  std::vector<const UploadPart *> out;
+  for (const UploadPart &part : parts)
+    if (part.name == name)
+      out.push_back(&part);
+  return out;
+}
+
+/// A text field of the form: the first of its parts (none: empty).
+std::string formText(const std::vector<UploadPart> &parts, const char *name) {
+  std::vector<const UploadPart *> found = partsNamed(parts, name);
+  if (found.empty())
+    return "";
+  if (!found.front()->filename.empty())
+    badRequest(fmt::format("{} must be a text field, found a file", name));
+  return found.front()->content;
+}
+
+/// The one part `file`, an upload (with a file name).
+const UploadPart &uploadedFile(const std::vector<UploadPart> &parts) {
+  std::vector<const UploadPart *> files = partsNamed(parts, "file");
+  if (files.empty())
+    badRequest("missing file parameter");
+  if (files.size() > 1)
+    badRequest(fmt::format("file given {} times: send one file", files.size()));
+  if (files.front()->filename.empty())
+    badRequest("file must be a file upload (a part with a filename)");
+  return *files.front();
+}
+
+/// A file's name must be a name alone: the name of the download is made
+/// from it, and a path, a control character or a hidden name is a
+/// client's mistake or a trick.
+void checkFileName(const std::string &name) {
+  std::string shown = name.substr(0, 100);
+  if (tfm_tools::replaceInvalidUtf8(shown))
+    badRequest("the file name is not valid UTF-8");
+  if (name.size() > 255)
+    badRequest("the file name is longer than 255 bytes");
+  if (name.find_first_of("/\\") != std::string::npos)
+    badRequest(fmt::format("the file name '{}' holds a path: send the name "
+                           "alone",
+                           shown));
+  for (unsigned char c : name)
+    if (c < 0x20 || c == 0x7F)
+      badRequest("the file name holds a control character");
+  if (name.front() == '.')
+    badRequest(fmt::format("the file name '{}' starts with a dot", shown));
+}
+
+/// ".TXT" of "notes.TXT" as ".txt"; empty without one.
+std::string lowerExtension(const std::string &name) {
+  size_t dot = name.rfind('.');
+  if (dot == std::string::npos)
+    return "";
+  std::string extension = name.substr(dot);
+  std::transform(extension.begin(), extension.end(), extension.begin(),
+                 [](unsigned char c) { return char(std::tolower(c)); });
+  return extension;
+}
+
+FileKind fileKind(const std::string &extension) {
+  const std::vector<std::string> &known = supportedFileExtensions();
+  if (std::find(known.begin(), known.end(), extension) == known.end())
+    badRequest(fmt::format("file format not supported: '{}' (supported: "
+                           "{})",
+                           extension.substr(0, 20), fmt::join(known, ", ")));
+  return extension == ".txt" ? FileKind::Text : FileKind::Html;
+}
+
+void checkFileContent(const std::string &content, const FileLimits &limits) {
+  if (content.size() > limits.maxBytes)
+    refuse(413, fmt::format("Payload too large: file has {} bytes, more than "
+                            "the limit of {} (--max-file-bytes)",
+                            content.size(), limits.maxBytes));
+  std::string copy = content;
+  if (tfm_tools::replaceInvalidUtf8(copy))
+    badRequest("file is not valid UTF-8 text");
+}
+
 } // namespace
+
+const std::vector<std::string> &tfm_serve::supportedFileExtensions() {
+  static const std::vector<std::string> extensions = {".txt", ".html", ".htm"};
+  return extensions;
+}
+
+Parsed<FileRequest>
+tfm_serve::parseFileRequest(const std::vector<UploadPart> &parts,
+                            const FileLimits &limits) {
+  try {
+    const UploadPart &file = uploadedFile(parts);
+    FileRequest request;
+    checkFileName(file.filename);
+    request.filename = file.filename;
+    request.extension = lowerExtension(file.filename);
+    request.kind = fileKind(request.extension);
+    checkFileContent(file.content, limits);
+    request.content = file.content;
+    request.source = formText(parts, "source");
+    if (request.source.empty())
+      badRequest("missing source parameter");
+    request.target = formText(parts, "target");
+    if (request.target.empty())
+      badRequest("missing target parameter");
+    request.apiKey = formText(parts, "api_key");
+    return request;
+  } catch (const Invalid &invalid) {
+    return invalid.error;
+  }
+}
 
 size_t tfm_serve::countCodePoints(const std::string &text) {
   return size_t(std::count_if(text.begin(), text.end(), [](char c) {
@@ -432,7 +547,7 @@ tfm_serve::parseTranslateRequest(const std::string &body,
     request.q = readQ(object, request.batch, limits);
     request.source = requiredString(object, "source");
     request.target = requiredString(object, "target");
-    readFormat(object);
+    request.html = readFormat(object);
     request.alternatives = int(
         intField(object, "alternatives", 0, limits.maxAlternatives, parsed.form)
             .value_or(0));

@@ -58,7 +58,42 @@ struct TranslateRequest {
   bool batch = false;
   std::string source, target, apiKey;
   int alternatives = 0;
+  /// format "html": each item is a document whose text is translated and
+  /// whose markup is kept (alternatives are then empty, as LibreTranslate
+  /// gives them).
+  bool html = false;
 };
+
+/// POST /translate_file: what an upload may be.
+struct FileLimits {
+  /// Bytes of the uploaded file (413 past it).
+  size_t maxBytes = size_t(1) << 20;
+  /// Translated files kept at once for download (503 when all are taken).
+  size_t maxFiles = 100;
+  /// Seconds a translated file can be downloaded.
+  double expirySeconds = 600;
+};
+
+/// A part of a multipart/form-data body, as the HTTP layer parsed it.
+struct UploadPart {
+  std::string name, filename, content;
+};
+
+/// The kinds of file /translate_file translates, by extension.
+enum class FileKind { Text, Html };
+
+/// POST /translate_file, LibreTranslate's fields.
+struct FileRequest {
+  /// The uploaded file's name (no path) and lower-case extension (".txt").
+  std::string filename, extension;
+  FileKind kind = FileKind::Text;
+  std::string content;
+  std::string source, target, apiKey;
+};
+
+/// The extensions /translate_file takes, as LibreTranslate lists them in
+/// supportedFilesFormat.
+const std::vector<std::string> &supportedFileExtensions();
 
 /// A token of a target prefix: a vocabulary piece, or a target id.
 struct PrefixToken {
@@ -113,6 +148,12 @@ Parsed<std::string> parseDetectRequest(const std::string &body,
 Parsed<NativeRequest> parseNativeRequest(const std::string &body,
                                          const std::string &contentType,
                                          const RequestLimits &limits = {});
+
+/// Checks the parts of a /translate_file body: one `file` with a plain
+/// name of a supported extension, within the limit, valid UTF-8; `source`
+/// and `target`; `api_key` optional (repeated fields: the first).
+Parsed<FileRequest> parseFileRequest(const std::vector<UploadPart> &parts,
+                                     const FileLimits &limits = {});
 
 /// The number of code points of valid UTF-8 text.
 size_t countCodePoints(const std::string &text);

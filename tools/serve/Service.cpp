@@ -2,7 +2,9 @@
 
 #include "tools/serve/Service.h"
 
+#include "tools/common/Html.h"
 #include "tools/common/Text.h"
+#include "tools/serve/Files.h"
 
 #include <fmt/format.h>
 
@@ -11,6 +13,19 @@
 using namespace tfm_serve;
 
 namespace {
+
+/// An error of a job run from inside the HTML writer's translate
+/// function, carried out through it.
+struct HtmlJobError {
+  HttpError error;
+};
+
+std::string joinLines(const std::vector<std::string> &lines) {
+  std::string text;
+  for (const std::string &line : lines)
+    text += (text.empty() ? "" : "\n") + line;
+  return text;
+}
 
 std::vector<std::string> splitOnNewlines(const std::string &text) {
   std::vector<std::string> lines;
@@ -224,11 +239,11 @@ Parsed<Route> Service::routeBlank(const std::string &target,
 /// sources (or, if none, first of all) and its pair to the target; with
 /// none detected, the target's only source if it has one.
 Parsed<Route> Service::routeDetected(const TranslateRequest &request,
-                                     size_t item,
+                                     const std::string &text, size_t item,
                                      DetectedLanguage &detected) const {
-  if (tfm_tools::isBlank(request.q[item]))
+  if (tfm_tools::isBlank(text))
     return routeBlank(request.target, detected);
-  std::vector<DetectedLanguage> found = detect(request.q[item]);
+  std::vector<DetectedLanguage> found = detect(text);
   if (found.empty()) {
     Parsed<Route> only = catalog.route("auto", request.target);
     if (const HttpError *error = errorOf(only))
@@ -252,6 +267,7 @@ Parsed<Route> Service::routeDetected(const TranslateRequest &request,
 
 Parsed<std::vector<Route>>
 Service::routeItems(const TranslateRequest &request,
+                    const std::vector<std::string> &texts,
                     std::vector<DetectedLanguage> &detected) const {
   if (request.source != "auto") {
     Parsed<Route> route = catalog.route(request.source, request.target);
@@ -265,7 +281,7 @@ Service::routeItems(const TranslateRequest &request,
   std::vector<Route> routes;
   detected.resize(request.q.size());
   for (size_t i = 0; i < request.q.size(); ++i) {
-    Parsed<Route> route = routeDetected(request, i, detected[i]);
+    Parsed<Route> route = routeDetected(request, texts[i], i, detected[i]);
     if (const HttpError *error = errorOf(route))
       return *error;
     routes.push_back(std::get<Route>(route));
@@ -276,7 +292,7 @@ Service::routeItems(const TranslateRequest &request,
 /// Items of one route share a job: a list q in two languages is two jobs,
 /// each on its model, in the order of their first items.
 Parsed<std::vector<Service::RouteGroup>>
-Service::groupByRoute(const TranslateRequest &request,
+Service::groupByRoute(const std::vector<std::string> &texts, bool batch,
                       const std::vector<Route> &routes) const {
   std::vector<RouteGroup> groups;
   for (size_t i = 0; i < routes.size(); ++i) {
@@ -292,7 +308,7 @@ Service::groupByRoute(const TranslateRequest &request,
   size_t sentences = 0;
   for (RouteGroup &group : groups) {
     Parsed<Lines> lines =
-        splitLines(group.route, request.q, group.items, "q", request.batch);
+        splitLines(group.route, texts, group.items, "q", batch);
     if (const HttpError *error = errorOf(lines))
       return *error;
     group.lines = std::move(std::get<Lines>(lines));
@@ -306,24 +322,16 @@ Service::groupByRoute(const TranslateRequest &request,
   return groups;
 }
 
-Parsed<TextResult> Service::translate(const TranslateRequest &request,
+Parsed<TextResult> Service::runGroups(std::vector<RouteGroup> &groups,
+                                      size_t texts, int alternatives,
                                       Clock::time_point arrival) {
-  TextResult out;
-  Parsed<std::vector<Route>> routes = routeItems(request, out.detected);
-  if (const HttpError *error = errorOf(routes))
-    return *error;
-  Parsed<std::vector<RouteGroup>> grouped =
-      groupByRoute(request, std::get<std::vector<Route>>(routes));
-  if (const HttpError *error = errorOf(grouped))
-    return *error;
-  std::vector<RouteGroup> &groups = std::get<std::vector<RouteGroup>>(grouped);
   std::vector<std::pair<size_t, std::shared_ptr<Job>>> jobs;
   for (RouteGroup &group : groups) {
     size_t model = group.route.model;
     tfm_search_options search = models[model]->defaultSearch();
     search.beam_size = options.beamSize;
-    if (request.alternatives > 0) {
-      search.n_best = request.alternatives + 1;
+    if (alternatives > 0) {
+      search.n_best = alternatives + 1;
       search.beam_size = std::max(search.beam_size, search.n_best);
     }
     jobs.emplace_back(
@@ -332,8 +340,9 @@ Parsed<TextResult> Service::translate(const TranslateRequest &request,
   Parsed<std::vector<std::vector<Hypotheses>>> results = runAll(jobs, arrival);
   if (const HttpError *error = errorOf(results))
     return *error;
-  out.translations.resize(request.q.size());
-  out.alternatives.resize(request.q.size());
+  TextResult out;
+  out.translations.resize(texts);
+  out.alternatives.resize(texts);
   for (size_t g = 0; g < groups.size(); ++g) {
     TextResult part = textResult(*models[groups[g].route.model],
                                  groups[g].lines, std::get<0>(results)[g]);
@@ -342,6 +351,170 @@ Parsed<TextResult> Service::translate(const TranslateRequest &request,
       out.alternatives[groups[g].items[k]] = std::move(part.alternatives[k]);
     }
   }
+  return out;
+}
+
+Parsed<TextResult> Service::translate(const TranslateRequest &request,
+                                      Clock::time_point arrival) {
+  return request.html ? translateHtml(request, arrival)
+                      : translateText(request, arrival);
+}
+
+Parsed<TextResult> Service::translateText(const TranslateRequest &request,
+                                          Clock::time_point arrival) {
+  std::vector<DetectedLanguage> detected;
+  Parsed<std::vector<Route>> routes = routeItems(request, request.q, detected);
+  if (const HttpError *error = errorOf(routes))
+    return *error;
+  Parsed<std::vector<RouteGroup>> groups = groupByRoute(
+      request.q, request.batch, std::get<std::vector<Route>>(routes));
+  if (const HttpError *error = errorOf(groups))
+    return *error;
+  Parsed<TextResult> out =
+      runGroups(std::get<std::vector<RouteGroup>>(groups), request.q.size(),
+                request.alternatives, arrival);
+  if (auto *result = std::get_if<TextResult>(&out))
+    result->detected = std::move(detected);
+  return out;
+}
+
+std::vector<std::string>
+Service::translateOrThrow(const Route &route,
+                          const std::vector<std::string> &sentences,
+                          Clock::time_point arrival) {
+  Parsed<std::vector<RouteGroup>> groups = groupByRoute(
+      sentences, true, std::vector<Route>(sentences.size(), route));
+  if (const HttpError *error = errorOf(groups))
+    throw HtmlJobError{*error};
+  Parsed<TextResult> out = runGroups(std::get<std::vector<RouteGroup>>(groups),
+                                     sentences.size(), 0, arrival);
+  if (const HttpError *error = errorOf(out))
+    throw HtmlJobError{*error};
+  return std::move(std::get<TextResult>(out).translations);
+}
+
+/// Every item's sentences (its blocks' text and its title and alt
+/// attributes) go to the queue in one job per route, so that they share
+/// batches with other requests; then each document is written back with
+/// them (the writer's second pass, pieces of blocks whose translation is
+/// too short to spread, is a job of its own when there is one). LibreTranslate
+/// gives no alternatives for html: each item's are empty.
+Parsed<TextResult> Service::translateHtml(const TranslateRequest &request,
+                                          Clock::time_point arrival) {
+  std::vector<std::vector<std::string>> units;
+  std::vector<std::string> texts, allUnits;
+  std::vector<size_t> unitItem;
+  for (size_t i = 0; i < request.q.size(); ++i) {
+    units.push_back(tfm_tools::htmlSentences(request.q[i]));
+    texts.push_back(joinLines(units.back()));
+    for (const std::string &unit : units.back()) {
+      allUnits.push_back(unit);
+      unitItem.push_back(i);
+    }
+  }
+  TextResult out;
+  Parsed<std::vector<Route>> itemRoutes =
+      routeItems(request, texts, out.detected);
+  if (const HttpError *error = errorOf(itemRoutes))
+    return *error;
+  const std::vector<Route> &routes = std::get<std::vector<Route>>(itemRoutes);
+  std::vector<Route> unitRoutes;
+  for (size_t item : unitItem)
+    unitRoutes.push_back(routes[item]);
+  Parsed<std::vector<RouteGroup>> groups =
+      groupByRoute(allUnits, true, unitRoutes);
+  if (const HttpError *error = errorOf(groups))
+    return *error;
+  Parsed<TextResult> first = runGroups(
+      std::get<std::vector<RouteGroup>>(groups), allUnits.size(), 0, arrival);
+  if (const HttpError *error = errorOf(first))
+    return *error;
+  const std::vector<std::string> &firstPass =
+      std::get<TextResult>(first).translations;
+  size_t next = 0;
+  for (size_t i = 0; i < request.q.size(); ++i) {
+    std::vector<std::string> mine(firstPass.begin() + long(next),
+                                  firstPass.begin() +
+                                      long(next + units[i].size()));
+    next += units[i].size();
+    bool firstCall = true;
+    auto translate = [&](const std::vector<std::string> &sentences) {
+      bool known = firstCall && sentences == units[i];
+      firstCall = false;
+      return known ? mine : translateOrThrow(routes[i], sentences, arrival);
+    };
+    tfm_tools::HtmlResult result;
+    try {
+      result = tfm_tools::translateHtml(request.q[i], translate);
+    } catch (const HtmlJobError &failed) {
+      return failed.error;
+    }
+    if (!result.error.empty())
+      return HttpError{400, fmt::format("Invalid request: {}: {}",
+                                        itemName("q", i, request.batch),
+                                        result.error)};
+    out.translations.push_back(std::move(result.html));
+    out.alternatives.emplace_back();
+  }
+  return out;
+}
+
+/// Source auto: the language detected in the file's text, as /translate
+/// detects an item's.
+Parsed<std::string> Service::fileSource(const FileRequest &request,
+                                        const std::string &text,
+                                        DetectedLanguage &detected) const {
+  if (request.source != "auto") {
+    detected = {request.source, 100.0};
+    return request.source;
+  }
+  TranslateRequest whole;
+  whole.q = {text};
+  whole.source = "auto";
+  whole.target = request.target;
+  std::vector<DetectedLanguage> found;
+  Parsed<std::vector<Route>> route = routeItems(whole, whole.q, found);
+  if (const HttpError *error = errorOf(route))
+    return HttpError{error->status, fmt::format("file: {}", error->message)};
+  detected = found.front();
+  return std::get<std::vector<Route>>(route).front().sourceCode;
+}
+
+Parsed<FileResult> Service::translate(const FileRequest &request,
+                                      Clock::time_point arrival) {
+  bool html = request.kind == FileKind::Html;
+  TextFileLines split;
+  std::string text;
+  if (html) {
+    text = joinLines(tfm_tools::htmlSentences(request.content));
+  } else {
+    split = splitTextFile(request.content);
+    text = joinLines(split.lines);
+  }
+  FileResult out;
+  out.contentType =
+      html ? "text/html; charset=utf-8" : "text/plain; charset=utf-8";
+  Parsed<std::string> source = fileSource(request, text, out.source);
+  if (const HttpError *error = errorOf(source))
+    return *error;
+  TranslateRequest texts;
+  texts.source = std::get<std::string>(source);
+  texts.target = request.target;
+  texts.batch = true;
+  texts.html = html;
+  if (html)
+    texts.q = {request.content};
+  else
+    texts.q = split.lines;
+  if (texts.q.empty())
+    return out; // an empty file translates to an empty file
+  Parsed<TextResult> result = translate(texts, arrival);
+  if (const HttpError *error = errorOf(result))
+    return *error;
+  std::vector<std::string> &translations =
+      std::get<TextResult>(result).translations;
+  out.content = html ? std::move(translations.front())
+                     : joinTextFile(split, translations);
   return out;
 }
 

@@ -45,6 +45,13 @@ struct NativeResult {
   std::vector<std::vector<std::vector<float>>> tokenScores;
 };
 
+/// /translate_file's answer: the translated file and the language it was
+/// translated from.
+struct FileResult {
+  std::string content, contentType;
+  DetectedLanguage source;
+};
+
 struct ServiceOptions {
   /// The beam of a request that asks for nothing else.
   int beamSize = 1;
@@ -60,7 +67,12 @@ public:
           const Catalog &catalog, Executor &executor, BatchLimits limits,
           ServiceOptions options);
 
+  /// Texts, or with `html` documents whose markup is kept.
   Parsed<TextResult> translate(const TranslateRequest &request,
+                               Clock::time_point arrival);
+  /// A text file line by line (blank lines kept), an HTML file as a
+  /// document; source auto detects the language of the whole file.
+  Parsed<FileResult> translate(const FileRequest &request,
                                Clock::time_point arrival);
   Parsed<NativeResult> translate(const NativeRequest &request,
                                  Clock::time_point arrival);
@@ -90,17 +102,38 @@ private:
                            const std::vector<size_t> &items, const char *name,
                            bool batch) const;
   /// Per item of q its route: the request's pair, or with source auto the
-  /// detected language's (`detected` then gets each item's language).
+  /// language detected in the item's `texts` entry (its text without
+  /// markup); `detected` then gets each item's language.
   Parsed<std::vector<Route>>
   routeItems(const TranslateRequest &request,
+             const std::vector<std::string> &texts,
              std::vector<DetectedLanguage> &detected) const;
-  Parsed<Route> routeDetected(const TranslateRequest &request, size_t item,
+  Parsed<Route> routeDetected(const TranslateRequest &request,
+                              const std::string &text, size_t item,
                               DetectedLanguage &detected) const;
   Parsed<Route> routeBlank(const std::string &target,
                            DetectedLanguage &detected) const;
+  /// `texts` grouped by their routes, their lines encoded.
   Parsed<std::vector<RouteGroup>>
-  groupByRoute(const TranslateRequest &request,
+  groupByRoute(const std::vector<std::string> &texts, bool batch,
                const std::vector<Route> &routes) const;
+  /// One job per group, all queued at once; per text its translation and
+  /// alternatives (up to `alternatives`).
+  Parsed<TextResult> runGroups(std::vector<RouteGroup> &groups, size_t texts,
+                               int alternatives, Clock::time_point arrival);
+  Parsed<TextResult> translateText(const TranslateRequest &request,
+                                   Clock::time_point arrival);
+  Parsed<TextResult> translateHtml(const TranslateRequest &request,
+                                   Clock::time_point arrival);
+  /// Sentences on one route (a fallback pass of the HTML writer); throws
+  /// the error as an HtmlJobError.
+  std::vector<std::string> translateOrThrow(const Route &route,
+                                            const std::vector<std::string> &s,
+                                            Clock::time_point arrival);
+  /// Source auto of a file: the language of its whole text.
+  Parsed<std::string> fileSource(const FileRequest &request,
+                                 const std::string &text,
+                                 DetectedLanguage &detected) const;
   /// Runs jobs to their end, each on its model, all queued at once; the
   /// hypotheses of every job, or the first error (the others cancelled).
   Parsed<std::vector<std::vector<Hypotheses>>>
