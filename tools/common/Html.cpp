@@ -49,6 +49,13 @@ std::string joinWords(const std::vector<std::string> &words, size_t begin,
   return out;
 }
 
+std::string lowerAscii(std::string_view text) {
+  std::string out(text);
+  for (char &c : out)
+    c = char(std::tolower((unsigned char)c));
+  return out;
+}
+
 /// Whitespace collapsed to single spaces, none at either end: the form in
 /// which a run's text is a sentence for the model.
 std::string normalizeSpace(std::string_view text) {
@@ -733,6 +740,21 @@ std::string splice(const std::string &source,
 // Checking the tree
 //===----------------------------------------------------------------------===//
 
+/// An unknown element's name, lower case, from its start tag as written
+/// (which may begin with an ignored "</>": "</><x-y a=b>").
+std::string unknownTagName(const GumboElement &element) {
+  std::string_view tag(element.original_tag.data, element.original_tag.length);
+  size_t start = 0;
+  while (start + 1 < tag.size() &&
+         !(tag[start] == '<' && std::isalpha((unsigned char)tag[start + 1])))
+    ++start;
+  GumboStringPiece name{tag.data() + start, tag.size() - start};
+  if (name.length < 3 || name.data[0] != '<' || tag.back() != '>')
+    return lowerAscii(tag);
+  gumbo_tag_from_original_text(&name);
+  return lowerAscii(std::string_view(name.data, name.length));
+}
+
 /// One node for treeSignature: elements by tag (and namespace), with their
 /// attributes (title and alt by name: they are translated); text nodes by
 /// kind; comments whole.
@@ -756,7 +778,7 @@ void appendNode(const GumboNode &node, std::string &out) {
   const GumboElement &e = node.v.element;
   out += "<" + std::to_string(e.tag) + ":" + std::to_string(e.tag_namespace);
   if (e.tag == GUMBO_TAG_UNKNOWN)
-    out += std::string(e.original_tag.data, e.original_tag.length);
+    out += unknownTagName(e);
   for (unsigned i = 0; i < e.attributes.length; ++i) {
     auto *a = static_cast<const GumboAttribute *>(e.attributes.data[i]);
     std::string_view name = a->name;
@@ -922,13 +944,6 @@ private:
 //===----------------------------------------------------------------------===//
 // What the parser is given
 //===----------------------------------------------------------------------===//
-
-std::string lowerAscii(std::string_view text) {
-  std::string out(text);
-  for (char &c : out)
-    c = char(std::tolower((unsigned char)c));
-  return out;
-}
 
 /// Elements without content, and elements whose end tag may be left out
 /// (the parser closes them when their like comes): neither deepens a

@@ -266,6 +266,11 @@ TEST(Html, TitleAndAltTranslatedOtherAttributesNot) {
             "<a href=\"#\" title=\"A&amp;B\" class=\"big link\">GO</a>");
 }
 
+TEST(Html, UnknownElementsKeepTheirAttributes) {
+  EXPECT_EQ(translated("<x-card title=\"Hello\" data-id=7>Some text</x-card>"),
+            "<x-card title=\"HELLO\" data-id=7>SOME TEXT</x-card>");
+}
+
 TEST(Html, MalformedMarkupKeepsItsShape) {
   for (const char *doc :
        {"<p>a<b>b<p>c</b>d", "<table>stray<tr><td>cell</td></tr></table>",
