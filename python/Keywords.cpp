@@ -20,6 +20,8 @@ static py::object defaultObject(const KeywordOption &option) {
     return py::int_(*integer);
   if (const double *number = std::get_if<double>(&value))
     return py::float_(*number);
+  if (const char *const *text = std::get_if<const char *>(&value))
+    return py::str(*text);
   return py::none();
 }
 
@@ -86,6 +88,26 @@ float KeywordArgs::number(const char *name) const {
 
 bool KeywordArgs::boolean(const char *name) const {
   return boolArg((*this)[name], name);
+}
+
+size_t KeywordArgs::choice(const char *name,
+                           const std::vector<const char *> &choices) const {
+  py::object value = (*this)[name];
+  std::string expected;
+  for (size_t i = 0; i < choices.size(); ++i)
+    expected += std::string(i == 0                    ? ""
+                            : i + 1 == choices.size() ? " or "
+                                                      : ", ") +
+                "'" + choices[i] + "'";
+  if (!PyUnicode_Check(value.ptr()))
+    throw py::type_error(std::string(name) + " must be " + expected +
+                         ", found " + describe(value));
+  // Compared as Python's str: a value with lone surrogates is no choice.
+  for (size_t i = 0; i < choices.size(); ++i)
+    if (PyUnicode_CompareWithASCIIString(value.ptr(), choices[i]) == 0)
+      return i;
+  throw py::value_error(std::string(name) + " must be " + expected +
+                        ", found " + reprText(value));
 }
 
 } // namespace tfm_python

@@ -22,10 +22,10 @@
 namespace tfm_python {
 
 /// A keyword option: its name, and its value when not given (nullptr
-/// for None).
+/// for None, a string for a str).
 struct KeywordOption {
   const char *name;
-  std::variant<std::nullptr_t, bool, int, double> defaultValue;
+  std::variant<std::nullptr_t, bool, int, double, const char *> defaultValue;
 };
 
 using KeywordTable = std::vector<KeywordOption>;
@@ -51,6 +51,10 @@ public:
   int64_t integer(const char *name, int64_t min, int64_t max) const;
   float number(const char *name) const;
   bool boolean(const char *name) const;
+  /// Option `name`, a str that must be one of `choices`; its index in
+  /// them, else a TypeError or ValueError naming it and the choices.
+  size_t choice(const char *name,
+                const std::vector<const char *> &choices) const;
 
 private:
   const KeywordTable &table;

@@ -51,6 +51,7 @@ static const KeywordTable kTranslateOptions = {
     {"sampling_temperature", nullptr},
     {"seed", nullptr},
     {"use_vmap", true},
+    {"format", "text"},
 };
 
 static const char *const kTranslateDescription =
@@ -84,7 +85,15 @@ static const char *const kTranslateDescription =
     "as given), the target language's token is forced first, before any "
     "target_prefix (MADLAD-400's goes before str sentences instead). "
     "use_vmap=False translates over the whole target vocabulary where "
-    "the model has a shortlist (the translator's --no-vmap). A bad "
+    "the model has a shortlist (the translator's --no-vmap). "
+    "source_lang=\"auto\" detects each str sentence's language among a "
+    "multilingual model's (CLD2) and frames it so, as the translator's "
+    "--source-lang auto (id sentences are refused). format=\"html\" "
+    "takes each str as an HTML document or fragment and returns it "
+    "translated, markup kept, as the only hypothesis (the translator's "
+    "--format html; source_lang=\"auto\" then detects each document's "
+    "language; n_best > 1, return_scores, return_token_scores and "
+    "target_prefix are refused). A bad "
     "argument raises TypeError or ValueError naming it and the sentence "
     "(its index in `source`); options the runtime refuses raise its "
     "ValueError; the GIL is released while translating.";

@@ -58,7 +58,10 @@ SentenceReader::sourceSentences(py::handle source,
         warn(PyExc_UnicodeWarning,
              where + ": lone surrogates (invalid UTF-8), replaced by "
                      "U+FFFD as the translator does");
-      ids[i] = encode(line, where, langTokens);
+      ids[i] = encode(line, where,
+                      detection && !tfm_tools::isBlank(line)
+                          ? detectedFrame(line, where, langTokens)
+                          : langTokens);
     } else if (PyBytes_Check(item.ptr()) || PyByteArray_Check(item.ptr()) ||
                PyMemoryView_Check(item.ptr())) {
       // Bytes are a sequence of ints to Python, yet no one means them as
@@ -70,6 +73,10 @@ SentenceReader::sourceSentences(py::handle source,
           "invalid bytes, which are then replaced as the translator "
           "does)");
     } else if (PySequence_Check(item.ptr())) {
+      if (detection)
+        throw py::value_error(where + ": source_lang 'auto' detects the "
+                                      "language of text: pass a str, not "
+                                      "token ids");
       ids[i] = tokenIds(item, where);
     } else {
       throw py::type_error(where +
@@ -141,6 +148,35 @@ std::vector<int32_t> SentenceReader::encode(const std::string &line,
   std::vector<int32_t> out(ids, ids + length);
   api.tfm_free(ids);
   return out;
+}
+
+const tfm_language_tokens &
+SentenceReader::detectedFrame(const std::string &text, const std::string &where,
+                              const tfm_language_tokens &fallback) {
+  std::string detected;
+  if (const tfm_language_tokens *frame = detection->frameOf(text, detected))
+    return *frame;
+  warn(PyExc_UserWarning,
+       where + ": " +
+           (detected.empty()
+                ? std::string("no language detected")
+                : "detected " + detected + ", not a language of this model") +
+           ": framed as the tokenizer's default source language, as the "
+           "translator's --source-lang auto does");
+  return fallback;
+}
+
+std::vector<int32_t> SentenceReader::textIds(const std::string &text,
+                                             const std::string &where,
+                                             const tfm_language_tokens &frame) {
+  std::vector<int32_t> ids = encode(text, where, frame);
+  size_t length = ids.size();
+  if (tfm_client::cutToPositions(ids, config))
+    warn(PyExc_UserWarning, where + ": " + std::to_string(length) +
+                                " tokens, truncated to the model's " +
+                                std::to_string(config.max_positions) +
+                                " positions");
+  return ids;
 }
 
 /// `value` copied into a list (a str is no list of tokens or sentences),
@@ -293,10 +329,16 @@ tfm_language_tokens SentenceReader::languageTokens(py::handle sourceArg,
                                                    py::handle targetArg) {
   std::string codes[2] = {codeArg(sourceArg, "source_lang"),
                           codeArg(targetArg, "target_lang")};
+  bool detect = codes[0] == "auto";
+  if (detect)
+    startDetection(codes[1]);
+  const char *source = codes[0].empty() || detect ? nullptr : codes[0].c_str();
+  const char *target = codes[1].empty() ? nullptr : codes[1].c_str();
   tfm_language_tokens tokens{};
   for (int side = 0; side < 2; ++side) {
     const char *name = side == 0 ? "source_lang" : "target_lang";
-    if (codes[side].empty())
+    const char *code = side == 0 ? source : target;
+    if (!code)
       continue;
     if (!languages)
       throw py::value_error(std::string(name) + " " +
@@ -305,7 +347,6 @@ tfm_language_tokens SentenceReader::languageTokens(py::handle sourceArg,
                             "model's come with its tokenizer's files; a "
                             "model of one pair gets them from tfmc compile "
                             "--source-lang --target-lang)");
-    const char *code = codes[side].c_str();
     tfm_status status =
         api.tfm_languages_tokens(languages, side == 0 ? code : nullptr,
                                  side == 1 ? code : nullptr, &tokens);
@@ -314,8 +355,28 @@ tfm_language_tokens SentenceReader::languageTokens(py::handle sourceArg,
   }
   if (languages)
     tfm_client::check(
-        api, api.tfm_languages_tokens(
-                 languages, codes[0].empty() ? nullptr : codes[0].c_str(),
-                 codes[1].empty() ? nullptr : codes[1].c_str(), &tokens));
+        api, api.tfm_languages_tokens(languages, source, target, &tokens));
   return tokens;
+}
+
+/// source_lang "auto": each text's language detected, on a multilingual
+/// model (a model of one pair has its one source, as in the translator).
+/// The target is checked first, so that its error names it.
+void SentenceReader::startDetection(const std::string &target) {
+  detection.reset();
+  if (!languages)
+    throw py::value_error("source_lang 'auto': this model has no languages "
+                          "to detect (a multilingual model's come with its "
+                          "tokenizer's files)");
+  if (!target.empty()) {
+    tfm_language_tokens tokens{};
+    if (tfm_status status = api.tfm_languages_tokens(languages, nullptr,
+                                                     target.c_str(), &tokens))
+      throw py::value_error(statusError(api, "target_lang", status));
+  }
+  int32_t pairSource = -1, pairTarget = -1;
+  api.tfm_languages_pair(languages, &pairSource, &pairTarget);
+  if (pairSource < 0)
+    detection = std::make_unique<tfm_translator::SourceDetection>(
+        api, languages, target);
 }

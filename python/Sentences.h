@@ -13,9 +13,11 @@
 #define TFM_PYTHON_SENTENCES_H
 
 #include "tfm/Client.h"
+#include "tools/translator/SourceDetection.h"
 
 #include <pybind11/pybind11.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,10 +54,28 @@ public:
 
   /// The tokens of source_lang and target_lang (each checked alone first,
   /// so that an error names it); none without them or without languages.
+  /// source_lang "auto" on a multilingual model: the tokens of no source
+  /// language, and each text's language detected from then on (the
+  /// translator's --source-lang auto).
   tfm_language_tokens languageTokens(pybind11::handle sourceArg,
                                      pybind11::handle targetArg);
 
+  /// Whether source_lang "auto" detects each text's language.
+  bool detecting() const { return detection != nullptr; }
+  /// The frame of `text`'s detected language, else `fallback` with a
+  /// warning naming `where`, as the translator warns.
+  const tfm_language_tokens &detectedFrame(const std::string &text,
+                                           const std::string &where,
+                                           const tfm_language_tokens &fallback);
+
+  /// The ids of valid UTF-8 `text` (a sentence of an HTML document),
+  /// framed by `frame` and cut as a sentence is; none when it is blank.
+  std::vector<int32_t> textIds(const std::string &text,
+                               const std::string &where,
+                               const tfm_language_tokens &frame);
+
 private:
+  void startDetection(const std::string &target);
   std::vector<int32_t> tokenIds(pybind11::handle item,
                                 const std::string &where);
   std::vector<int32_t> encode(const std::string &line, const std::string &where,
@@ -75,6 +95,7 @@ private:
   const tfm_model_config &config;
   const tfm_tokenizer *tokenizer;
   const tfm_languages *languages;
+  std::unique_ptr<tfm_translator::SourceDetection> detection;
 };
 
 } // namespace tfm_python

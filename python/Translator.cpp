@@ -83,6 +83,8 @@ Translator::translateBatch(py::handle source, const KeywordArgs &options) {
     throw py::value_error(e.what());
   }
   size_t maxBatchSize = size_t(options.integer("max_batch_size", 1, kInt32Max));
+  if (options.choice("format", {"text", "html"}) == 1)
+    return translateDocuments(source, options, opts, maxBatchSize);
   bool returnScores = options.boolean("return_scores");
   bool returnTokenScores = options.boolean("return_token_scores");
   SentenceReader reader = sentenceReader();

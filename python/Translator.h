@@ -65,6 +65,20 @@ public:
                                         const KeywordArgs &options);
 
 private:
+  /// format="html": each str of `source` one HTML document, translated
+  /// with its markup kept (Documents.cpp).
+  std::vector<TranslationResult>
+  translateDocuments(pybind11::handle source, const KeywordArgs &options,
+                     const tfm_search_options &opts, size_t maxBatchSize);
+  /// A document's sentences, as the HTML library hands them over: framed
+  /// by `frame`, the target language's tokens forced first (`prefix`),
+  /// sentence k seeded by `index` + k; `index` moves past them.
+  std::vector<std::string>
+  translateSentences(SentenceReader &reader,
+                     const std::vector<std::string> &sentences,
+                     const std::string &where, const tfm_language_tokens &frame,
+                     const std::vector<int32_t> &prefix, int64_t &index,
+                     const tfm_search_options &opts, size_t maxBatchSize) const;
   /// A call's source sentences, read as the translator reads them.
   struct Sources {
     tfm_language_tokens langTokens{};

@@ -6,10 +6,13 @@ into a wheel tagged for that Python. It uses the standard library alone,
 so a venv without setuptools or wheel, and pip without network (with or
 without build isolation), can build it; the compiler is $CXX, else the
 one the Python was built with, else c++. The C++ it needs is in this
-repository (the runtime's header-only client, the tools' text helpers)
-and pybind11's headers (Debian's pybind11-dev, or a pybind11 installed
-into the building Python): no CMake build tree. The module dlopens each
-model directory's libtranslator.so, so it links nothing of tfmc.
+repository (the runtime's header-only client, the tools' text helpers,
+HTML library and language detection) and pybind11's headers (Debian's
+pybind11-dev, or a pybind11 installed into the building Python): no
+CMake build tree. The module dlopens each model directory's
+libtranslator.so, so it links nothing of tfmc; it links Gumbo (format
+"html") and CLD2 (source_lang "auto"), Debian's libgumbo-dev and
+libcld2-dev, whose shared libraries it then needs at run time.
 
 Run as a script it writes the wheel into a directory, for pip to install
 elsewhere:   python3 python/build-backend/tfmc_build.py DIR
@@ -32,6 +35,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 NAME = "tfmc"
 SUMMARY = "Translation with models compiled by tfmc (tfmc compile MODEL_DIR -o OUT_DIR)"
 EXTENSION = "_ext"
+# Beside python/*.cpp: the tools' sources the module compiles in.
+TOOL_SOURCES = ["tools/common/Html.cpp", "tools/common/LanguageDetector.cpp",
+                "tools/translator/SourceDetection.cpp"]
+# The system libraries they need: (header, library, Debian's package).
+SYSTEM_LIBRARIES = [("gumbo.h", "gumbo", "libgumbo-dev"),
+                    ("cld2/public/compact_lang_det.h", "cld2", "libcld2-dev")]
 CXX_FLAGS = ["-std=c++17", "-O2", "-DNDEBUG", "-fPIC", "-fvisibility=hidden",
              "-fexceptions"]
 
@@ -117,6 +126,18 @@ def pybind11_include():
                      "(Debian) or pybind11 into " + sys.executable)
 
 
+def system_libraries():
+    """-l flags of Gumbo and CLD2, after checking that their headers are
+    where the compiler looks (/usr/include, /usr/local/include)."""
+    flags = []
+    for header, library, package in SYSTEM_LIBRARIES:
+        if not any(os.path.isfile(os.path.join(d, header))
+                   for d in ("/usr/include", "/usr/local/include")):
+            raise BuildError(f"{header} not found: install {package} (Debian)")
+        flags.append("-l" + library)
+    return flags
+
+
 def compile_one(command, source, objects_dir):
     """One source to an object file; the compiler's messages on failure."""
     target = os.path.join(objects_dir, os.path.basename(source) + ".o")
@@ -134,7 +155,9 @@ def build_extension(out_dir):
     the module's file name (its suffix this Python's)."""
     cxx = compiler()
     command = cxx + CXX_FLAGS + ["-I" + d for d in include_dirs()]
+    libraries = system_libraries()
     sources = sorted(glob.glob(os.path.join(ROOT, "python", "*.cpp")))
+    sources += [os.path.join(ROOT, *path.split("/")) for path in TOOL_SOURCES]
     with tempfile.TemporaryDirectory(prefix="tfmc-build-") as objects_dir:
         workers = max(1, min(len(sources), os.cpu_count() or 1))
         with concurrent.futures.ThreadPoolExecutor(workers) as pool:
@@ -142,7 +165,8 @@ def build_extension(out_dir):
                                     sources))
         name = EXTENSION + sysconfig.get_config_var("EXT_SUFFIX")
         # -s: no symbol tables, as CMake's release build of the module.
-        link = cxx + ["-shared", "-s", "-o", os.path.join(out_dir, name)] + objects + ["-ldl"]
+        link = (cxx + ["-shared", "-s", "-o", os.path.join(out_dir, name)] +
+                objects + libraries + ["-ldl"])
         run = subprocess.run(link, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              universal_newlines=True)
         if run.returncode != 0:
