@@ -452,9 +452,10 @@ const UploadPart &uploadedFile(const std::vector<UploadPart> &parts) {
 /// from it, and a path, a control character or a hidden name is a
 /// client's mistake or a trick.
 void checkFileName(const std::string &name) {
-  std::string shown = name.substr(0, 100);
+  std::string shown = name;
   if (tfm_tools::replaceInvalidUtf8(shown))
     badRequest("the file name is not valid UTF-8");
+  shown = shown.substr(0, 100);
   if (name.size() > 255)
     badRequest("the file name is longer than 255 bytes");
   if (name.find_first_of("/\\") != std::string::npos)
