@@ -19,6 +19,11 @@ python-html.test).
       batches of 7, and a page alone) equals the translator's --format
       html of each page in TRANSLATED_DIR (KEY=VALUE: source_lang,
       target_lang)
+  html_formats.py python-sampled MODEL_DIR TRANSLATED PAGE...
+      translate_batch(pages, format="html", sampling_topk=5, seed=3)
+      joined equals TRANSLATED, the translator's output of all PAGEs at
+      once with --sampling-topk 5 --seed 3: sentences are seeded by their
+      number across the documents in both
   html_formats.py python-auto MODEL_DIR TSV TRANSLATED TARGET
       translate_batch(sentences, source_lang="auto", target_lang=TARGET,
       max_length=8) equals TRANSLATED, the translator's --source-lang auto
@@ -139,6 +144,16 @@ def run_python_html(model_dir, pages_dir, translated_dir, pairs):
     print("python html: %d documents as the translator's --format html" % len(pages))
 
 
+def run_python_sampled(model_dir, translated, pages):
+    import tfmc
+    documents = [read(page) for page in pages]
+    results = tfmc.Translator(model_dir).translate_batch(
+        documents, format="html", sampling_topk=5, seed=3, max_batch_size=3)
+    if "".join(r.hypotheses[0] for r in results) != read(translated):
+        fail("sampled documents differ from the translator's")
+    print("python sampled: %d documents as the translator's" % len(documents))
+
+
 def run_python_auto(model_dir, tsv, translated, target):
     import tfmc
     sentences = [line.split("\t", 1)[1] for line in read(tsv).splitlines()]
@@ -208,6 +223,8 @@ def main():
         run_auto_pages(*args[1:])
     elif len(args) >= 4 and args[0] == "python-html":
         run_python_html(args[1], args[2], args[3], args[4:])
+    elif len(args) >= 4 and args[0] == "python-sampled":
+        run_python_sampled(args[1], args[2], args[3:])
     elif len(args) == 5 and args[0] == "python-auto":
         run_python_auto(*args[1:])
     elif len(args) == 3 and args[0] == "python-errors":
