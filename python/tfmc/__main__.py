@@ -3,8 +3,9 @@
 The compiled translator's common options, for a Python that has tfmc but
 no translator binary at hand: each line of stdin is a sentence, each of
 its translations a line of stdout, in the translator's formats (--n-best:
-"INDEX ||| TRANSLATION ||| SCORE"; --with-scores: "SCORE<TAB>TRANSLATION").
-The options keep the translator's names and defaults; their values are
+"INDEX ||| TRANSLATION ||| SCORE"; --with-scores: "SCORE<TAB>TRANSLATION");
+with --format html, stdin is one HTML document, written translated with
+its markup kept. The options keep the translator's names and defaults; their values are
 judged by tfmc.Translator, as the translator's by the runtime.
 """
 
@@ -76,12 +77,32 @@ def parse_arguments(argv):
                            help="worker threads (default 2)")
     translate.add_argument("-q", "--quiet", action="store_true",
                            help="no warnings")
+    translate.add_argument("--format", choices=("text", "html"), default="text",
+                           help="html: stdin is one HTML document or fragment, "
+                                "written translated with its markup kept "
+                                "(default text: a sentence a line)")
     arguments = parser.parse_args(argv)
+    if arguments.format == "html":
+        check_html_options(translate, arguments)
     if arguments.vmap is not None and arguments.no_vmap:
         translate.error("--vmap and --no-vmap exclude each other")
     if arguments.target_prefix is not None and not arguments.target_prefix.split():
         translate.error("--target-prefix expects target tokens, found only blanks")
     return arguments
+
+
+def check_html_options(parser, arguments):
+    """--format html writes one translated document: the options of one
+    sentence a line are refused, named as the translator names them."""
+    if (arguments.n_best or 1) > 1:
+        parser.error("--format html writes one translation of each document: "
+                     f"it takes no --n-best {arguments.n_best}")
+    for option, given in (("--with-scores", arguments.with_scores),
+                          ("--token-scores", arguments.token_scores),
+                          ("--target-prefix", arguments.target_prefix is not None)):
+        if given:
+            parser.error(f"--format html writes translated documents: it takes no "
+                         f"{option} (an option of one sentence a line)")
 
 
 def read_lines(stream):
@@ -152,11 +173,26 @@ def translate(arguments):
         skipped = translator.read_vmap(arguments.vmap)
         if skipped and not arguments.quiet:
             report_warning(skipped, UserWarning, None, 0)
+    if arguments.format == "html":
+        translate_document(translator, arguments)
+        return
     lines = read_lines(sys.stdin.buffer)
     # One call: sentence i is seeded from its index, as the translator
     # seeds a line from its number, so samples match the translator's.
     results = translator.translate_batch(lines, **keyword_options(arguments, len(lines)))
     sys.stdout.buffer.write(format_results(results, arguments).encode("utf-8", "surrogateescape"))
+    sys.stdout.flush()
+
+
+def translate_document(translator, arguments):
+    """stdin as one HTML document (bytes that are not UTF-8 replaced, as
+    the translator replaces them), translated to stdout."""
+    document = sys.stdin.buffer.read().decode("utf-8", "surrogateescape")
+    options = keyword_options(arguments, 1)
+    for keyword in ("return_scores", "return_token_scores"):
+        del options[keyword]
+    result = translator.translate_batch([document], format="html", **options)
+    sys.stdout.buffer.write(result[0].hypotheses[0].encode("utf-8"))
     sys.stdout.flush()
 
 
