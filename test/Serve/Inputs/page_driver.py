@@ -284,8 +284,8 @@ def check_settings(url, keys):
     expect("/frontend/settings status", status, 200)
     expect("/frontend/settings", json.loads(text), {
         "charLimit": MAX_CHARS, "frontendTimeout": 500, "apiKeys": keys,
-        "keyRequired": keys, "suggestions": False, "filesTranslation": False,
-        "supportedFilesFormat": [],
+        "keyRequired": keys, "suggestions": False, "filesTranslation": True,
+        "supportedFilesFormat": [".txt", ".html", ".htm"],
         "language": {"source": {"code": "en", "name": "English"},
                      "target": {"code": "de", "name": "German"}}})
 

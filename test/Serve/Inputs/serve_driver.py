@@ -306,7 +306,8 @@ def check_frontend_settings(url, keys):
     status, text = get(url + "/frontend/settings")
     expect("/frontend/settings", (status, json.loads(text)), (200, {
         "charLimit": 5000, "frontendTimeout": 500, "apiKeys": keys, "keyRequired": keys,
-        "suggestions": False, "filesTranslation": False, "supportedFilesFormat": [],
+        "suggestions": False, "filesTranslation": True,
+        "supportedFilesFormat": [".txt", ".html", ".htm"],
         "language": {"source": {"code": "en", "name": "English"},
                      "target": {"code": "de", "name": "German"}}}))
 
@@ -509,7 +510,7 @@ def hostile_cases(src):
         ("target missing", {"q": "a", "source": "en"}, "application/json", 400),
         ("an unknown target", dict(ok, target="xx"), "application/json", 400),
         ("an unknown pair", dict(ok, source="de", target="en"), "application/json", 400),
-        ("format html", dict(ok, format="html"), "application/json", 400),
+        ("format xml", dict(ok, format="xml"), "application/json", 400),
         ("alternatives too many", dict(ok, alternatives=100), "application/json", 400),
         ("alternatives not a number", dict(ok, alternatives="x"), "application/json", 400),
         ("a huge body", b'{"q": "' + b"a" * (2 << 20) + b'"}', "application/json", 413),
