@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TARGETS=(Safetensors ModelConfig WeightsFile Tokenizer Lines TfmIR ServeRequest)
+TARGETS=(Safetensors ModelConfig WeightsFile Tokenizer Lines TfmIR ServeRequest ServeFile Html)
 TARGET=${1:-all}
 SECONDS_PER_TARGET=${2:-60}
 BUILD_DIR=${BUILD_DIR:-build}
