@@ -311,14 +311,23 @@ void Translator::join(const Batch &input, int64_t firstOrder) {
   int64_t added = input.count, steps = 0;
   if (firstSlot == 0) // the batch had ended: its steps begin again
     batchStep = 0;
-  for (int32_t i = 0; i < input.count; ++i) {
-    sentences.push_back(sentenceOf(input, i, firstOrder + i));
-    sourceLengths.push_back(input.lengths[i]);
-    steps = std::max(steps, sentences.back().maxLen);
+  try {
+    for (int32_t i = 0; i < input.count; ++i) {
+      sentences.push_back(sentenceOf(input, i, firstOrder + i));
+      sourceLengths.push_back(input.lengths[i]);
+      steps = std::max(steps, sentences.back().maxLen);
+    }
+    reserveSteps(steps);
+    encode(input, firstSlot);
+    startRows(firstSlot * beam, added * beam);
+  } catch (...) { // out of memory: the batch goes on without them
+    sentences.resize(firstSlot);
+    sourceLengths.resize(firstSlot);
+    rows = firstSlot * beam;
+    if (sampling)
+      beams.generators.resize(rows);
+    throw;
   }
-  reserveSteps(steps);
-  encode(input, firstSlot);
-  startRows(firstSlot * beam, added * beam);
 }
 
 /// The rows of new sentences: only the first beam of each is live at the
@@ -326,9 +335,11 @@ void Translator::join(const Batch &input, int64_t firstOrder) {
 void Translator::startRows(int64_t first, int64_t count) {
   rows = first + count;
   kv.startRows(first, count);
-  logits.resize(std::max<size_t>(logits.size, rows * columns()));
-  logitBlocks.resize(
-      std::max<size_t>(logitBlocks.size, rows * blocksPerRow() * 2));
+  // Grown, never shrunk: a stream's rows come and go.
+  if (logits.size < size_t(rows * columns()))
+    logits.resize(rows * columns());
+  if (logitBlocks.size < size_t(rows * blocksPerRow() * 2))
+    logitBlocks.resize(rows * blocksPerRow() * 2);
   beams.prefixes.resize(rows);
   beams.scores.resize(rows);
   beams.tokenScores.resize(rows);
