@@ -7,6 +7,9 @@
                [--dump-first-logits FILE]
                [--input-format text|ids] [--output-format text|ids]
                [--encode-only] [--precision fp32|bf16|int8|int4]
+               [--int4-group N] [--int4-zero-point] [--int4-scales rtn|mse]
+               [--int4-output int4|int8|fp32] [--int8-inputs zero-point|symmetric]
+               [--int8-output int8|fp32] [--int8-rounding even|away]
                [--target-prefix TOKENS | --target-prefix-file FILE]
 
 The model of a Hugging Face checkpoint of the family config.json's
@@ -176,35 +179,82 @@ def to_bf16(t):
     return t.to(torch.bfloat16).to(torch.float32)
 
 
-def quantize_rows(t):
+def round_half_away(t):
+    """t rounded to the nearest integer, ties away from zero (C's round());
+    torch.round, which the compiler's arithmetic uses, ties to even."""
+    return torch.sign(t) * torch.floor(t.abs() + 0.5)
+
+
+def quantize_rows(t, rounding=torch.round):
     """(q, scale): each row of t as integers in [-127, 127] and its scale,
     q = round(t * (127 / max|row|)) ties to even, scale = max|row| / 127
-    (float32 arithmetic); an all-zero row has scale 1 and stays zero."""
+    (float32 arithmetic); an all-zero row has scale 1 and stays zero.
+    (`rounding`: another tie rule, for reference.py --int8-rounding.)"""
     amax = t.abs().amax(dim=-1, keepdim=True)
     amax = torch.where(amax > 0, amax, torch.full_like(amax, 127.0))
-    return torch.round(t * (127.0 / amax)), amax / 127.0
+    return rounding(t * (127.0 / amax)), amax / 127.0
 
 
 INT4_GROUP = 64  # k per int4 scale (tfm/abi/Panels.h, kInt4Group)
 
 
-def quantize_groups(t, group=INT4_GROUP):
+# --int4-scales mse: the clip ratios tried per group, 1 (round to nearest
+# over the whole range) first so that it wins ties.
+INT4_CLIP_RATIOS = [1.0 - 0.5 * i / 19 for i in range(20)]
+
+
+def int4_levels(g, ratio=1.0, zero_point=False):
+    """(q, scale) of weight groups g [..., group] over their range shrunk by
+    `ratio` (1: the whole range), rounding ties to even, g ~ q * scale:
+    symmetric:  a = ratio * max|g|, scale = a / 7,
+                q = clamp(round(g * (7 / a)), -7, 7)            (15 levels)
+    zero point: lo = ratio * min(g, 0), hi = ratio * max(g, 0),
+                scale = (hi - lo) / 15, zq = round(-lo / scale),
+                q = clamp(round(g / scale) + zq, 0, 15) - zq     (16 levels)
+    With a zero point the stored nibble is q + zq in [0, 15] (AWQ's and
+    GPTQ's asymmetric groups; the range extended to 0 keeps 0, and so the
+    padding, exact). An all-zero group has scale 1 and stays zero."""
+    if zero_point:
+        lo = torch.clamp(g.amin(dim=-1, keepdim=True), max=0.0) * ratio
+        hi = torch.clamp(g.amax(dim=-1, keepdim=True), min=0.0) * ratio
+        r = hi - lo
+        r = torch.where(r > 0, r, torch.full_like(r, 15.0))
+        inverse = 15.0 / r
+        zq = torch.round(-lo * inverse)
+        return torch.clamp(torch.round(g * inverse) + zq, 0.0, 15.0) - zq, r / 15.0
+    amax = g.abs().amax(dim=-1, keepdim=True) * ratio
+    amax = torch.where(amax > 0, amax, torch.full_like(amax, 7.0))
+    return torch.clamp(torch.round(g * (7.0 / amax)), -7.0, 7.0), amax / 7.0
+
+
+def quantize_groups(t, group=INT4_GROUP, zero_point=False, clip_search=False):
     """(q, scale, correction) of a weight t [N, K] in int4: each row's k
     in groups of `group` (the last one short if K is not a multiple), each
     group as integers in [-7, 7] with its scale, q = round(t * (7 / a))
     ties to even, scale = a / 7, a = max|group| (float32 arithmetic; an
     all-zero group has scale 1 and stays zero). correction[n] =
     sum_g scale[n, g] * sum_k q[n, g, k], summed over g in order in float32:
-    the kernel subtracts z * correction for the inputs' zero point."""
+    the kernel subtracts z * correction for the inputs' zero point.
+
+    Variants (int4_levels): `zero_point`, asymmetric groups; `clip_search`,
+    per group the ratio of INT4_CLIP_RATIOS whose levels have the least
+    squared error sum_k (q * scale - t)^2 (round to nearest with clipping,
+    as GPTQ's and AWQ's searches, on the weights alone)."""
     n, k = t.shape
     groups = (k + group - 1) // group
     padded = torch.zeros(n, groups * group, dtype=t.dtype)
     padded[:, :k] = t
     g = padded.reshape(n, groups, group)
-    amax = g.abs().amax(dim=-1, keepdim=True)
-    amax = torch.where(amax > 0, amax, torch.full_like(amax, 7.0))
-    q = torch.round(g * (7.0 / amax))
-    scale = (amax / 7.0).squeeze(-1)
+    q, scale = int4_levels(g, 1.0, zero_point)
+    if clip_search:
+        best = ((q * scale - g) ** 2).sum(dim=-1, keepdim=True)
+        for ratio in INT4_CLIP_RATIOS[1:]:
+            q_r, scale_r = int4_levels(g, ratio, zero_point)
+            error = ((q_r * scale_r - g) ** 2).sum(dim=-1, keepdim=True)
+            better = error < best
+            q, scale = torch.where(better, q_r, q), torch.where(better, scale_r, scale)
+            best = torch.minimum(error, best)
+    scale = scale.squeeze(-1)
     sums = q.sum(dim=-1)
     correction = torch.zeros(n, dtype=torch.float32)
     for j in range(groups):
@@ -212,7 +262,7 @@ def quantize_groups(t, group=INT4_GROUP):
     return q.reshape(n, groups * group)[:, :k], scale, correction
 
 
-def quantize_activations(t):
+def quantize_activations(t, rounding=torch.round):
     """(u, z, scale): each row of t as unsigned integers u in [0, 255] with
     a zero point z, row ~ (u - z) * scale, over the row's range extended to
     0: lo = min(row, 0), hi = max(row, 0), r = hi - lo (255 for an all-zero
@@ -220,19 +270,34 @@ def quantize_activations(t):
     u = clamp(round(row * inverse) + z, 0, 255), rounding ties to even in
     float32 arithmetic. All 256 levels cover the row's range (half of them
     would be unused by a symmetric scale on a one-signed row, as after a
-    ReLU); u is the unsigned operand of VNNI's u8 x s8 dot product."""
+    ReLU); u is the unsigned operand of VNNI's u8 x s8 dot product.
+    (`rounding`: another tie rule, for reference.py --int8-rounding.)"""
     lo = torch.clamp(t.amin(dim=-1, keepdim=True), max=0.0)
     hi = torch.clamp(t.amax(dim=-1, keepdim=True), min=0.0)
     r = hi - lo
     r = torch.where(r > 0, r, torch.full_like(r, 255.0))
     inverse = torch.reciprocal(r) * 255.0
-    z = torch.round(-lo * inverse)
-    u = torch.clamp(torch.round(t * inverse) + z, 0.0, 255.0)
+    z = rounding(-lo * inverse)
+    u = torch.clamp(rounding(t * inverse) + z, 0.0, 255.0)
     return u, z, r / 255.0
 
 
 class Model:
-    def __init__(self, model_dir, precision="fp32"):
+    # Variants of the int4 and int8 arithmetic (reference.py --int4-* and
+    # --int8-*, measured by bench/quantization.py); the defaults are what
+    # tfmc compiles.
+    int4_group = INT4_GROUP      # k per scale
+    int4_zero_point = False      # asymmetric groups (int4_levels)
+    int4_scales = "rtn"          # rtn: over the whole range; mse: clip search
+    int4_output = "int4"         # the output projection's precision: int4, int8, fp32
+    int8_inputs = "zero-point"   # zero-point (quantize_activations) or symmetric
+    int8_output = "int8"         # the output projection's precision: int8, fp32
+    int8_rounding = "even"       # ties of the int8 weights and inputs: even or away
+
+    def __init__(self, model_dir, precision="fp32", variants=None):
+        for name, value in (variants or {}).items():
+            assert hasattr(Model, name), name
+            setattr(self, name, value)
         npz = marian_npz(model_dir)
         if npz:
             c, self.w = load_marian(npz)
@@ -347,27 +412,45 @@ class Model:
         return torch.from_numpy(out)
 
     def product(self, x, w, name):
-        """x · wᵀ in the model's precision; `name` keys w's bf16 or int8
-        copy."""
-        if self.int4:
+        """x · wᵀ in the model's precision (the output projection's,
+        "lm_head", may be another variant's); `name` keys w's bf16 or
+        quantized copy."""
+        precision = "int4" if self.int4 else "int8" if self.int8 else \
+            "bf16" if self.bf16 else "fp32"
+        if name == "lm_head":
+            precision = {"int4": self.int4_output, "int8": self.int8_output}.get(
+                precision, precision)
+        if precision == "int4":
             return self.int4_product(x, w, name)
-        if self.int8:
-            if name not in self.quantized:
-                self.quantized[name] = quantize_rows(w)
-            qw, sw = self.quantized[name]
-            u, z, sx = quantize_activations(x)
-            # |sum| <= 255 * 127 * K: exact in float64 for any K here.
-            sums = ((u - z).double() @ qw.double().T).float()
-            return sums * sx * sw.T
-        if not self.bf16:
+        if precision == "int8":
+            return self.int8_product(x, w, name)
+        if precision == "fp32":
             return x @ w.T
         if name not in self.rounded:
             self.rounded[name] = to_bf16(w)
         return to_bf16(x) @ self.rounded[name].T
 
-    def int4_product(self, x, w, name):
+    def int8_product(self, x, w, name):
+        rounding = round_half_away if self.int8_rounding == "away" else torch.round
         if name not in self.quantized:
-            self.quantized[name] = quantize_groups(w)
+            self.quantized[name] = quantize_rows(w, rounding)
+        qw, sw = self.quantized[name]
+        if self.int8_inputs == "symmetric":
+            # CTranslate2's inputs: q = round(x * (127 / max|row|)) in
+            # [-127, 127], scale max|row| / 127; no zero point.
+            qx, sx = quantize_rows(x, rounding)
+        else:
+            u, z, sx = quantize_activations(x, rounding)
+            qx = u - z
+        # |sum| <= 255 * 127 * K: exact in float64 for any K here.
+        sums = (qx.double() @ qw.double().T).float()
+        return sums * sx * sw.T
+
+    def int4_product(self, x, w, name):
+        group = self.int4_group
+        if name not in self.quantized:
+            self.quantized[name] = quantize_groups(w, group, self.int4_zero_point,
+                                                   self.int4_scales == "mse")
         qw, sw, correction = self.quantized[name]
         u, z, sx = quantize_activations(x)
         shape = u.shape
@@ -376,8 +459,8 @@ class Model:
         sx = sx.reshape(-1, 1)
         acc = torch.zeros(u.shape[0], qw.shape[0], dtype=torch.float32)
         for j in range(sw.shape[1]):
-            ks = slice(j * INT4_GROUP, (j + 1) * INT4_GROUP)
-            # |sum| <= 255 * 7 * group: exact in float64.
+            ks = slice(j * group, (j + 1) * group)
+            # |sum| <= 255 * 15 * group: exact in float64.
             sums = (u[:, ks] @ qw[:, ks].double().T).float()
             acc = acc + sums * sw[:, j]
         y = (acc - z * correction) * sx
@@ -1134,6 +1217,26 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--precision", choices=["fp32", "bf16", "int8", "int4"], default="fp32",
                     help="the linears' arithmetic, as tfmc compile --precision")
+    # Variants of the quantization, to measure what each choice costs
+    # (Model's class attributes; docs/Design/Precisions.md); the defaults
+    # are the compiler's arithmetic.
+    ap.add_argument("--int4-group", type=int, default=Model.int4_group,
+                    help="int4: k per weight scale (default %(default)s)")
+    ap.add_argument("--int4-zero-point", action="store_true",
+                    help="int4: asymmetric weight groups, [0, 15] with a zero point")
+    ap.add_argument("--int4-scales", choices=["rtn", "mse"], default=Model.int4_scales,
+                    help="int4: a group's scale over its whole range (rtn), or its "
+                         "clip ratio of least squared error (mse)")
+    ap.add_argument("--int4-output", choices=["int4", "int8", "fp32"], default=Model.int4_output,
+                    help="int4: the output projection's precision")
+    ap.add_argument("--int8-inputs", choices=["zero-point", "symmetric"],
+                    default=Model.int8_inputs,
+                    help="int8: inputs unsigned with a zero point per row, or symmetric "
+                         "per row (127 / max|row|, as CTranslate2's)")
+    ap.add_argument("--int8-output", choices=["int8", "fp32"], default=Model.int8_output,
+                    help="int8: the output projection's precision")
+    ap.add_argument("--int8-rounding", choices=["even", "away"], default=Model.int8_rounding,
+                    help="int8: ties of the weights and inputs to even or away from zero")
     ap.add_argument("--timing", action="store_true",
                     help="report load and translation seconds on stderr")
     ap.add_argument("--input-format", choices=["text", "ids"],
@@ -1173,7 +1276,10 @@ def main():
     output_format = opts.output_format or default_format
     set_threads(opts.threads)
     started = time.perf_counter()
-    model = Model(opts.model, opts.precision)
+    model = Model(opts.model, opts.precision, {
+        name: getattr(opts, name) for name in (
+            "int4_group", "int4_zero_point", "int4_scales", "int4_output",
+            "int8_inputs", "int8_output", "int8_rounding")})
     c = model.c
     if opts.repetition_penalty is None:
         opts.repetition_penalty = float(c.get("repetition_penalty") or 1.0)
