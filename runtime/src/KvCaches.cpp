@@ -66,18 +66,23 @@ void KvCaches::startRows(int64_t first, int64_t count) {
 
 void KvCaches::growSelf(int64_t rows, int64_t positions, int64_t length) {
   int64_t before = capacity;
-  Buffers kept = std::move(self);
   std::vector<int32_t> keptTable = std::move(cacheRowTable);
-  allocateSelf(int64_t(kept.size()) / 2, selfRows, positions);
+  capacity = positions;
+  cacheRowTable.resize(selfRows * capacity);
+  startRows(0, selfRows);
   for (int64_t r = 0; r < rows; ++r)
     std::copy_n(keptTable.data() + r * before, length,
                 cacheRowTable.data() + r * capacity);
-  for (size_t i = 0; i < kept.size(); ++i)
+  // One buffer at a time: growing holds one of them twice, not all.
+  for (std::unique_ptr<Buffer> &buffer : self) {
+    auto grown =
+        std::make_unique<Buffer>(selfRows * heads * capacity * headDim);
     for (int64_t r = 0; r < rows; ++r)
-      copyHeads(self[i]->data + r * heads * capacity * headDim,
-                capacity * headDim,
-                kept[i]->data + r * heads * before * headDim, before * headDim,
-                length * headDim);
+      copyHeads(grown->data + r * heads * capacity * headDim,
+                capacity * headDim, buffer->data + r * heads * before * headDim,
+                before * headDim, length * headDim);
+    buffer = std::move(grown);
+  }
 }
 
 void KvCaches::rebase(int64_t rows, int64_t shift, int64_t length) {

@@ -44,7 +44,9 @@ public:
   void allocateSelf(int64_t layers, int64_t rows, int64_t capacity);
   int64_t steps() const { return capacity; }
   /// Room for `positions` steps, the first `length` of each of the first
-  /// `rows` rows kept.
+  /// `rows` rows kept. Out of memory (std::bad_alloc), the caches are left
+  /// unusable: one buffer grows at a time, so that growing holds one of
+  /// them twice instead of all.
   void growSelf(int64_t rows, int64_t positions, int64_t length);
   /// Rows [first, first + count) begin their histories: each its own.
   void startRows(int64_t first, int64_t count);

@@ -44,6 +44,13 @@ using namespace tfm_runtime;
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+/// Source positions one call of the encoder takes at most (whole
+/// sentences, at least one): its activations grow with them, and a batch's
+/// peak memory with its encoder's activations.
+constexpr int64_t kEncodeTokens = 512;
+/// The self-attention caches first hold this many steps (or a sentence's
+/// limit, if less), and grow as the sentences go on.
+constexpr int64_t kFirstSteps = 64;
 
 /// Arguments for a packed entry point: memref descriptors laid out as
 /// {allocated, aligned, offset, sizes[N], strides[N]} (CRunnerUtils.h's
@@ -170,6 +177,8 @@ private:
   void chooseOutputRows(const Batch &input);
   // The compiled model.
   void encode(const Batch &input, int64_t firstSlot);
+  void encodeSentences(const Batch &input, int64_t first, int64_t count,
+                       int64_t length, const std::vector<float *> &keysValues);
   void decodeStep();
   // A step's search.
   void search();
@@ -281,8 +290,9 @@ int64_t Translator::lengthLimit(const Sentence &s) const {
 }
 
 /// The steps before every live sentence's start are dropped first; the
-/// caches grow (to twice what is needed, so that growing is rare) only if
-/// that is not enough.
+/// caches grow only if that is not enough: to what is needed when no row
+/// is live, else to twice that (so that growing is rare), but not past the
+/// live sentences' limits.
 void Translator::reserveSteps(int64_t steps) {
   int64_t shift = batchStep;
   for (const Sentence &s : sentences)
@@ -295,8 +305,13 @@ void Translator::reserveSteps(int64_t steps) {
     for (int32_t &start : rowStarts)
       start -= int32_t(shift);
   }
-  if (batchStep + steps > kv.steps())
-    kv.growSelf(rows, 2 * (batchStep + steps), batchStep);
+  if (batchStep + steps <= kv.steps())
+    return;
+  int64_t needed = batchStep + steps, limit = needed;
+  for (const Sentence &s : sentences)
+    limit = std::max(limit, s.start + s.maxLen);
+  int64_t grown = rows == 0 ? needed : 2 * needed; // none to keep: exactly
+  kv.growSelf(rows, std::min(grown, limit), batchStep);
 }
 
 void Translator::openStream(int64_t streamSlots) {
@@ -317,8 +332,12 @@ void Translator::join(const Batch &input, int64_t firstOrder) {
       sourceLengths.push_back(input.lengths[i]);
       steps = std::max(steps, sentences.back().maxLen);
     }
-    reserveSteps(steps);
     encode(input, firstSlot);
+    // Sized after encoding, whose activations are then freed, and only
+    // when no row is live: growing a live batch's caches (at its next
+    // step) cannot be undone.
+    if (firstSlot == 0)
+      reserveSteps(std::min(steps, kFirstSteps));
     startRows(firstSlot * beam, added * beam);
   } catch (...) { // out of memory: the batch goes on without them
     sentences.resize(firstSlot);
@@ -380,35 +399,50 @@ void Translator::chooseOutputRows(const Batch &input) {
 
 /// The input's cross-attention keys and values into slots from
 /// `firstSlot` on: written in place when the batch is empty, else beside
-/// it and then placed.
+/// it and then placed. Every sentence is padded to the longest.
 void Translator::encode(const Batch &input, int64_t firstSlot) {
-  const int32_t pad = int32_t(cfg.pad_token_id);
-  int64_t count = input.count, d = cfg.d_model;
+  int64_t count = input.count;
   int64_t srcLen = *std::max_element(input.lengths, input.lengths + count);
-  std::vector<int32_t> srcIds(count * srcLen, pad);
-  for (int64_t b = 0; b < count; ++b)
-    std::copy(input.sources[b], input.sources[b] + input.lengths[b],
-              &srcIds[b * srcLen]);
-  encoderOut.resize(count * srcLen * d);
   int64_t buffers = 2 * cfg.decoder_layers;
+  std::vector<float *> keysValues;
   Buffers placed;
   if (firstSlot == 0)
     kv.allocateCross(buffers, slots, srcLen);
-  else
-    for (int64_t i = 0; i < buffers; ++i)
+  for (int64_t i = 0; i < buffers; ++i) {
+    if (firstSlot != 0)
       placed.push_back(
           std::make_unique<Buffer>(count * heads * srcLen * headDim));
-  ArgPack args;
-  args.memref(model.weights, {model.weightsSize});
-  args.memref(srcIds.data(), {count, srcLen});
-  args.memref(input.lengths, {count});
-  args.memref(encoderOut.data, {count, srcLen, d});
-  for (int64_t i = 0; i < buffers; ++i)
-    args.memref(firstSlot == 0 ? kv.crossData(i) : placed[i]->data,
-                {count, heads, srcLen, headDim});
-  tfm_encode(args.data());
+    keysValues.push_back(firstSlot == 0 ? kv.crossData(i) : placed[i]->data);
+  }
+  int64_t chunk = std::max<int64_t>(1, kEncodeTokens / srcLen);
+  for (int64_t first = 0; first < count; first += chunk)
+    encodeSentences(input, first, std::min(chunk, count - first), srcLen,
+                    keysValues);
   if (firstSlot != 0)
     kv.placeCross(placed, firstSlot, count, srcLen);
+}
+
+/// Sentences [first, first + count) of the input, padded to `length`, into
+/// their slots of `keysValues` ([.., heads, length, headDim] each).
+void Translator::encodeSentences(const Batch &input, int64_t first,
+                                 int64_t count, int64_t length,
+                                 const std::vector<float *> &keysValues) {
+  const int32_t pad = int32_t(cfg.pad_token_id);
+  std::vector<int32_t> srcIds(count * length, pad);
+  for (int64_t b = 0; b < count; ++b)
+    std::copy(input.sources[first + b],
+              input.sources[first + b] + input.lengths[first + b],
+              &srcIds[b * length]);
+  encoderOut.resize(count * length * cfg.d_model);
+  ArgPack args;
+  args.memref(model.weights, {model.weightsSize});
+  args.memref(srcIds.data(), {count, length});
+  args.memref(input.lengths + first, {count});
+  args.memref(encoderOut.data, {count, length, cfg.d_model});
+  int64_t slotSize = heads * length * headDim;
+  for (float *buffer : keysValues)
+    args.memref(buffer + first * slotSize, {count, heads, length, headDim});
+  tfm_encode(args.data());
 }
 
 void Translator::decodeStep() {
@@ -765,6 +799,10 @@ void Translator::setNextTokens() {
 
 std::vector<Sentence> Translator::step(tfm_translate_timing &timing) {
   {
+    ScopedTimer timer(timing.caches);
+    reserveSteps(1);
+  }
+  {
     ScopedTimer timer(timing.decode);
     std::optional<uint64_t> before = parallelRegionsBegun();
     decodeStep();
@@ -792,10 +830,7 @@ void Translator::run(const Batch &input, tfm_results &results) {
   slots = input.count;
   chooseOutputRows(input);
   timing.output_tokens = outputRows.tokens();
-  int64_t steps = 0;
-  for (int32_t i = 0; i < input.count; ++i)
-    steps = std::max(steps, lengthLimit(sentenceOf(input, i, i)));
-  kv.allocateSelf(cfg.decoder_layers, slots * beam, steps);
+  kv.allocateSelf(cfg.decoder_layers, slots * beam, 0);
   {
     ScopedTimer timer(timing.encode);
     join(input, 0);

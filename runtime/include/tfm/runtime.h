@@ -258,7 +258,8 @@ tfm_status tfm_stream_open(tfm_model *model, const tfm_search_options *options,
  * none, when they do not fit or a sentence is refused. */
 tfm_status tfm_stream_add(tfm_stream *stream, const tfm_batch *batch);
 /* One step; *out_results (freed by the caller) holds the sentences that
- * finished at it, maybe none, and the stream's timing so far. */
+ * finished at it, maybe none, and the stream's timing so far. A step that
+ * fails leaves the stream to be closed. */
 tfm_status tfm_stream_step(tfm_stream *stream, tfm_results **out_results);
 /* The sentences in the stream: added and not yet handed back. */
 int32_t tfm_stream_sentences(const tfm_stream *stream);
