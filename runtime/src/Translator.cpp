@@ -232,6 +232,10 @@ private:
   // Each sentence's first logits are kept for its results (not in
   // streams).
   bool keepFirstLogits = true;
+  // A stream's sentences join at later steps: its caches grow without the
+  // live sentences' limits as a bound, so that the steps before the oldest
+  // one's start, dropped when the caches are full, are many.
+  bool streaming = false;
   std::vector<Sentence> sentences; // the live ones, by slot
   // sourceLengths: the live sentences' (decode_step's source_lengths).
   std::vector<int32_t> sourceLengths;
@@ -291,8 +295,8 @@ int64_t Translator::lengthLimit(const Sentence &s) const {
 
 /// The steps before every live sentence's start are dropped first; the
 /// caches grow only if that is not enough: to what is needed when no row
-/// is live, else to twice that (so that growing is rare), but not past the
-/// live sentences' limits.
+/// is live, else to twice that (so that growing is rare), but in a batch
+/// not past its sentences' limits.
 void Translator::reserveSteps(int64_t steps) {
   int64_t shift = batchStep;
   for (const Sentence &s : sentences)
@@ -311,12 +315,13 @@ void Translator::reserveSteps(int64_t steps) {
   for (const Sentence &s : sentences)
     limit = std::max(limit, s.start + s.maxLen);
   int64_t grown = rows == 0 ? needed : 2 * needed; // none to keep: exactly
-  kv.growSelf(rows, std::min(grown, limit), batchStep);
+  kv.growSelf(rows, streaming ? grown : std::min(grown, limit), batchStep);
 }
 
 void Translator::openStream(int64_t streamSlots) {
   slots = streamSlots;
   keepFirstLogits = false;
+  streaming = true;
   outputRows.chooseAll(model);
   kv.allocateSelf(cfg.decoder_layers, slots * beam, 0);
 }
