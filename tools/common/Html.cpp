@@ -130,7 +130,9 @@ public:
     options.allocator = &GumboMemory::allocate;
     options.deallocator = &GumboMemory::deallocate;
     options.userdata = &memory;
-    options.max_errors = 0; // errors are not reported; keep none
+    // Errors are recorded (not reported): Gumbo's tree of some misnested
+    // markup depends on it, and with none recorded differs from a
+    // browser's.
     output = gumbo_parse_with_options(&options, source.data(), source.size());
   }
   GumboNode *document() const { return output->document; }
