@@ -229,12 +229,10 @@ private:
   int64_t batchStep = 0, slots = 0, rows = 0;
   // Scoring (tfm_score_batch) forces each sentence's target.
   bool scoring = false;
-  // Each sentence's first logits are kept for its results (not in
-  // streams).
-  bool keepFirstLogits = true;
-  // A stream's sentences join at later steps: its caches grow without the
+  // A stream's sentences join at later steps. Its caches grow without the
   // live sentences' limits as a bound, so that the steps before the oldest
-  // one's start, dropped when the caches are full, are many.
+  // one's start, dropped when the caches are full, are many; and it keeps
+  // no first logits (a batch keeps each sentence's for its results).
   bool streaming = false;
   std::vector<Sentence> sentences; // the live ones, by slot
   // sourceLengths: the live sentences' (decode_step's source_lengths).
@@ -298,10 +296,12 @@ int64_t Translator::lengthLimit(const Sentence &s) const {
 /// is live, else to twice that (so that growing is rare), but in a batch
 /// not past its sentences' limits.
 void Translator::reserveSteps(int64_t steps) {
+  if (batchStep + steps <= kv.steps())
+    return;
   int64_t shift = batchStep;
   for (const Sentence &s : sentences)
     shift = std::min(shift, s.start);
-  if (batchStep + steps > kv.steps() && shift > 0) {
+  if (shift > 0) {
     kv.rebase(rows, shift, batchStep);
     batchStep -= shift;
     for (Sentence &s : sentences)
@@ -320,7 +320,6 @@ void Translator::reserveSteps(int64_t steps) {
 
 void Translator::openStream(int64_t streamSlots) {
   slots = streamSlots;
-  keepFirstLogits = false;
   streaming = true;
   outputRows.chooseAll(model);
   kv.allocateSelf(cfg.decoder_layers, slots * beam, 0);
@@ -479,7 +478,7 @@ void Translator::decodeStep() {
 //===----------------------------------------------------------------------===//
 
 void Translator::search() {
-  for (size_t slot = 0; keepFirstLogits && slot < sentences.size(); ++slot) {
+  for (size_t slot = 0; !streaming && slot < sentences.size(); ++slot) {
     Sentence &s = sentences[slot];
     if (position(s) != 0)
       continue;
