@@ -354,6 +354,13 @@ void Executor::runBatch(size_t model, ModelQueue::Batch batch) {
   }
   report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   report.failed = !error.empty();
+  for (const Hypotheses &hypotheses : out)
+    if (!report.failed && !hypotheses.tokens.empty())
+      report.targetTokens += hypotheses.tokens[0].size();
+  // Counted before any answer leaves: a client that reads /metrics after
+  // its answer finds its sentence in them.
+  if (onBatch)
+    onBatch(report);
   for (size_t i = 0; i < batch.items.size(); ++i) {
     const auto &[job, index] = batch.items[i];
     if (report.failed) {
@@ -362,12 +369,8 @@ void Executor::runBatch(size_t model, ModelQueue::Batch batch) {
       queues[model]->remove(job);
       continue;
     }
-    if (!out[i].tokens.empty())
-      report.targetTokens += out[i].tokens[0].size();
     job->finish(index, std::move(out[i]));
   }
-  if (onBatch)
-    onBatch(report);
 }
 
 //===----------------------------------------------------------------------===//
@@ -403,6 +406,9 @@ void Executor::runStep(size_t model, StepWork work) {
   report.model = model;
   Clock::time_point start = Clock::now();
   std::vector<const Sentence *> joining;
+  std::vector<std::pair<Running::Member, Hypotheses>> finished;
+  std::vector<std::shared_ptr<Job>> failing;
+  std::string error;
   if (work.open)
     r.added = 0;
   // Numbered as the stream numbers them: on from those added before.
@@ -427,32 +433,40 @@ void Executor::runStep(size_t model, StepWork work) {
     report.decoded = r.members.size();
     for (auto &[number, hypotheses] : r.stream->step()) {
       auto member = r.members.find(number);
-      const auto &[job, index] = member->second;
       if (!hypotheses.tokens.empty())
         report.targetTokens += hypotheses.tokens[0].size();
-      job->finish(index, std::move(hypotheses));
+      finished.emplace_back(member->second, std::move(hypotheses));
       r.members.erase(member);
-      ++report.sentences;
     }
+    report.sentences = finished.size();
   } catch (const std::exception &e) {
-    failStream(model, e.what(), report);
+    failing = failStream(model, report);
+    error = e.what();
   }
   report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  // As in runBatch: counted before the answers leave.
   if (onBatch)
     onBatch(report);
+  for (auto &[member, hypotheses] : finished)
+    member.first->finish(member.second, std::move(hypotheses));
+  for (const std::shared_ptr<Job> &job : failing) {
+    job->fail(error);
+    std::lock_guard<std::mutex> lock(mutex);
+    queues[model]->remove(job);
+  }
 }
 
-/// The stream's error fails every job in it; the stream is dropped.
-void Executor::failStream(size_t model, const std::string &error,
-                          BatchReport &report) {
+/// The stream's error drops the stream; its members' jobs are returned to
+/// be failed.
+std::vector<std::shared_ptr<Job>> Executor::failStream(size_t model,
+                                                       BatchReport &report) {
   Running &r = running[model];
   report.failed = true;
   report.decoded = r.members.size();
-  for (const auto &[number, member] : r.members) {
-    member.first->fail(error);
-    std::lock_guard<std::mutex> lock(mutex);
-    queues[model]->remove(member.first);
-  }
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (const auto &[number, member] : r.members)
+    jobs.push_back(member.first);
   r.members.clear();
   r.stream.reset();
+  return jobs;
 }

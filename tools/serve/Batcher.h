@@ -246,7 +246,8 @@ private:
     StreamOpener opener;
     std::unique_ptr<SentenceStream> stream;
     tfm_search_options search{};
-    std::map<int64_t, std::pair<std::shared_ptr<Job>, size_t>> members;
+    using Member = std::pair<std::shared_ptr<Job>, size_t>;
+    std::map<int64_t, Member> members;
     int64_t added = 0;
   };
   /// What one step of a model's stream takes from its queue.
@@ -259,7 +260,8 @@ private:
   void runBatch(size_t model, ModelQueue::Batch batch);
   StepWork takeStepWork(size_t model);
   void runStep(size_t model, StepWork work);
-  void failStream(size_t model, const std::string &error, BatchReport &report);
+  std::vector<std::shared_ptr<Job>> failStream(size_t model,
+                                               BatchReport &report);
 
   std::function<void()> onStart;
   std::function<void(const BatchReport &)> onBatch;

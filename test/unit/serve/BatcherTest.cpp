@@ -38,7 +38,7 @@ std::shared_ptr<Job> jobOf(std::vector<size_t> lengths,
 void echo(const tfm_search_options &, const std::vector<const Sentence *> &in,
           std::vector<Hypotheses> &out) {
   for (size_t i = 0; i < in.size(); ++i)
-    out[i] = {{in[i]->source}, {0.0f}};
+    out[i] = {{in[i]->source}, {0.0f}, {{}}};
 }
 
 BatchLimits limits(size_t sentences, size_t tokens = 1000,
@@ -390,4 +390,32 @@ TEST(ServeBatcher, ASearchThatCannotStreamRunsAsABatch) {
   executor.stop();
   EXPECT_EQ(batches.load(), 1);
   EXPECT_EQ(job->results()[1].tokens[0].size(), 3u);
+}
+
+// A client that reads /metrics after its answer finds its sentence counted:
+// a batch (or a step) is reported before its answers leave, streamed or not.
+TEST(ServeBatcher, SentencesAreReportedBeforeTheirAnswersLeave) {
+  for (bool streams : {false, true}) {
+    std::shared_ptr<Job> job = jobOf({2, 3});
+    std::vector<Job::State> seen;
+    Executor executor(nullptr, [&](const BatchReport &r) {
+      if (r.sentences > 0)
+        seen.push_back(job->wait(Clock::now()));
+    });
+    StreamOpener opener;
+    std::vector<std::string> log;
+    if (streams)
+      opener = [&](const tfm_search_options &, size_t) {
+        return std::make_unique<EchoStream>(log, false);
+      };
+    size_t model = executor.addModel(limits(4), echo, opener);
+    ASSERT_TRUE(executor.submit(model, job));
+    executor.start();
+    ASSERT_EQ(job->wait(Clock::now() + 10s), Job::State::Done);
+    executor.stop();
+    // Streamed: the 2 finishes a step before the 3, the job after both.
+    ASSERT_EQ(seen.size(), streams ? 2u : 1u);
+    for (Job::State state : seen)
+      EXPECT_EQ(state, Job::State::Pending);
+  }
 }
