@@ -134,9 +134,9 @@ void KvCaches::reorder(const std::vector<int64_t> &parents, int64_t length) {
 void KvCaches::compact(const std::vector<int64_t> &keptRows,
                        const std::vector<int64_t> &keptSentences,
                        int64_t length) {
-  // Row i is written after rows < i and read from row kept[i] >= i, so no
-  // row is overwritten before it is read. A history names rows of its own
-  // sentence, which move by the same shift.
+  // Row i is read from itself or from a row past the kept ones, which no
+  // row is written to. A history names rows of its own sentence, which
+  // move by the same shift.
   for (size_t i = 0; i < keptRows.size(); ++i) {
     int32_t shift = int32_t(keptRows[i] - int64_t(i));
     const int32_t *from = &cacheRowTable[keptRows[i] * capacity];
@@ -150,7 +150,8 @@ void KvCaches::compact(const std::vector<int64_t> &keptRows,
   int64_t chunk = length * headDim, headStride = capacity * headDim;
   int64_t crossRow = heads * sourceLength * headDim;
   size_t buffers = self.size() + cross.size();
-#pragma omp parallel for schedule(static)
+  // Interleaved: the self-attention buffers first hold the most to move.
+#pragma omp parallel for schedule(static, 1)
   for (size_t c = 0; c < buffers; ++c) {
     bool cache = c < self.size();
     const std::vector<int64_t> &kept = cache ? keptRows : keptSentences;

@@ -68,9 +68,10 @@ public:
   void reorder(const std::vector<int64_t> &parents, int64_t length);
   /// Row i of the self-attention caches (first `length` steps) and of
   /// the history takes row keptRows[i], sentence i of the cross-attention
-  /// keys/values takes sentence keptSentences[i] (both increasing, each
-  /// kept[i] >= i, a sentence's rows kept together): the rows of finished
-  /// sentences leave the batch.
+  /// keys/values takes sentence keptSentences[i] (each kept[i] either i or
+  /// at least kept.size(), so that no row is written before it is read; a
+  /// sentence's rows kept together): the rows of finished sentences leave
+  /// the batch.
   void compact(const std::vector<int64_t> &keptRows,
                const std::vector<int64_t> &keptSentences, int64_t length);
 

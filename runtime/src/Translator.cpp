@@ -745,27 +745,46 @@ void Translator::endUnterminated(size_t slot, const Beams &next) {
 // Between the steps
 //===----------------------------------------------------------------------===//
 
+/// The slots of the sentences still decoded, in their new order: each
+/// keeps its own, but the last ones fill the slots of those done, so that
+/// a sentence leaving moves one other's caches, not all after it.
+std::vector<int64_t> slotsKept(const std::vector<Sentence> &sentences) {
+  int64_t kept = std::count_if(sentences.begin(), sentences.end(),
+                               [](const Sentence &s) { return !s.done; });
+  std::vector<int64_t> slots;
+  int64_t last = int64_t(sentences.size());
+  for (int64_t s = 0; s < kept; ++s) {
+    if (!sentences[s].done) {
+      slots.push_back(s);
+      continue;
+    }
+    do // as many live past `kept` as done before it
+      --last;
+    while (sentences[last].done);
+    slots.push_back(last);
+  }
+  return slots;
+}
+
 /// The sentences done this step leave the batch (returned, their n best
 /// hypotheses sorted): the caches, the cross-attention keys/values, the
-/// source lengths and the beams of the others move up.
+/// source lengths and the beams of the last others take their places.
 std::vector<Sentence> Translator::dropFinished(int64_t length) {
   std::vector<Sentence> leaving;
   if (std::none_of(sentences.begin(), sentences.end(),
                    [](const Sentence &s) { return s.done; }))
     return leaving;
   // keptSlots: the sentences still decoded; keptRows: their rows.
-  std::vector<int64_t> keptRows, keptSlots;
-  std::vector<Sentence> staying;
-  for (size_t s = 0; s < sentences.size(); ++s) {
-    if (sentences[s].done) {
-      leaving.push_back(std::move(sentences[s]));
-      continue;
-    }
-    staying.push_back(std::move(sentences[s]));
-    keptSlots.push_back(int64_t(s));
+  std::vector<int64_t> keptSlots = slotsKept(sentences), keptRows;
+  for (int64_t slot : keptSlots)
     for (int64_t j = 0; j < beam; ++j)
-      keptRows.push_back(int64_t(s) * beam + j);
-  }
+      keptRows.push_back(slot * beam + j);
+  for (Sentence &s : sentences)
+    if (s.done)
+      leaving.push_back(std::move(s));
+  std::vector<Sentence> staying;
+  for (int64_t slot : keptSlots)
+    staying.push_back(std::move(sentences[slot]));
   kv.compact(keptRows, keptSlots, length);
   sentences = std::move(staying);
   for (size_t i = 0; i < keptSlots.size(); ++i)

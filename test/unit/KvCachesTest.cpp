@@ -149,14 +149,14 @@ TEST(KvCaches, HistoriesFollowTheBeamsAcrossStepsAndCompactions) {
         expected[r] = before[parents[r]];
       c.kv.reorder(parents, step + 1);
       if (live > 1 && rng() % 2) { // a sentence is done
+        // As the translator does: the last sentence takes its slot.
         int64_t done = int64_t(rng() % uint64_t(live));
         std::vector<int64_t> keptRows, keptSentences;
-        for (int64_t s = 0; s < live; ++s)
-          if (s != done) {
-            keptSentences.push_back(s);
-            for (int64_t j = 0; j < beam; ++j)
-              keptRows.push_back(s * beam + j);
-          }
+        for (int64_t s = 0; s < live - 1; ++s) {
+          keptSentences.push_back(s == done ? live - 1 : s);
+          for (int64_t j = 0; j < beam; ++j)
+            keptRows.push_back(keptSentences.back() * beam + j);
+        }
         c.kv.compact(keptRows, keptSentences, step + 1);
         for (size_t i = 0; i < keptRows.size(); ++i)
           expected[i] = expected[keptRows[i]];
@@ -166,15 +166,18 @@ TEST(KvCaches, HistoriesFollowTheBeamsAcrossStepsAndCompactions) {
   }
 }
 
-TEST(KvCaches, CompactMovesTheKeptRowsAndSentencesUp) {
-  // Three sentences of beam 2; the middle one is done.
-  std::vector<int64_t> keptRows = {0, 1, 4, 5}, keptSentences = {0, 2};
-  Caches c(6, 3);
+/// Compacts caches of `sentences` sentences of beam 2 so; checks every
+/// kept value and that the positions past `length` are not touched.
+void expectCompacted(int64_t sentences, std::vector<int64_t> keptSentences) {
+  std::vector<int64_t> keptRows;
+  for (int64_t s : keptSentences)
+    keptRows.insert(keptRows.end(), {2 * s, 2 * s + 1});
+  Caches c(2 * sentences, sentences);
   const int64_t length = 3;
   c.kv.compact(keptRows, keptSentences, length);
   for (int64_t b = 0; b < 2 * kLayers; ++b) {
     Caches::forEach(
-        4, kCapacity,
+        int64_t(keptRows.size()), kCapacity,
         [&](int64_t r, int64_t h, int64_t p, int64_t l, int64_t at) {
           int64_t from = p < length ? keptRows[r] : r;
           ASSERT_EQ(c.kv.selfData(b)[at], tag(b, from, h, p, l))
@@ -185,12 +188,22 @@ TEST(KvCaches, CompactMovesTheKeptRowsAndSentencesUp) {
               << p << " lane " << l;
         });
     Caches::forEach(
-        2, kSourceLength,
+        int64_t(keptSentences.size()), kSourceLength,
         [&](int64_t s, int64_t h, int64_t p, int64_t l, int64_t at) {
           ASSERT_EQ(c.kv.crossData(b)[at], tag(b, keptSentences[s], h, p, l))
               << "buffer " << b << " sentence " << s;
         });
   }
+}
+
+TEST(KvCaches, CompactMovesTheKeptRowsAndSentencesUp) {
+  expectCompacted(3, {0, 2}); // the middle one of three is done
+  expectCompacted(3, {0, 1}); // the last is done: nothing moves
+}
+
+TEST(KvCaches, CompactFillsTheSlotsOfTheDoneWithTheLast) {
+  expectCompacted(4, {3, 1, 2}); // the first of four is done
+  expectCompacted(5, {4, 1, 3}); // the first and the third of five
 }
 
 // Joiners with a longer source: the sentences there move to rows of the
