@@ -150,7 +150,8 @@ void KvCaches::compact(const std::vector<int64_t> &keptRows,
   int64_t chunk = length * headDim, headStride = capacity * headDim;
   int64_t crossRow = heads * sourceLength * headDim;
   size_t buffers = self.size() + cross.size();
-  // Interleaved: the self-attention buffers first hold the most to move.
+  // Buffers dealt out in turn: the self-attention ones, which come first,
+  // hold the most to move.
 #pragma omp parallel for schedule(static, 1)
   for (size_t c = 0; c < buffers; ++c) {
     bool cache = c < self.size();

@@ -363,14 +363,19 @@ void Executor::runBatch(size_t model, ModelQueue::Batch batch) {
     onBatch(report);
   for (size_t i = 0; i < batch.items.size(); ++i) {
     const auto &[job, index] = batch.items[i];
-    if (report.failed) {
-      job->fail(error);
-      std::lock_guard<std::mutex> lock(mutex);
-      queues[model]->remove(job);
-      continue;
-    }
-    job->finish(index, std::move(out[i]));
+    if (report.failed)
+      failJob(model, job, error);
+    else
+      job->finish(index, std::move(out[i]));
   }
+}
+
+/// A failed job: its error, and what is still queued of it dropped.
+void Executor::failJob(size_t model, const std::shared_ptr<Job> &job,
+                       const std::string &error) {
+  job->fail(error);
+  std::lock_guard<std::mutex> lock(mutex);
+  queues[model]->remove(job);
 }
 
 //===----------------------------------------------------------------------===//
@@ -442,6 +447,9 @@ void Executor::runStep(size_t model, StepWork work) {
   } catch (const std::exception &e) {
     failing = failStream(model, report);
     error = e.what();
+  } catch (...) {
+    failing = failStream(model, report);
+    error = "unknown error";
   }
   report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   // As in runBatch: counted before the answers leave.
@@ -449,11 +457,8 @@ void Executor::runStep(size_t model, StepWork work) {
     onBatch(report);
   for (auto &[member, hypotheses] : finished)
     member.first->finish(member.second, std::move(hypotheses));
-  for (const std::shared_ptr<Job> &job : failing) {
-    job->fail(error);
-    std::lock_guard<std::mutex> lock(mutex);
-    queues[model]->remove(job);
-  }
+  for (const std::shared_ptr<Job> &job : failing)
+    failJob(model, job, error);
 }
 
 /// The stream's error drops the stream; its members' jobs are returned to

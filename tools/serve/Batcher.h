@@ -258,6 +258,8 @@ private:
 
   std::optional<size_t> pickReady(Clock::time_point &wakeAt);
   void runBatch(size_t model, ModelQueue::Batch batch);
+  void failJob(size_t model, const std::shared_ptr<Job> &job,
+               const std::string &error);
   StepWork takeStepWork(size_t model);
   void runStep(size_t model, StepWork work);
   std::vector<std::shared_ptr<Job>> failStream(size_t model,
