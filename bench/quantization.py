@@ -27,6 +27,7 @@ minutes on one core beside a build (an int4 variant 2.5 minutes, greedy
 and beam 4).
 """
 import argparse
+import hashlib
 import os
 import subprocess
 import sys
@@ -53,15 +54,16 @@ VARIANTS = [
                                  "--int8-output", "fp32"]),
     ("int8-ties-away", ["--precision", "int8", "--int8-rounding", "away"]),
     ("int4", ["--precision", "int4"]),
+    ("int4-symmetric", ["--precision", "int4", "--no-int4-zero-point"]),
     ("int4-g32", ["--precision", "int4", "--int4-group", "32"]),
-    ("int4-zp", ["--precision", "int4", "--int4-zero-point"]),
     ("int4-mse", ["--precision", "int4", "--int4-scales", "mse"]),
-    ("int4-zp-mse", ["--precision", "int4", "--int4-zero-point", "--int4-scales", "mse"]),
-    ("int4-g32-zp-mse", ["--precision", "int4", "--int4-group", "32", "--int4-zero-point",
-                         "--int4-scales", "mse"]),
+    ("int4-symmetric-mse", ["--precision", "int4", "--no-int4-zero-point",
+                            "--int4-scales", "mse"]),
+    ("int4-g32-mse", ["--precision", "int4", "--int4-group", "32", "--int4-scales", "mse"]),
     ("int4-out-int8", ["--precision", "int4", "--int4-output", "int8"]),
     ("int4-out-fp32", ["--precision", "int4", "--int4-output", "fp32"]),
-    ("int4-zp-out-int8", ["--precision", "int4", "--int4-zero-point", "--int4-output", "int8"]),
+    ("int4-symmetric-out-int8", ["--precision", "int4", "--no-int4-zero-point",
+                                 "--int4-output", "int8"]),
 ]
 
 # model: its extra reference.py arguments (the target prefixes expected.ids answers)
@@ -71,6 +73,16 @@ FAMILY_RUNS = {
     "m2m_100": ["--target-prefix-file", os.path.join(FAMILIES, "m2m_100", "prefix.ids")],
     "t5": [],
 }
+
+
+def cache_name(name, args):
+    """A variant's name in the cache: with a digest of its arguments and of
+    the reference's code, so that a changed reference or variant runs
+    again instead of reusing what an older one printed."""
+    digest = hashlib.sha1(" ".join(args).encode())
+    with open(REFERENCE, "rb") as f:
+        digest.update(f.read())
+    return f"{name}-{digest.hexdigest()[:10]}"
 
 
 def run_reference(model, source, out, args, beam, logits=None):
@@ -108,7 +120,7 @@ def en_de(variants, sentences, work):
                 if not os.path.exists(chunk):
                     with open(chunk, "w") as f:
                         f.write("\n".join(source[start:end]) + "\n")
-                stem = os.path.join(work, f"en-de-{name}-b{beam}-{start}-{end}")
+                stem = os.path.join(work, f"en-de-{cache_name(name, args)}-b{beam}-{start}-{end}")
                 lines += run_reference(EN_DE, chunk, stem + ".de", args, beam,
                                        stem + ".logits" if beam == 1 else None)
                 logits.append(stem + ".logits")
@@ -149,16 +161,16 @@ def families_table(variants, work):
             directory = os.path.join(FAMILIES, model)
             with open(os.path.join(directory, "expected.ids")) as f:
                 expected = f.read().split("\n")[:-1]
-            kept = []
+            kept, cached = [], os.path.join(work, f"{model}-{cache_name(name, args)}")
             for beam in (1, 4):
-                stem = os.path.join(work, f"{model}-{name}-b{beam}")
+                stem = f"{cached}-b{beam}"
                 lines = run_reference(directory, os.path.join(directory, "source.ids"),
                                       stem + ".ids", FAMILY_RUNS[model] + args, beam,
                                       stem + ".logits")
                 kept.append(sum(a == b for a, b in zip(lines, expected)))
             cells.append(f"{kept[0]} / {kept[1]}")
-            base = os.path.join(work, f"{model}-{variants[0][0]}-b1.logits")
-            errors.append(f"{logit_error(os.path.join(work, f'{model}-{name}-b1.logits'), base):.1e}")
+            base = os.path.join(work, f"{model}-{cache_name(*variants[0])}-b1.logits")
+            errors.append(f"{logit_error(cached + '-b1.logits', base):.1e}")
         cells.append(", ".join(errors))
         rows.append("| " + " | ".join(cells) + " |")
         print(f"families {name} done", file=sys.stderr)

@@ -7,7 +7,7 @@
                [--dump-first-logits FILE]
                [--input-format text|ids] [--output-format text|ids]
                [--encode-only] [--precision fp32|bf16|int8|int4]
-               [--int4-group N] [--int4-zero-point] [--int4-scales rtn|mse]
+               [--int4-group N] [--[no-]int4-zero-point] [--int4-scales rtn|mse]
                [--int4-output int4|int8|fp32] [--int8-inputs zero-point|symmetric]
                [--int8-output int8|fp32] [--int8-rounding even|away]
                [--target-prefix TOKENS | --target-prefix-file FILE]
@@ -209,34 +209,38 @@ def int4_levels(g, ratio=1.0, zero_point=False):
     symmetric:  a = ratio * max|g|, scale = a / 7,
                 q = clamp(round(g * (7 / a)), -7, 7)            (15 levels)
     zero point: lo = ratio * min(g, 0), hi = ratio * max(g, 0),
-                scale = (hi - lo) / 15, zq = round(-lo / scale),
-                q = clamp(round(g / scale) + zq, 0, 15) - zq     (16 levels)
+                r = hi - lo, inverse = (1 / r) * 15, zq = round(-lo * inverse),
+                q = clamp(round(g * inverse) + zq, 0, 15) - zq   (16 levels)
+                scale = bf16(r / 15)
     With a zero point the stored nibble is q + zq in [0, 15] (AWQ's and
     GPTQ's asymmetric groups; the range extended to 0 keeps 0, and so the
-    padding, exact). An all-zero group has scale 1 and stays zero."""
+    padding, exact), and the scale a bfloat16 (rounded to nearest even),
+    so that it and zq share a 32-bit word (tfm/abi/Panels.h: what tfmc
+    compiles). An all-zero group has scale 1 and stays zero."""
     if zero_point:
         lo = torch.clamp(g.amin(dim=-1, keepdim=True), max=0.0) * ratio
         hi = torch.clamp(g.amax(dim=-1, keepdim=True), min=0.0) * ratio
         r = hi - lo
         r = torch.where(r > 0, r, torch.full_like(r, 15.0))
-        inverse = 15.0 / r
+        inverse = torch.reciprocal(r) * 15.0
         zq = torch.round(-lo * inverse)
-        return torch.clamp(torch.round(g * inverse) + zq, 0.0, 15.0) - zq, r / 15.0
+        scale = (r / 15.0).bfloat16().float()
+        return torch.clamp(torch.round(g * inverse) + zq, 0.0, 15.0) - zq, scale
     amax = g.abs().amax(dim=-1, keepdim=True) * ratio
     amax = torch.where(amax > 0, amax, torch.full_like(amax, 7.0))
     return torch.clamp(torch.round(g * (7.0 / amax)), -7.0, 7.0), amax / 7.0
 
 
-def quantize_groups(t, group=INT4_GROUP, zero_point=False, clip_search=False):
+def quantize_groups(t, group=INT4_GROUP, zero_point=True, clip_search=False):
     """(q, scale, correction) of a weight t [N, K] in int4: each row's k
     in groups of `group` (the last one short if K is not a multiple), each
-    group as integers in [-7, 7] with its scale, q = round(t * (7 / a))
-    ties to even, scale = a / 7, a = max|group| (float32 arithmetic; an
-    all-zero group has scale 1 and stays zero). correction[n] =
+    group as integers with a scale (int4_levels; float32 arithmetic):
+    with `zero_point` (what tfmc compiles) in [-15, 15] less the group's
+    zero point, else symmetric in [-7, 7]. correction[n] =
     sum_g scale[n, g] * sum_k q[n, g, k], summed over g in order in float32:
     the kernel subtracts z * correction for the inputs' zero point.
 
-    Variants (int4_levels): `zero_point`, asymmetric groups; `clip_search`,
+    Variants: `clip_search`,
     per group the ratio of INT4_CLIP_RATIOS whose levels have the least
     squared error sum_k (q * scale - t)^2 (round to nearest with clipping,
     as GPTQ's and AWQ's searches, on the weights alone)."""
@@ -287,7 +291,7 @@ class Model:
     # --int8-*, measured by bench/quantization.py); the defaults are what
     # tfmc compiles.
     int4_group = INT4_GROUP      # k per scale
-    int4_zero_point = False      # asymmetric groups (int4_levels)
+    int4_zero_point = True       # asymmetric groups (int4_levels), else symmetric
     int4_scales = "rtn"          # rtn: over the whole range; mse: clip search
     int4_output = "int4"         # the output projection's precision: int4, int8, fp32
     int8_inputs = "zero-point"   # zero-point (quantize_activations) or symmetric
@@ -1222,8 +1226,10 @@ def main():
     # are the compiler's arithmetic.
     ap.add_argument("--int4-group", type=int, default=Model.int4_group,
                     help="int4: k per weight scale (default %(default)s)")
-    ap.add_argument("--int4-zero-point", action="store_true",
-                    help="int4: asymmetric weight groups, [0, 15] with a zero point")
+    ap.add_argument("--int4-zero-point", action=argparse.BooleanOptionalAction,
+                    default=Model.int4_zero_point,
+                    help="int4: asymmetric weight groups, [0, 15] with a zero point "
+                    "and a bf16 scale (default), or symmetric ones in [-7, 7]")
     ap.add_argument("--int4-scales", choices=["rtn", "mse"], default=Model.int4_scales,
                     help="int4: a group's scale over its whole range (rtn), or its "
                          "clip ratio of least squared error (mse)")

@@ -143,13 +143,16 @@ private:
                          Prefetch prefetch);
   scf::ForOp int4ProductLoop(const Tile &tile, const KBlock &block,
                              ValueRange acc0, Prefetch prefetch);
-  SmallVector<Value> scaleGroup(const Tile &tile, Value kk0, ValueRange acc,
-                                ArrayRef<Value> sums);
+  SmallVector<Value> int4GroupWords(const Tile &tile, Value kk0);
+  SmallVector<Value> scaleGroup(const Tile &tile, ArrayRef<Value> groupWords,
+                                ValueRange acc, ArrayRef<Value> sums);
 
   // The weights of a panel row, and the prefetch beside their reads.
   RowWeights panelRow(const Tile &tile, Value kk);
   Value readPanelRow(const Tile &tile, Value kk, int64_t c, VectorType type);
-  std::pair<RowWeights, RowWeights> int4PanelRow(const Tile &tile, Value kk);
+  SmallVector<Value> int4Zeros(ArrayRef<Value> groupWords);
+  std::pair<RowWeights, RowWeights> int4PanelRow(const Tile &tile, Value kk,
+                                                 ArrayRef<Value> zeros);
   void widenPairs(Value words, RowWeights &weights);
   void widenQuads(Value words, RowWeights &weights);
   void prefetchAhead(const Tile &tile, Value kk, Prefetch prefetch);
@@ -781,7 +784,8 @@ scf::ForOp PanelKernelBuilder::productLoop(const Tile &tile,
 
 /// int4: acc[r][c] += f32(Σ_{k in g} u·q) · s_W[g, ...] for each group g
 /// of the block, in order: a group's rows (unrolled) sum in i32 from zero,
-/// each row's low and high quads as int8 rows, then scaleGroup.
+/// each row's low and high quads as int8 rows less the group's zero
+/// points, then scaleGroup.
 scf::ForOp PanelKernelBuilder::int4ProductLoop(const Tile &tile,
                                                const KBlock &block,
                                                ValueRange acc0,
@@ -792,10 +796,12 @@ scf::ForOp PanelKernelBuilder::int4ProductLoop(const Tile &tile,
         Value zero = b.create<arith::ConstantOp>(
             loc, cast<TypedAttr>(b.getZeroAttr(wordType)));
         SmallVector<Value> sums(tile.rows * tile.vectors, zero);
+        SmallVector<Value> groupWords = int4GroupWords(tile, kk0);
+        SmallVector<Value> zeros = int4Zeros(groupWords);
         for (int64_t i = 0; i < kInt4GroupRows; ++i) {
           Value kk =
               b.create<arith::AddIOp>(loc, kk0, indexConstant(b, loc, i));
-          auto [low, high] = int4PanelRow(tile, kk);
+          auto [low, high] = int4PanelRow(tile, kk, zeros);
           prefetchAhead(tile, kk, prefetch);
           Value quad =
               b.create<arith::MulIOp>(loc, kk, indexConstant(b, loc, 8));
@@ -806,25 +812,40 @@ scf::ForOp PanelKernelBuilder::int4ProductLoop(const Tile &tile,
             int8Row(tile, r, nextQuad, high, sums);
           }
         }
-        b.create<scf::YieldOp>(loc, scaleGroup(tile, kk0, acc, sums));
+        b.create<scf::YieldOp>(loc, scaleGroup(tile, groupWords, acc, sums));
       });
 }
 
-/// acc[r][c] + f32(sums[r][c]) · s_W[g, c0 + c·L : ... + L], the group
-/// g = kk0 / its rows, whose scales are row K + g of the panel.
-SmallVector<Value> PanelKernelBuilder::scaleGroup(const Tile &tile, Value kk0,
-                                                  ValueRange acc,
-                                                  ArrayRef<Value> sums) {
-  Value scaleRow = b.create<arith::AddIOp>(
+/// The words of group g = kk0 / its rows (row K + g of the panel) for the
+/// tile's features, c0 + c·L : ... + L: each feature's scale (a bfloat16,
+/// the high half) and zero point (each low byte; Panels.h, Int4Group).
+SmallVector<Value> PanelKernelBuilder::int4GroupWords(const Tile &tile,
+                                                      Value kk0) {
+  Value groupRow = b.create<arith::AddIOp>(
       loc, indexConstant(b, loc, k),
       b.create<arith::DivUIOp>(loc, kk0,
                                indexConstant(b, loc, kInt4GroupRows)));
-  SmallVector<Value> scales;
+  SmallVector<Value> words;
   for (int64_t c = 0; c < tile.vectors; ++c)
-    scales.push_back(b.create<vector::TransferReadOp>(
-        loc, vecType, int8Operands.groupScales,
-        ValueRange{p, scaleRow, indexConstant(b, loc, tile.c0 + c * lanes)},
-        fzero, ArrayRef<bool>{true}));
+    words.push_back(b.create<vector::BitCastOp>(
+        loc, wordType,
+        b.create<vector::TransferReadOp>(
+            loc, vecType, int8Operands.groupScales,
+            ValueRange{p, groupRow, indexConstant(b, loc, tile.c0 + c * lanes)},
+            fzero, ArrayRef<bool>{true})));
+  return words;
+}
+
+/// acc[r][c] + f32(sums[r][c]) · s_W[g, c0 + c·L : ... + L], the scales
+/// the high halves of the group's words: s = f32(u & 0xffff0000).
+SmallVector<Value> PanelKernelBuilder::scaleGroup(const Tile &tile,
+                                                  ArrayRef<Value> groupWords,
+                                                  ValueRange acc,
+                                                  ArrayRef<Value> sums) {
+  SmallVector<Value> scales;
+  for (Value words : groupWords)
+    scales.push_back(b.create<vector::BitCastOp>(
+        loc, vecType, b.create<arith::AndIOp>(loc, words, splat(0xffff0000u))));
   SmallVector<Value> next;
   for (int64_t r = 0; r < tile.rows; ++r)
     for (int64_t c = 0; c < tile.vectors; ++c) {
@@ -872,29 +893,44 @@ Value PanelKernelBuilder::readPanelRow(const Tile &tile, Value kk, int64_t c,
       storedZero, ArrayRef<bool>{true});
 }
 
+/// The zero point z of each feature in every byte of its word, from the
+/// group's word g: (g & 0xffff) | (g << 16).
+SmallVector<Value> PanelKernelBuilder::int4Zeros(ArrayRef<Value> groupWords) {
+  SmallVector<Value> zeros;
+  for (Value words : groupWords) {
+    Value low = b.create<arith::AndIOp>(loc, words, splat(0xffffu));
+    zeros.push_back(b.create<arith::OrIOp>(
+        loc, low, b.create<arith::ShLIOp>(loc, words, splat(16))));
+  }
+  return zeros;
+}
+
 /// Panel row kk of int4 words u as the two int8 rows it holds, the low
-/// nibbles and the high ones, each less 8 byte by byte (vpsubb):
-///   low = (u & 0x0f0f0f0f) − 8,  high = ((u >> 4) & 0x0f0f0f0f) − 8
+/// nibbles and the high ones, each less the feature's zero point byte by
+/// byte (vpsubb):
+///   low = (u & 0x0f0f0f0f) − z,  high = ((u >> 4) & 0x0f0f0f0f) − z
 std::pair<RowWeights, RowWeights>
-PanelKernelBuilder::int4PanelRow(const Tile &tile, Value kk) {
+PanelKernelBuilder::int4PanelRow(const Tile &tile, Value kk,
+                                 ArrayRef<Value> zeros) {
   VectorType bytesType = VectorType::get({4 * lanes}, stored);
-  Value eights = b.create<arith::ConstantOp>(
-      loc, DenseElementsAttr::get(bytesType, b.getI8IntegerAttr(8)));
-  auto lessEight = [&](Value nibbles) {
-    Value bytes = b.create<vector::BitCastOp>(loc, bytesType, nibbles);
-    return b.create<vector::BitCastOp>(
-        loc, wordType, b.create<arith::SubIOp>(loc, bytes, eights));
-  };
   RowWeights low, high;
   for (int64_t c = 0; c < tile.vectors; ++c) {
+    auto lessZero = [&](Value nibbles) {
+      auto asBytes = [&](Value v) {
+        return b.create<vector::BitCastOp>(loc, bytesType, v);
+      };
+      return b.create<vector::BitCastOp>(
+          loc, wordType,
+          b.create<arith::SubIOp>(loc, asBytes(nibbles), asBytes(zeros[c])));
+    };
     Value words = b.create<vector::BitCastOp>(
         loc, wordType, readPanelRow(tile, kk, c, bytesType));
     Value lowNibbles = b.create<arith::AndIOp>(loc, words, splat(0x0f0f0f0fu));
     Value highNibbles = b.create<arith::AndIOp>(
         loc, b.create<arith::ShRUIOp>(loc, words, splat(4)),
         splat(0x0f0f0f0fu));
-    widenQuads(lessEight(lowNibbles), low);
-    widenQuads(lessEight(highNibbles), high);
+    widenQuads(lessZero(lowNibbles), low);
+    widenQuads(lessZero(highNibbles), high);
   }
   return {low, high};
 }

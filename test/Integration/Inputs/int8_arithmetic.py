@@ -59,17 +59,26 @@ error = (got - x @ w.T).abs()
 assert (error <= bound * 1.0001 + 1e-6).all(), (error - bound).max()
 print(f"within the rounding bound (largest error {error.max().item():.3g}, f32 products up to {(x @ w.T).abs().max().item():.3g})")
 
-# int4 (reference.py --precision int4): groups of 64 along K, each in
-# [-7, 7] with its scale; K = 300 leaves a short last group; a zero group
-# stays zero with scale 1.
+# int4 (reference.py --precision int4): groups of 64 along K, each over
+# its range extended to 0 with a zero point: integers q (less the zero
+# point) spanning at most 15 levels that hold 0, in [-15, 15], a bfloat16
+# scale; K = 300 leaves a short last group; a zero group stays zero with
+# scale 1. Each weight within half a step of the f32 scale r / 15, plus
+# |q| times the bf16 rounding of the scale (at most 2^-8 of it).
 w4 = w.clone()
 w4[2, 64:128] = 0.0
 q4, s4, c4 = reference.quantize_groups(w4)
-assert q4.shape == w4.shape and s4.shape == (33, 5) and q4.abs().max().item() == 7
+assert q4.shape == w4.shape and s4.shape == (33, 5) and q4.abs().max().item() <= 15
 assert q4[2, 64:128].abs().sum().item() == 0 and s4[2, 1].item() == 1.0
+assert torch.equal(s4, s4.bfloat16().float())
 groups = torch.arange(300) // 64
-assert ((q4 * s4[:, groups] - w4).abs() <= 0.5 * s4[:, groups] * 1.0001).all()
-print("int4: groups of 64 in [-7, 7], zero groups stay zero, scale 1")
+for g in range(5):
+    qg = q4[:, 64 * g:64 * (g + 1)]
+    span = qg.amax(1) - qg.amin(1)
+    assert (span <= 15).all() and (qg.amin(1) <= 0).all() and (qg.amax(1) >= 0).all()
+step4 = (0.5 + 15 / 256) * s4[:, groups]
+assert ((q4 * s4[:, groups] - w4).abs() <= step4 * 1.0001).all()
+print("int4: groups of 64, 16 levels holding 0, bf16 scales, zero groups stay zero, scale 1")
 
 model.int4, model.quantized = True, {}
 got4 = model.product(x, w4, "w4")
@@ -78,7 +87,7 @@ for g in range(5):
     ks = slice(64 * g, 64 * (g + 1))
     acc = acc + (u[:, ks].double() @ q4[:, ks].double().T).float() * s4[:, g]
 assert torch.equal(got4, (acc - z * c4) * sx)
-bound4 = (x.abs() @ (0.5 * s4[:, groups]).T) + (0.5 * sx) @ (q4 * s4[:, groups]).abs().sum(1, keepdim=True).T
+bound4 = (x.abs() @ step4.T) + (0.5 * sx) @ (q4 * s4[:, groups]).abs().sum(1, keepdim=True).T
 error4 = (got4 - x @ w4.T).abs()
 assert (error4 <= bound4 * 1.0001 + 1e-5).all(), (error4 - bound4).max()
 print("int4 product = group sums scaled in order, less z * correction, within the rounding bound")

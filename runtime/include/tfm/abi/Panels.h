@@ -167,12 +167,16 @@ void packInt8Panels(int64_t n, int64_t k, int64_t panel, ElementFn element,
 }
 
 /// --precision int4: a weight's rows quantized in groups of kInt4Group
-/// consecutive k, each group with a scale of its own (the last group of a
-/// K that is not a multiple is short):
-///   a = max |group| (7 for an all-zero group, which stays zero)
-///   q = round_even(w · ((1 / a) · 7)) in [-7, 7],  s = a / 7
-/// in f32 arithmetic, as int8's rows (test/reference/reference.py,
-/// quantize_groups).
+/// consecutive k, each group with a scale and a zero point of its own (the
+/// last group of a K that is not a multiple is short), over the group's
+/// range extended to 0:
+///   lo = min(group, 0), hi = max(group, 0), r = hi − lo (15 if 0)
+///   inverse = (1 / r) · 15,  z = round_even(−lo · inverse)  in [0, 15]
+///   q = clamp(round_even(w · inverse) + z, 0, 15) − z  in [−15, 15]
+///   s = bf16(r / 15)
+/// in f32 arithmetic (test/reference/reference.py, int4_levels). All 16
+/// levels cover the range, and 0 stays exact (so does the padding); the
+/// scale is kept as a bfloat16 so that it and z share one 32-bit word.
 constexpr int64_t kInt4Group = 64;
 
 inline int64_t int4Groups(int64_t k) {
@@ -180,13 +184,13 @@ inline int64_t int4Groups(int64_t k) {
 }
 
 /// Rows of an int4 panel: eight k a 32-bit word per feature, K padded to
-/// whole groups (the padding's integers are 0).
+/// whole groups.
 inline int64_t int4PanelRows(int64_t k) {
   return int4Groups(k) * kInt4Group / 8;
 }
 
 /// Bytes one int4 panel of P features takes: its words, then its groups'
-/// scales (packInt4Panels).
+/// words of scale and zero point (packInt4Panels).
 inline int64_t int4PanelBytes(int64_t k, int64_t panel) {
   return (int4PanelRows(k) + int4Groups(k)) * 4 * panel;
 }
@@ -198,60 +202,82 @@ inline int64_t int4PanelsBytes(int64_t n, int64_t k, int64_t panel) {
   return panels * (int4PanelBytes(k, panel) + 4 * panel);
 }
 
+/// A group's scale and zero point as the kernel reads them: the scale's
+/// bfloat16 in the high half, z in each of the two low bytes (so that
+///   zeros = (word & 0xffff) | (word << 16)
+/// is z in every byte, and word & 0xffff0000 the scale as an f32).
+struct Int4Group {
+  float scale;       // a bfloat16's value
+  int32_t zero, sum; // z, and the sum of the group's integers q
+  uint32_t word() const {
+    uint32_t bits;
+    std::memcpy(&bits, &scale, 4);
+    return (bits & 0xffff0000u) | uint32_t(zero) << 8 | uint32_t(zero);
+  }
+};
+
 /// One group of `count` values `element(i)` quantized as above:
-/// store(i, q) for each; returns the scale and the sum of the integers.
+/// store(i, q + z) for each (the stored nibble).
 template <typename ElementFn, typename StoreFn>
-Int8Row quantizeInt4Group(int64_t count, ElementFn element, StoreFn store) {
-  float amax = 0;
-  for (int64_t i = 0; i < count; ++i)
-    amax = std::max(amax, std::fabs(element(i)));
-  float inverse = (1.0f / (amax > 0 ? amax : 7.0f)) * 7.0f;
+Int4Group quantizeInt4Group(int64_t count, ElementFn element, StoreFn store) {
+  float lo = 0, hi = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    float value = element(i);
+    lo = std::min(lo, value);
+    hi = std::max(hi, value);
+  }
+  float range = hi - lo;
+  if (!(range > 0))
+    range = 15.0f;
+  float inverse = (1.0f / range) * 15.0f;
+  auto zero = int32_t(std::nearbyint(-lo * inverse));
   int32_t sum = 0;
   for (int64_t i = 0; i < count; ++i) {
-    auto value = int8_t(std::nearbyint(element(i) * inverse));
-    store(i, value);
-    sum += value;
+    float level = std::nearbyint(element(i) * inverse) + float(zero);
+    auto nibble = int32_t(std::min(15.0f, std::max(0.0f, level)));
+    store(i, uint8_t(nibble));
+    sum += nibble - zero;
   }
-  return {(amax > 0 ? amax : 7.0f) / 7.0f, sum};
+  return {fromBFloat16(toBFloat16(range / 15.0f)), zero, sum};
 }
 
 /// The int4 panels of an [n, k] matrix of floats `element(row, col)`. Row
 /// r of panel p holds, for each of its P features j, the 32-bit word whose
 /// byte h (lowest first) is
-///   (q[p·P + j, 8r + h] + 8) | (q[p·P + j, 8r + 4 + h] + 8) << 4
-/// (q = 0 past n or k): its low nibbles less 8 are the int8 quad of k
-/// 8r .. 8r + 3 that AVX512-VNNI's `vpdpbusd` takes, its high nibbles the
-/// quad after. After a panel's rows, its groups' scales [groups][P] (f32).
+///   (q[p·P + j, 8r + h] + z) | (q[p·P + j, 8r + 4 + h] + z) << 4
+/// (z: the group's zero point; q = 0 past n or k): its low nibbles less z
+/// are the int8 quad of k 8r .. 8r + 3 that AVX512-VNNI's `vpdpbusd`
+/// takes, its high nibbles the quad after. After a panel's rows, its
+/// groups' words of scale and zero point [groups][P] (Int4Group::word).
 /// After all panels, per padded feature j the correction
 ///   c[j] = Σ_g s[j, g] · Σ_{k in g} q[j, k]   (f32, g in order)
-/// with which the kernel takes out the inputs' zero point z:
-///   y = (Σ_g f32(Σ_{k in g} u·q) · s[j, g] − z · c[j]) · s_x.
+/// with which the kernel takes out the inputs' zero point z_x:
+///   y = (Σ_g f32(Σ_{k in g} u·q) · s[j, g] − z_x · c[j]) · s_x.
 template <typename ElementFn>
 void packInt4Panels(int64_t n, int64_t k, int64_t panel, ElementFn element,
                     uint8_t *dst) {
   int64_t panels = (n + panel - 1) / panel, rows = int4PanelRows(k);
   int64_t groups = int4Groups(k), panelBytes = int4PanelBytes(k, panel);
   auto *corrections = reinterpret_cast<float *>(dst + panels * panelBytes);
-  std::memset(dst, 0x88, panels * panelBytes); // every integer 0
   for (int64_t row = 0; row < panels * panel; ++row) {
     int64_t p = row / panel, j = row % panel;
     uint8_t *words = dst + p * panelBytes;
-    auto *scales = reinterpret_cast<float *>(words + rows * 4 * panel);
-    auto store = [&](int64_t col, int8_t q) {
+    auto *groupWords = reinterpret_cast<uint32_t *>(words + rows * 4 * panel);
+    auto store = [&](int64_t col, uint8_t nibble) {
       uint8_t &byte = words[((col / 8) * panel + j) * 4 + col % 4];
       int shift = col % 8 < 4 ? 0 : 4;
-      byte = uint8_t((byte & ~(0xf << shift)) | ((q + 8) << shift));
+      byte = uint8_t((byte & ~(0xf << shift)) | nibble << shift);
     };
     float correction = 0;
     for (int64_t g = 0; g < groups; ++g) {
       int64_t first = g * kInt4Group;
-      Int8Row group = {1.0f, 0};
-      if (row < n)
-        group = quantizeInt4Group(
-            std::min(kInt4Group, k - first),
-            [&](int64_t i) { return element(row, first + i); },
-            [&](int64_t i, int8_t q) { store(first + i, q); });
-      scales[g * panel + j] = group.scale;
+      int64_t count = row < n ? std::min(kInt4Group, k - first) : 0;
+      Int4Group group = quantizeInt4Group(
+          count, [&](int64_t i) { return element(row, first + i); },
+          [&](int64_t i, uint8_t nibble) { store(first + i, nibble); });
+      for (int64_t i = count; i < kInt4Group; ++i) // padding: q = 0
+        store(first + i, uint8_t(group.zero));
+      groupWords[g * panel + j] = group.word();
       // Two statements: not contracted into an fma, as the reference's
       // separate rounding of the product and of the sum.
       float term = group.scale * float(group.sum);
