@@ -81,11 +81,12 @@ struct MatmulLowering : public OpConversionPattern<MatmulOp> {
 /// int8 [Np, ceil(K / 4), 4P] (K in quads); for int8 also the features'
 /// scales [Np·P] (f32) and the sums of their integers [Np·P] (i32) after
 /// the panels. int4 panels are bytes [Np, rows + groups, 4P] (eight k a
-/// word, then the groups' scales, which `groupScales` views as f32
-/// [Np, rows + groups, P]), then the features' corrections [Np·P] (f32).
+/// word, then the groups' words of scale and zero point, which
+/// `groupWords` views as f32 [Np, rows + groups, P]), then the features'
+/// corrections [Np·P] (f32).
 struct PanelViews {
   Value panels, scales, sums;
-  Value groupScales, corrections;
+  Value groupWords, corrections;
   int64_t int4Groups = 0;
 };
 
@@ -166,7 +167,7 @@ static PanelViews viewPanels(OpBuilder &b, Location loc, Value bytes,
   views.panels = viewAt(offset, panels, shape.elt, {shape.rows, shape.width});
   if (shape.int4Groups) {
     views.int4Groups = shape.int4Groups;
-    views.groupScales =
+    views.groupWords =
         viewAt(offset, panels, b.getF32Type(), {shape.rows, shape.features});
     OpFoldResult correctionsAt = add(offset, mul(panels, shape.panelBytes()));
     views.corrections =
@@ -304,7 +305,7 @@ static Value linearOfPackedWeight(OpBuilder &b, Location loc, Value x,
     operands.xScales = xScales;
     if (views.int4Groups) {
       operands.int4Groups = views.int4Groups;
-      operands.groupScales = viewTensor(b, loc, views.groupScales);
+      operands.groupWords = viewTensor(b, loc, views.groupWords);
       operands.corrections = viewTensor(b, loc, views.corrections);
     } else {
       operands.scales = viewTensor(b, loc, views.scales);

@@ -830,7 +830,7 @@ SmallVector<Value> PanelKernelBuilder::int4GroupWords(const Tile &tile,
     words.push_back(b.create<vector::BitCastOp>(
         loc, wordType,
         b.create<vector::TransferReadOp>(
-            loc, vecType, int8Operands.groupScales,
+            loc, vecType, int8Operands.groupWords,
             ValueRange{p, groupRow, indexConstant(b, loc, tile.c0 + c * lanes)},
             fzero, ArrayRef<bool>{true})));
   return words;

@@ -27,11 +27,12 @@ Value linearEpilogue(OpBuilder &b, Location loc, Value y, Value bias,
 struct Int8Operands {
   Value xZeros, xScales; // [M] f32: z and s_x of the input's rows
   Value scales, sums;    // int8, [Np·P]: s_W (f32) and Σ_k q_W (i32)
-  // int4: the panels' groups (0 for int8), their scales as f32 over the
-  // panels' bytes [Np, rows + groups, P] (rows [rows, rows + groups) hold
-  // them), and the features' corrections [Np·P] (f32).
+  // int4: the panels' groups (0 for int8), their words of bf16 scale and
+  // zero point (Panels.h, Int4Group) viewed as f32 over the panels' bytes
+  // [Np, rows + groups, P] (rows [rows, rows + groups) hold them), and the
+  // features' corrections [Np·P] (f32).
   int64_t int4Groups = 0;
-  Value groupScales, corrections;
+  Value groupWords, corrections;
 };
 
 /// y[M, N] = act(x·Wᵀ + b) + r with W as panels (P = `config.panels.vectors`
@@ -72,10 +73,11 @@ struct Int8Operands {
 /// wait in the f32 tile as their bits.
 /// int4 (`int8Operands.int4Groups` > 0): Wp[Np, rows + groups, 4P] bytes
 /// whose word rows hold eight k each (tfm/abi/Panels.h, packInt4Panels):
-/// the low nibbles less 8 are the int8 quad of k 8q .. 8q + 3, the high
-/// ones the quad after, each multiplied as an int8 panel row. A group's
-/// rows sum in i32 from zero; its sums are scaled into the f32
-/// accumulators, and the epilogue takes out the zero point:
+/// the low nibbles less the group's zero point are the int8 quad of k
+/// 8q .. 8q + 3, the high ones the quad after, each multiplied as an int8
+/// panel row. A group's rows sum in i32 from zero; its sums are scaled
+/// into the f32 accumulators, and the epilogue takes out the inputs' zero
+/// point:
 ///   acc[r][c] = acc[r][c] + f32(Σ_{k in g} u·q) · s_W[g, n]   (g in order)
 ///   y = (acc − z[m] · c[n]) · s_x[m]
 /// (c the features' corrections); between K blocks acc waits as f32.
