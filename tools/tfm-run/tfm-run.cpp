@@ -25,6 +25,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -162,6 +163,18 @@ compile(mlir::ModuleOp module, mlir::tfm::Backend backend,
   return std::move(*engine);
 }
 
+/// Drops every function but the entry and those it calls: a test file holds
+/// many functions, and each run compiles one of them, twice.
+void keepOnlyEntry(mlir::ModuleOp module) {
+  for (auto func : module.getOps<mlir::func::FuncOp>())
+    if (func.getSymName() != entry && func.isPublic())
+      func.setPrivate();
+  mlir::PassManager pm(module.getContext());
+  pm.addPass(mlir::createSymbolDCEPass());
+  if (failed(pm.run(module)))
+    fail("symbol-dce failed");
+}
+
 /// Runs the entry point on copies of `inputs`; returns the results.
 std::vector<Tensor> run(mlir::ExecutionEngine &engine,
                         std::vector<Tensor> inputs,
@@ -248,6 +261,7 @@ int main(int argc, char **argv) {
     inputs.push_back(std::move(t));
   }
 
+  keepOnlyEntry(*module);
   auto decompose = [&](mlir::ModuleOp m) {
     mlir::PassManager pm(&context);
     pm.addPass(mlir::tfm::createTfmDecomposePass());
