@@ -283,7 +283,9 @@ void HttpServer::addGuards() {
         }
         replyError(res, {500, "Internal error: " + what});
       });
-  server->set_logger([this](const Request &req, const Response &res) {
+  // Counted before the answer is written, not in the logger after it: a
+  // client that reads /metrics once it has its answer must find it counted.
+  server->set_post_routing_handler([this](const Request &req, Response &res) {
     metrics.countRequest(pathLabel(req.path), res.status);
   });
 }

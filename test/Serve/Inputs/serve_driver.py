@@ -389,6 +389,8 @@ def run_load(model, src_path, cli_path):
     ones = metric(text, name + "_bucket", label + ',le="1"}')
     sentences = metric(text, "tfm_serve_sentences_total", label + "}")
     expect("sentences counted", sentences, 1280.0)
+    expect("requests counted", metric(text, "tfm_serve_requests_total",
+                                      '{path="/translate",code="200"}'), 1280.0)
     if not batches or batches - ones < 1:
         fail("no batch larger than 1 in /metrics: %s batches, %s of 1" % (batches, ones))
     expect("exit status", server.stop(), 0)
