@@ -358,7 +358,11 @@ def TfmOutlineKernelsPass : Pass<"tfm-outline-kernels", "::mlir::ModuleOp"> {
     only in the views they are given) are one function, so the rest of the
     lowering and LLVM process each kernel once. The kernels get internal
     linkage (LLVM may inline the thin wrapper around a parallel region into
-    its callers).
+    its callers), and names that say what they compute, from the loop's
+    location: `tfm_kernel_<n>_<kind>_<place>`, the tfm op's kind (which
+    `convert-tfm-to-linalg` puts in each op's location) and the model's
+    name for the place (`tfm_kernel_36_linear_lm_head`); a body shared by
+    several places keeps the kind alone.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect"];
 }

@@ -19,6 +19,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace mlir {
 namespace tfm {
@@ -51,6 +52,39 @@ bool isConstant(Value value) {
   Operation *def = value.getDefiningOp();
   return def && def->getNumOperands() == 0 && def->getNumRegions() == 0 &&
          matchPattern(value, m_Constant());
+}
+
+/// The names a location gives, outermost first: the tfm op's kind that its
+/// lowering put there, then the model's names (`lm_head`, `self_attn`, the
+/// last part of `model.decoder.layers.0.encoder_attn`); a fused location's
+/// first part.
+void collectNames(Location loc, SmallVectorImpl<std::string> &names) {
+  if (auto named = dyn_cast<NameLoc>(loc)) {
+    StringRef name = named.getName().getValue().rsplit('.').second;
+    if (name.empty())
+      name = named.getName().getValue();
+    names.push_back(name.str());
+    collectNames(named.getChildLoc(), names);
+  } else if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    if (!fused.getLocations().empty())
+      collectNames(fused.getLocations().front(), names);
+  } else if (auto site = dyn_cast<CallSiteLoc>(loc)) {
+    collectNames(site.getCallee(), names);
+  }
+}
+
+/// What a kernel's name says of the loop it holds: "linear_lm_head" (its
+/// op's kind, then where in the model); `withPlace` false, the kind alone.
+std::string describe(Location loc, bool withPlace) {
+  SmallVector<std::string> names;
+  collectNames(loc, names);
+  std::string text;
+  for (const std::string &name : ArrayRef(names).take_front(withPlace ? 2 : 1))
+    text += "_" + name;
+  for (char &c : text)
+    if (!llvm::isAlnum(c))
+      c = '_';
+  return text;
 }
 
 /// func.func private @<name>(captured non-constants) { constants; loop }.
@@ -102,13 +136,18 @@ struct TfmOutlineKernelsPass
     // that one instead.
     DenseMap<Type, SmallVector<func::FuncOp>> kernels;
     int64_t outlined = 0, shared = 0;
+    DenseMap<func::FuncOp, std::string> numberedNames;
+    // Kernels whose body several places share, by their number's name.
+    llvm::MapVector<func::FuncOp, std::string> sharedByPlaces;
     for (Operation *loop : loops) {
       SmallVector<Value> arguments, constants;
       for (Value value : capturedValues(loop))
         (isConstant(value) ? constants : arguments).push_back(value);
-      std::string name = "tfm_kernel_" + std::to_string(outlined);
+      std::string numbered = "tfm_kernel_" + std::to_string(outlined);
       func::FuncOp kernel =
-          outline(loop, arguments, constants, name, moduleBuilder);
+          outline(loop, arguments, constants,
+                  numbered + describe(loop->getLoc(), /*withPlace=*/true),
+                  moduleBuilder);
       func::FuncOp twin;
       for (func::FuncOp other : kernels[kernel.getFunctionType()])
         if (OperationEquivalence::isRegionEquivalentTo(
@@ -118,18 +157,26 @@ struct TfmOutlineKernelsPass
           break;
         }
       if (twin) {
+        // One body for several places: its name keeps only the kind.
+        if (describe(loop->getLoc(), true) != describe(twin.getLoc(), true))
+          sharedByPlaces.insert({twin, numberedNames.lookup(twin)});
         kernel.erase();
         kernel = twin;
         ++shared;
       } else {
         symbols.insert(kernel); // renamed if the name is taken
         kernels[kernel.getFunctionType()].push_back(kernel);
+        numberedNames[kernel] = numbered;
         ++outlined;
       }
       OpBuilder b(loop);
       b.create<func::CallOp>(loop->getLoc(), kernel, arguments);
       loop->erase();
     }
+    for (auto &[kernel, numbered] : sharedByPlaces)
+      if (failed(symbols.rename(kernel,
+                                numbered + describe(kernel.getLoc(), false))))
+        return signalPassFailure();
     tfm::recordPassStatistic(getName(), "kernels-outlined",
                              "Distinct loop nests outlined", outlined);
     tfm::recordPassStatistic(getName(), "loops-sharing-a-kernel",

@@ -150,3 +150,45 @@ func.func private @helper(%x: memref<?xf32>) {
   }
   return
 }
+
+// -----
+
+// A kernel is named after what its loop's location says (the tfm op's kind
+// that the lowering named it with, then the model's name for the place,
+// its last dotted part); one body at two places keeps the kind alone.
+// CHECK-LABEL: func.func @named
+// CHECK: call @tfm_kernel_0_scale(
+// CHECK-NEXT: call @tfm_kernel_0_scale(
+// CHECK-NEXT: call @tfm_kernel_1_scale_lm_head(
+// CHECK-NEXT: call @tfm_kernel_2_layer_norm_self_attn(
+// CHECK: func.func private @tfm_kernel_0_scale(
+// CHECK: func.func private @tfm_kernel_1_scale_lm_head(
+// CHECK: func.func private @tfm_kernel_2_layer_norm_self_attn(
+func.func @named(%x: memref<4xf32>, %y: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %two = arith.constant 2.0 : f32
+  %three = arith.constant 3.0 : f32
+  scf.for %i = %c0 to %c4 step %c1 {
+    %a = memref.load %x[%i] : memref<4xf32>
+    %p = arith.mulf %a, %two : f32
+    memref.store %p, %x[%i] : memref<4xf32>
+  } loc("scale"("model.encoder.layers.0.ffn"))
+  scf.for %i = %c0 to %c4 step %c1 {
+    %a = memref.load %y[%i] : memref<4xf32>
+    %p = arith.mulf %a, %two : f32
+    memref.store %p, %y[%i] : memref<4xf32>
+  } loc("scale"("model.decoder.layers.0.self_attn"))
+  scf.for %i = %c0 to %c4 step %c1 {
+    %a = memref.load %x[%i] : memref<4xf32>
+    %p = arith.mulf %a, %three : f32
+    memref.store %p, %x[%i] : memref<4xf32>
+  } loc("scale"(fused["lm_head", "decode_step"]))
+  scf.for %i = %c0 to %c4 step %c1 {
+    %a = memref.load %y[%i] : memref<4xf32>
+    %p = arith.addf %a, %three : f32
+    memref.store %p, %y[%i] : memref<4xf32>
+  } loc("layer_norm"("self_attn"))
+  return
+}

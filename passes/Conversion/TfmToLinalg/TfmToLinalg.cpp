@@ -138,6 +138,18 @@ struct ConvertTfmToLinalgPass
     return config;
   }
 
+  /// Each tfm op's location gets its kind's name ("linear"): the loops
+  /// lowered from it, and the kernels outlined from those, then say what
+  /// they compute (tfm_kernel_7_linear_ffn in a profile).
+  static void nameLocationsByKind(ModuleOp module) {
+    module.walk([](Operation *op) {
+      if (isa_and_nonnull<TfmDialect>(op->getDialect()))
+        op->setLoc(NameLoc::get(
+            StringAttr::get(op->getContext(), op->getName().stripDialect()),
+            op->getLoc()));
+    });
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
@@ -159,6 +171,7 @@ struct ConvertTfmToLinalgPass
     }
     if (failed(passLayerWeights(module)))
       return signalPassFailure();
+    nameLocationsByKind(module);
 
     ConversionTarget target(*ctx);
     target.addIllegalDialect<TfmDialect>();
