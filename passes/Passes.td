@@ -363,8 +363,19 @@ def TfmOutlineKernelsPass : Pass<"tfm-outline-kernels", "::mlir::ModuleOp"> {
     `convert-tfm-to-linalg` puts in each op's location) and the model's
     name for the place (`tfm_kernel_36_linear_lm_head`); a body shared by
     several places keeps the kind alone.
+
+    With `profile`, each kernel call is timed: `tfm_kernel_clock()` before
+    it, `tfm_kernel_ended(began, name)` after, the runtime's kernel
+    profile (`tfmc compile --profile-kernels`, the translator's
+    `--timing`); the names are constant globals.
   }];
-  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect"];
+  let options = [
+    Option<"profile", "profile", "bool", "false",
+           "Time each kernel call through the runtime's kernel profile">
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::memref::MemRefDialect"];
 }
 
 def TfmApproximateVectorMathPass

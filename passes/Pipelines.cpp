@@ -61,7 +61,7 @@ void tfm::buildFusionPipeline(OpPassManager &pm) {
 void tfm::buildLoweringPipeline(OpPassManager &pm, Backend backend,
                                 bool reportBackends,
                                 const KernelConfig &kernels,
-                                Precision precision) {
+                                Precision precision, bool profileKernels) {
   // The passes take the choices as options (which tfm-opt spells and a
   // printed pipeline shows): their names, which each pass parses back.
   TfmSelectBackendPassOptions selection;
@@ -123,7 +123,9 @@ void tfm::buildLoweringPipeline(OpPassManager &pm, Backend backend,
 
   // One function per distinct loop nest: what follows, and LLVM, see each
   // layer's kernels once.
-  pm.addPass(createTfmOutlineKernelsPass());
+  TfmOutlineKernelsPassOptions outline;
+  outline.profile = profileKernels;
+  pm.addPass(createTfmOutlineKernelsPass(outline));
 
   // To the LLVM dialect.
   pm.addPass(createTfmLowerVectorsPass());

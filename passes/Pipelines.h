@@ -31,10 +31,12 @@ void buildFusionPipeline(OpPassManager &pm);
 /// `llvm.emit_c_interface`. `backend` chooses who runs the ops oneDNN can
 /// run (tfm-select-backend, convert-tfm-to-onednn); `precision` is the
 /// linears' (tfm-layout-weights). The caller builds `kernels` for its
-/// target once (KernelConfig::forTarget).
+/// target once (KernelConfig::forTarget). `profileKernels`: each kernel
+/// call timed through the runtime's kernel profile.
 void buildLoweringPipeline(OpPassManager &pm, Backend backend,
                            bool reportBackends, const KernelConfig &kernels,
-                           Precision precision = Precision::Fp32);
+                           Precision precision = Precision::Fp32,
+                           bool profileKernels = false);
 
 /// Dialects and interface implementations (bufferization, LLVM conversion)
 /// that the lowering pipeline needs in the context.

@@ -16,10 +16,12 @@
 #include "passes/PassStatistics.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringMap.h"
 
 namespace mlir {
 namespace tfm {
@@ -112,6 +114,56 @@ func::FuncOp outline(Operation *loop, ArrayRef<Value> arguments,
   return kernel;
 }
 
+func::FuncOp declareRuntimeFunction(OpBuilder &b, ModuleOp module,
+                                    StringRef name, FunctionType type) {
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+    return existing;
+  auto function = b.create<func::FuncOp>(module.getLoc(), name, type);
+  function.setPrivate();
+  return function;
+}
+
+/// memref.global "private" constant @<kernel>_name: the kernel's name, for
+/// the runtime's profile.
+memref::GlobalOp nameGlobal(OpBuilder &b, ModuleOp module, StringRef kernel) {
+  auto type = MemRefType::get({int64_t(kernel.size())}, b.getI8Type());
+  auto bytes = DenseElementsAttr::get(
+      RankedTensorType::get(type.getShape(), b.getI8Type()),
+      ArrayRef(reinterpret_cast<const int8_t *>(kernel.data()), kernel.size()));
+  return b.create<memref::GlobalOp>(module.getLoc(), (kernel + "_name").str(),
+                                    b.getStringAttr("private"), type, bytes,
+                                    /*constant=*/true, /*alignment=*/nullptr);
+}
+
+/// Each kernel call between the runtime's clock and tfm_kernel_ended(began,
+/// the kernel's name): what a translator compiled with --profile-kernels
+/// reports of each kernel.
+void timeKernelCalls(ModuleOp module, ArrayRef<func::CallOp> calls) {
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  Type i64 = b.getI64Type();
+  auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type());
+  func::FuncOp clock = declareRuntimeFunction(b, module, "tfm_kernel_clock",
+                                              b.getFunctionType({}, {i64}));
+  func::FuncOp ended = declareRuntimeFunction(
+      b, module, "tfm_kernel_ended", b.getFunctionType({i64, bytes}, {}));
+  llvm::StringMap<memref::GlobalOp> names;
+  for (func::CallOp call : calls) {
+    memref::GlobalOp &name = names[call.getCallee()];
+    if (!name)
+      name = nameGlobal(b, module, call.getCallee());
+    Location loc = call.getLoc();
+    OpBuilder at(call);
+    Value began =
+        at.create<func::CallOp>(loc, clock, ValueRange{}).getResult(0);
+    at.setInsertionPointAfter(call);
+    Value text =
+        at.create<memref::GetGlobalOp>(loc, name.getType(), name.getSymName());
+    at.create<func::CallOp>(
+        loc, ended,
+        ValueRange{began, at.create<memref::CastOp>(loc, bytes, text)});
+  }
+}
+
 struct TfmOutlineKernelsPass
     : public tfm::impl::TfmOutlineKernelsPassBase<TfmOutlineKernelsPass> {
   using Base::Base;
@@ -137,6 +189,7 @@ struct TfmOutlineKernelsPass
     DenseMap<Type, SmallVector<func::FuncOp>> kernels;
     int64_t outlined = 0, shared = 0;
     DenseMap<func::FuncOp, std::string> numberedNames;
+    SmallVector<func::CallOp> calls;
     // Kernels whose body several places share, by their number's name.
     llvm::MapVector<func::FuncOp, std::string> sharedByPlaces;
     for (Operation *loop : loops) {
@@ -170,13 +223,16 @@ struct TfmOutlineKernelsPass
         ++outlined;
       }
       OpBuilder b(loop);
-      b.create<func::CallOp>(loop->getLoc(), kernel, arguments);
+      calls.push_back(
+          b.create<func::CallOp>(loop->getLoc(), kernel, arguments));
       loop->erase();
     }
     for (auto &[kernel, numbered] : sharedByPlaces)
       if (failed(symbols.rename(kernel,
                                 numbered + describe(kernel.getLoc(), false))))
         return signalPassFailure();
+    if (profile)
+      timeKernelCalls(module, calls);
     tfm::recordPassStatistic(getName(), "kernels-outlined",
                              "Distinct loop nests outlined", outlined);
     tfm::recordPassStatistic(getName(), "loops-sharing-a-kernel",

@@ -9,6 +9,7 @@
 
 #include "tfm/runtime.h"
 
+#include "runtime/src/KernelProfile.h"
 #include "runtime/src/Languages.h"
 #include "runtime/src/Model.h"
 #include "runtime/src/ParallelRegions.h"
@@ -17,8 +18,10 @@
 #include "runtime/src/Tokenizer.h"
 #include "runtime/src/Translator.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 using namespace tfm_runtime;
 
@@ -82,6 +85,14 @@ tfm_search_options_check(const tfm_model *model,
 
 extern "C" void tfm_count_parallel_regions(void) {
   tfm_runtime::countParallelRegions();
+}
+
+extern "C" int64_t tfm_kernel_times(tfm_kernel_time *times, int64_t capacity) {
+  std::vector<tfm_runtime::KernelTime> all = tfm_runtime::kernelTimes();
+  for (int64_t i = 0; i < std::min(capacity, int64_t(all.size())); ++i)
+    times[i] = {all[i].name, int32_t(all[i].phase), all[i].calls,
+                all[i].seconds};
+  return int64_t(all.size());
 }
 
 extern "C" tfm_status tfm_set_num_threads(int32_t threads) {

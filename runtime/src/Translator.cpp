@@ -16,6 +16,7 @@
 #include "runtime/src/Translator.h"
 
 #include "runtime/src/Buffer.h"
+#include "runtime/src/KernelProfile.h"
 #include "runtime/src/KvCaches.h"
 #include "runtime/src/LogitsRules.h"
 #include "runtime/src/Model.h"
@@ -446,6 +447,7 @@ void Translator::encodeSentences(const Batch &input, int64_t first,
   int64_t slotSize = heads * length * headDim;
   for (float *buffer : keysValues)
     args.memref(buffer + first * slotSize, {count, heads, length, headDim});
+  KernelPhaseScope phase(KernelPhase::Encode);
   tfm_encode(args.data());
 }
 
@@ -470,6 +472,7 @@ void Translator::decodeStep() {
     args.memref(bias, {columns() * int64_t(sizeof(float))});
   args.memref(logits.data, {rows, 1, columns()});
   args.memref(logitBlocks.data, {rows, 1, blocksPerRow(), 2});
+  KernelPhaseScope phase(KernelPhase::Decode);
   tfm_decode_step(args.data());
 }
 

@@ -1,4 +1,5 @@
 // RUN: tfm-opt %s --tfm-outline-kernels --split-input-file | FileCheck %s
+// RUN: tfm-opt %s --tfm-outline-kernels=profile=true --split-input-file | FileCheck %s --check-prefix=PROFILE
 
 // Two layers' linears: the same loop over weight views at other offsets of
 // the weights buffer. Both call one kernel, which takes the views and the
@@ -164,6 +165,19 @@ func.func private @helper(%x: memref<?xf32>) {
 // CHECK: func.func private @tfm_kernel_0_scale(
 // CHECK: func.func private @tfm_kernel_1_scale_lm_head(
 // CHECK: func.func private @tfm_kernel_2_layer_norm_self_attn(
+//
+// With profile, each call between the runtime's clock and
+// tfm_kernel_ended(began, name); one name global a kernel.
+// PROFILE-LABEL: func.func private @tfm_kernel_clock() -> i64
+// PROFILE-NEXT: func.func private @tfm_kernel_ended(i64, memref<?xi8>)
+// PROFILE-DAG: memref.global "private" constant @tfm_kernel_0_scale_name : memref<18xi8> = dense<[116, 102, 109, 95, 107, 101, 114, 110, 101, 108, 95, 48, 95, 115, 99, 97, 108, 101]>
+// PROFILE-DAG: memref.global "private" constant @tfm_kernel_1_scale_lm_head_name : memref<26xi8>
+// PROFILE-LABEL: func.func @named
+// PROFILE: %[[BEGAN:.*]] = call @tfm_kernel_clock() : () -> i64
+// PROFILE-NEXT: call @tfm_kernel_0_scale(
+// PROFILE-NEXT: %[[NAME:.*]] = memref.get_global @tfm_kernel_0_scale_name : memref<18xi8>
+// PROFILE-NEXT: %[[CAST:.*]] = memref.cast %[[NAME]] : memref<18xi8> to memref<?xi8>
+// PROFILE-NEXT: call @tfm_kernel_ended(%[[BEGAN]], %[[CAST]]) : (i64, memref<?xi8>) -> ()
 func.func @named(%x: memref<4xf32>, %y: memref<4xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index

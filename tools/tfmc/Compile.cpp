@@ -94,6 +94,11 @@ static cl::opt<bool> printBackends(
     "print-backends",
     cl::desc("compile: print which backend each op kind and shape got"),
     cl::cat(tfmcCategory()));
+static cl::opt<bool> profileKernels(
+    "profile-kernels",
+    cl::desc("compile: time every kernel call; the translator's --timing "
+             "then lists each kernel's share of encode and decode"),
+    cl::cat(tfmcCategory()));
 cl::opt<std::string> tfmc::sourceLang(
     "source-lang",
     cl::desc("compile: the source language of a model of one pair (Marian, "
@@ -310,7 +315,8 @@ static int runPipeline(mlir::ModuleOp module) {
     mlir::tfm::KernelConfig kernels =
         mlir::tfm::KernelConfig::forTarget(*vectorUnit);
     mlir::tfm::buildLoweringPipeline(pm, chosenBackend(), printBackends,
-                                     kernels, chosenPrecision());
+                                     kernels, chosenPrecision(),
+                                     profileKernels);
   }
   if (failed(pm.run(module)))
     return reportError("compiling " + modelDir + " failed");

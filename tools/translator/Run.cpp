@@ -414,6 +414,24 @@ std::string Run::show(const std::vector<int32_t> &tokens,
   return result;
 }
 
+/// A translator compiled with --profile-kernels: each kernel's time in
+/// the decoder steps and in encode, the longest first, beside its phase's.
+void Run::printKernelTimes() const {
+  std::vector<tfm_kernel_time> times(size_t(tfm_kernel_times(nullptr, 0)));
+  tfm_kernel_times(times.data(), int64_t(times.size()));
+  std::stable_sort(times.begin(), times.end(),
+                   [](auto &a, auto &b) { return a.seconds > b.seconds; });
+  for (auto [phase, name, total] :
+       {std::tuple{1, "decode", parts.decode}, {0, "encode", parts.encode}})
+    for (const tfm_kernel_time &t : times)
+      if (t.phase == phase)
+        fmt::print(stderr,
+                   "translator: {} kernel {}: {} calls, {:.4f} s, {:.1f}% of "
+                   "{}\n",
+                   name, t.name, t.calls, t.seconds,
+                   total > 0 ? 100 * t.seconds / total : 0.0, name);
+}
+
 void Run::printTiming(double loadSeconds) const {
   fmt::print(stderr,
              "translator: load {:.4f} s, translate {:.4f} s, {} lines\n",
@@ -429,6 +447,7 @@ void Run::printTiming(double loadSeconds) const {
                "translator: {:.1f} parallel regions a decoder step (forks "
                "and joins of the threads)\n",
                double(parts.parallel_regions) / double(parts.steps));
+  printKernelTimes();
   if (outputTokens.empty())
     return;
   std::vector<int64_t> sorted = outputTokens;

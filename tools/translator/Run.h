@@ -51,6 +51,7 @@ public:
   /// turn (HtmlDocuments.cpp).
   void translateDocuments(Output &out);
   void printTiming(double loadSeconds) const;
+  void printKernelTimes() const;
 
 private:
   using ReadSentence =

@@ -138,6 +138,20 @@ tfm_status tfm_search_options_check(const tfm_model *model,
  * tfm_set_num_threads of the process, else it has no effect. */
 void tfm_count_parallel_regions(void);
 
+/* The time of each compiled kernel (tfmc compile --profile-kernels; no
+ * entries otherwise): its name (tfm_kernel_<n>_<op kind>_<place>), the
+ * phase it ran in (0: encode, 1: decoder steps, 2: other), its calls and
+ * their seconds, the process's totals so far. Writes at most `capacity`
+ * entries to `times` and returns how many there are; the names live as
+ * long as the process. */
+typedef struct tfm_kernel_time {
+  const char *name;
+  int32_t phase;
+  int64_t calls;
+  double seconds;
+} tfm_kernel_time;
+int64_t tfm_kernel_times(tfm_kernel_time *times, int64_t capacity);
+
 /* Threads that the compiled code's parallel loops use (OpenMP). */
 tfm_status tfm_set_num_threads(int32_t threads);
 
