@@ -88,6 +88,7 @@ import families  # noqa: E402
 import micro  # noqa: E402
 import serve  # noqa: E402
 import shortlist  # noqa: E402
+import steps  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = "/usr/bin/python3"
@@ -390,6 +391,12 @@ def end_to_end(args, notes):
             if ("baseline-" + name, case) in outputs:
                 base = outputs[("baseline-" + name, case)]
                 r["identical_to_baseline"] = sum(a == b for a, b in zip(outputs[(name, case)], base))
+    # After the timed cases: a batch-32 step, part by part (bench/steps.py).
+    if not args.baseline:
+        parts = steps.measure(args, sys.modules[__name__], model, inputs[args.sentences], env,
+                              notes)
+        if parts:
+            results["step_parts"] = parts
     return results
 
 
@@ -451,7 +458,8 @@ def e2e_table(results):
         summary += (f" The reference's OpenBLAS ran its {core['used']} kernels "
                     f"(OPENBLAS_CORETYPE); it takes this CPU for a {core['detected']}.")
     return (summary + "\n\n" + "\n".join(rows) + "\n\n" + "\n".join(compile_rows)
-            + parts_table(results) + baseline_table(results))
+            + parts_table(results) + steps.table(results.get("step_parts"))
+            + baseline_table(results))
 
 
 def baseline_table(results):
