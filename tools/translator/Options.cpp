@@ -441,7 +441,8 @@ void addInputOutputOptions(CLI::App &app, Options &o) {
   app.add_flag("--timing", o.timing,
                "report load and translation seconds on stderr, then those "
                "of the encoder, the decoder steps, the search and the cache "
-               "moves");
+               "moves (and each kernel's, if tfmc compiled the translator "
+               "with --profile-kernels)");
   app.add_flag_callback(
       "--plain-search", [&o] { o.search.fused_search = 0; },
       "read every logit in the search instead of the blocks the output "
