@@ -197,10 +197,9 @@ struct TfmOutlineKernelsPass
       for (Value value : capturedValues(loop))
         (isConstant(value) ? constants : arguments).push_back(value);
       std::string numbered = "tfm_kernel_" + std::to_string(outlined);
+      std::string place = describe(loop->getLoc(), /*withPlace=*/true);
       func::FuncOp kernel =
-          outline(loop, arguments, constants,
-                  numbered + describe(loop->getLoc(), /*withPlace=*/true),
-                  moduleBuilder);
+          outline(loop, arguments, constants, numbered + place, moduleBuilder);
       func::FuncOp twin;
       for (func::FuncOp other : kernels[kernel.getFunctionType()])
         if (OperationEquivalence::isRegionEquivalentTo(
@@ -211,7 +210,7 @@ struct TfmOutlineKernelsPass
         }
       if (twin) {
         // One body for several places: its name keeps only the kind.
-        if (describe(loop->getLoc(), true) != describe(twin.getLoc(), true))
+        if (place != describe(twin.getLoc(), /*withPlace=*/true))
           sharedByPlaces.insert({twin, numberedNames.lookup(twin)});
         kernel.erase();
         kernel = twin;
@@ -227,10 +226,11 @@ struct TfmOutlineKernelsPass
           b.create<func::CallOp>(loop->getLoc(), kernel, arguments));
       loop->erase();
     }
-    for (auto &[kernel, numbered] : sharedByPlaces)
-      if (failed(symbols.rename(kernel,
-                                numbered + describe(kernel.getLoc(), false))))
+    for (auto &[kernel, numbered] : sharedByPlaces) {
+      std::string kind = describe(kernel.getLoc(), /*withPlace=*/false);
+      if (failed(symbols.rename(kernel, numbered + kind)))
         return signalPassFailure();
+    }
     if (profile)
       timeKernelCalls(module, calls);
     tfm::recordPassStatistic(getName(), "kernels-outlined",
